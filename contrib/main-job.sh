@@ -1,0 +1,82 @@
+#!/bin/sh
+#
+# The main job: real UCX traffic (ucx_perftest UCP tag tests) over uccl,
+# beside UCX's own rc_verbs/ud_verbs on the same (soft)verbs fabric and tcp,
+# on a clean fabric and with 1% packet loss. Prints a table.
+#
+#   contrib/main-job.sh        (uses `uccl-run` from PATH, or UCCL_RUN)
+#
+# Environment: MAIN_ITERS (latency iterations, default 20000),
+# MAIN_BW_ITERS (bandwidth iterations, default 2000), MAIN_TIMEOUT (s, 120).
+#
+set -u
+run=${UCCL_RUN:-$(command -v uccl-run)}
+[ -x "$run" ] || { echo "main-job: uccl-run not found (run contrib/setup.sh)" >&2; exit 1; }
+iters=${MAIN_ITERS:-20000}
+bw_iters=${MAIN_BW_ITERS:-2000}
+tmo=${MAIN_TIMEOUT:-120}
+port=$((20000 + $$ % 20000))
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+nic="a real RDMA NIC"
+if "$run" --print-env | grep -q 'NIC: softverbs'; then
+    nic="softverbs, the user-space RDMA NIC (this machine has no RDMA device)"
+fi
+
+# perftest TLS LOSS TEST SIZE ITERS: prints the Final line's latency (us) for
+# *_lat tests or bandwidth (MB/s) for *_bw tests, or FAIL.
+perftest() {
+    tls=$1 loss=$2 test=$3 size=$4 n=$5
+    port=$((port + 1))
+    fabric="main$$_$port"
+    env="UCX_TLS=$tls SOFTVERBS_FABRIC=$fabric SOFTVERBS_LOSS=$loss"
+    env $env timeout "$tmo" "$run" ucx_perftest -p $port -c 0 \
+        >"$tmp/srv.log" 2>&1 &
+    srv=$!
+    sleep 0.5
+    env $env timeout "$tmo" "$run" ucx_perftest localhost -p $port -c 1 \
+        -t "$test" -s "$size" -n "$n" >"$tmp/cli.log" 2>&1
+    rc=$?
+    wait $srv 2>/dev/null
+    line=$(grep '^Final:' "$tmp/cli.log")
+    if [ $rc -ne 0 ] || [ -z "$line" ]; then
+        echo FAIL
+        cp "$tmp/cli.log" "$tmp/fail-$tls-$test-$size.log" 2>/dev/null
+        return
+    fi
+    case $test in
+        *_lat) echo "$line" | awk '{printf "%.2f", $4}' ;;
+        *)     echo "$line" | awk '{printf "%.0f", $7}' ;;
+    esac
+}
+
+echo "uccl main job: UCX traffic over uccl"
+echo "NIC: $nic"
+echo "ucx_perftest UCP tag tests, server and client on cores 0 and 1"
+echo
+printf '| %-8s | %-22s | %16s | %18s | %17s |\n' fabric transports \
+    "tag_lat 8 B (us)" "tag_bw 64 KiB MB/s" "tag_bw 1 MiB MB/s"
+printf '|%s|%s|%s|%s|%s|\n' ---------- ------------------------ \
+    ------------------ -------------------- -------------------
+for loss in 0 0.01; do
+    [ "$loss" = 0 ] && fabric=clean || fabric="1% loss"
+    for tls in uccl,self rc_verbs,ud_verbs,self tcp,self; do
+        if [ "$tls" = tcp,self ] && [ "$loss" != 0 ]; then
+            continue    # loopback TCP does not cross the lossy fabric
+        fi
+        lat=$(perftest $tls $loss tag_lat 8 "$iters")
+        bw64=$(perftest $tls $loss tag_bw 65536 "$bw_iters")
+        bw1m=$(perftest $tls $loss tag_bw 1048576 "$bw_iters")
+        printf '| %-8s | %-22s | %16s | %18s | %17s |\n' "$fabric" "$tls" \
+            "$lat" "$bw64" "$bw1m"
+    done
+done
+echo
+echo "latency: one-way (half round trip); bandwidth: MB/s, overall average."
+fails=$(ls "$tmp"/fail-* 2>/dev/null | wc -l)
+if [ "$fails" -gt 0 ]; then
+    echo "$fails run(s) failed; first failure log:"
+    tail -n 15 "$(ls "$tmp"/fail-* | head -n1)"
+    exit 1
+fi
