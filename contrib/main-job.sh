@@ -51,14 +51,39 @@ perftest() {
     esac
 }
 
+# netpipe TLS LOSS: NetPIPE (Open MPI, pml ucx) 8 B latency (us) and 1 MiB
+# bandwidth (MB/s), as "LAT BW", or "FAIL FAIL".
+netpipe() {
+    tls=$1 loss=$2
+    port=$((port + 1))
+    out=$tmp/np.out
+    rm -f "$out"
+    UCX_TLS=$tls SOFTVERBS_FABRIC="main$$_np$port" SOFTVERBS_LOSS=$loss \
+        timeout "$tmo" "$run" mpirun -np 2 --bind-to core \
+        NPopenmpi -l 8 -u 1048576 -p 0 -n 100 -o "$out" \
+        >"$tmp/np.log" 2>&1
+    if [ $? -ne 0 ] || [ ! -s "$out" ]; then
+        cp "$tmp/np.log" "$tmp/fail-$tls-netpipe.log"
+        echo "FAIL FAIL"
+        return
+    fi
+    awk '$1 == 8 {lat = $3 * 1e6} $1 == 1048576 {bw = $2 / 8}
+         END {printf "%.2f %.0f", lat, bw}' "$out"
+}
+
 echo "uccl main job: UCX traffic over uccl"
 echo "NIC: $nic"
-echo "ucx_perftest UCP tag tests, server and client on cores 0 and 1"
+echo "ucx_perftest UCP tag tests (server and client on cores 0 and 1) and"
+echo "NetPIPE over Open MPI pml ucx, two ranks"
 echo
-printf '| %-8s | %-22s | %16s | %18s | %17s |\n' fabric transports \
-    "tag_lat 8 B (us)" "tag_bw 64 KiB MB/s" "tag_bw 1 MiB MB/s"
-printf '|%s|%s|%s|%s|%s|\n' ---------- ------------------------ \
-    ------------------ -------------------- -------------------
+printf '| %-8s | %-22s | %12s | %12s | %12s | %12s | %12s |\n' fabric \
+    transports "tag_lat 8 B" "tag_bw 64K" "tag_bw 1M" "NetPIPE 8 B" \
+    "NetPIPE 1M"
+printf '| %-8s | %-22s | %12s | %12s | %12s | %12s | %12s |\n' "" "" \
+    "us" "MB/s" "MB/s" "us" "MB/s"
+printf '|%s|%s|%s|%s|%s|%s|%s|\n' ---------- ------------------------ \
+    -------------- -------------- -------------- -------------- \
+    --------------
 for loss in 0 0.01; do
     [ "$loss" = 0 ] && fabric=clean || fabric="1% loss"
     for tls in uccl,self rc_verbs,ud_verbs,self tcp,self; do
@@ -68,12 +93,13 @@ for loss in 0 0.01; do
         lat=$(perftest $tls $loss tag_lat 8 "$iters")
         bw64=$(perftest $tls $loss tag_bw 65536 "$bw_iters")
         bw1m=$(perftest $tls $loss tag_bw 1048576 "$bw_iters")
-        printf '| %-8s | %-22s | %16s | %18s | %17s |\n' "$fabric" "$tls" \
-            "$lat" "$bw64" "$bw1m"
+        np=$(netpipe $tls $loss)
+        printf '| %-8s | %-22s | %12s | %12s | %12s | %12s | %12s |\n' \
+            "$fabric" "$tls" "$lat" "$bw64" "$bw1m" ${np% *} ${np#* }
     done
 done
 echo
-echo "latency: one-way (half round trip); bandwidth: MB/s, overall average."
+echo "latency: one-way (half a round trip); bandwidth: overall average."
 fails=$(ls "$tmp"/fail-* 2>/dev/null | wc -l)
 if [ "$fails" -gt 0 ]; then
     echo "$fails run(s) failed; first failure log:"
