@@ -1,0 +1,70 @@
+#!/bin/sh
+#
+# Benchmark (label bench): uccl beside the raw softverbs NIC it runs on, with
+# the link model off, in one run:
+#   - 1 MiB bandwidth: ucx_perftest -x uccl put_bw (UC and RC mode) vs
+#     perftest ib_write_bw (one RC QP, RDMA WRITE stream);
+#   - 8 B latency:     ucx_perftest -x uccl am_lat vs ib_send_lat.
+# Prints a markdown table and the ratios.
+#
+#   uccl_vs_softverbs.sh BUILDDIR
+#
+set -u
+build=${1:?usage: $0 BUILDDIR}
+run=$build/contrib/uccl-run
+tmo=${BENCH_TIMEOUT:-180}
+port=$((30000 + $$ % 10000))
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# pair SERVER_CMD -- CLIENT_CMD: runs both on a fresh fabric named after
+# $port (bump it before each pair), prints the client's output.
+pair() {
+    export SOFTVERBS_FABRIC="bench$$_$port"
+    srv=""
+    while [ "$1" != "--" ]; do srv="$srv $1"; shift; done
+    shift
+    # shellcheck disable=SC2086
+    timeout "$tmo" taskset -c 0 "$run" $srv >"$tmp/srv.log" 2>&1 &
+    pid=$!
+    sleep 1
+    timeout "$tmo" taskset -c 1 "$run" "$@" 2>&1
+    wait $pid
+}
+
+port=$((port + 1))
+sv_bw=$(pair ib_write_bw -d sv0 -s 1048576 -n 2000 -F -p $port -- \
+        ib_write_bw -d sv0 -s 1048576 -n 2000 -F -p $port localhost |
+        awk '$1 == 1048576 {print $4}')      # BW average, MB/s
+port=$((port + 1))
+sv_lat=$(pair ib_send_lat -d sv0 -s 8 -n 20000 -F -p $port -- \
+         ib_send_lat -d sv0 -s 8 -n 20000 -F -p $port localhost |
+         awk '$1 == 8 {print $6}')           # t_avg, us (one way)
+
+uccl() {
+    mode=$1; shift
+    export UCX_UCCL_MODE=$mode
+    pair ucx_perftest -p $port -- \
+        ucx_perftest localhost -p $port -x uccl -d sv0:1 "$@" |
+        grep '^Final:'
+}
+port=$((port + 1))
+uc_bw=$(uccl uc -t put_bw -D zcopy -s 1048576 -n 2000 | awk '/Final:/ {print $7}')
+port=$((port + 1))
+rc_bw=$(uccl rc -t put_bw -D zcopy -s 1048576 -n 2000 | awk '/Final:/ {print $7}')
+port=$((port + 1))
+uc_lat=$(uccl uc -t am_lat -D short -s 8 -n 20000 | awk '/Final:/ {print $4}')
+port=$((port + 1))
+rc_lat=$(uccl rc -t am_lat -D short -s 8 -n 20000 | awk '/Final:/ {print $4}')
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a > 0 && b > 0) printf "%.2f", a / b; else print "n/a"}'; }
+
+echo "| measurement | raw softverbs | uccl UC | uccl RC | UC/raw | RC/raw |"
+echo "|---|---|---|---|---|---|"
+echo "| 1 MiB bandwidth (MB/s) | ${sv_bw:-FAIL} | ${uc_bw:-FAIL} | ${rc_bw:-FAIL} | $(ratio "$uc_bw" "$sv_bw") | $(ratio "$rc_bw" "$sv_bw") |"
+echo "| 8 B latency (us) | ${sv_lat:-FAIL} | ${uc_lat:-FAIL} | ${rc_lat:-FAIL} | $(ratio "$uc_lat" "$sv_lat") | $(ratio "$rc_lat" "$sv_lat") |"
+echo
+echo "raw: perftest ib_write_bw -s 1048576 / ib_send_lat -s 8 on softverbs;"
+echo "uccl: ucx_perftest -x uccl put_bw zcopy 1 MiB / am_lat short 8 B."
+echo "Goal: uccl put_bw at 1 MiB >= 0.80 x raw."
+[ -n "$sv_bw" ] && [ -n "$uc_bw" ]
