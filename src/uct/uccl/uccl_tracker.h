@@ -1,0 +1,179 @@
+/*
+ * Sender's unacked-chunk tracker: a ring of entries indexed by CSN from
+ * `una` (oldest not cumulatively acked) to `nxt` (next CSN to send), plus a
+ * ring bitmap of which of them the receiver has selectively acked.
+ *
+ * - uct_uccl_tracker_add() when a chunk is posted (O(1));
+ * - uct_uccl_tracker_ack() for each ACK: calls back once per newly acked
+ *   chunk (cumulative or SACK) so the UCT layer completes its operation,
+ *   and returns an RTT sample;
+ * - uct_uccl_tracker_fast_retx() resends SACK holes (after dupack_thresh
+ *   duplicate ACKs, or when a chunk reorder_csns later has been acked),
+ *   uct_uccl_tracker_expire() resends everything older than the RTO.
+ * A chunk is resent at most once per min_age (an RTT): its send time is
+ * refreshed by each resend. Bitmap scans go 64 chunks per word.
+ */
+#ifndef UCT_UCCL_TRACKER_H_
+#define UCT_UCCL_TRACKER_H_
+
+#include "uccl_seq.h"
+#include "uccl_wire.h"
+
+#include <ucs/type/status.h>
+#include <ucs/sys/compiler_def.h>
+#include <stdint.h>
+
+typedef struct uct_uccl_tx_entry {
+    uint64_t send_time;   /* ns, last (re)transmission */
+    void     *desc;       /* UCT layer's chunk (kept WR); NULL once acked */
+    uint32_t length;      /* payload bytes, for cc accounting */
+    uint16_t path;        /* path of the last transmission */
+    uint8_t  retries;     /* resends so far (saturates at 255) */
+    uint8_t  rsvd;
+} uct_uccl_tx_entry_t;
+
+typedef struct uct_uccl_tracker_params {
+    uint32_t size;          /* ring entries, power of two in [64, 2^16] */
+    uint32_t init_csn;      /* first CSN to send (24-bit) */
+    uint32_t dupack_thresh; /* duplicate ACKs before all holes are resent */
+    uint32_t reorder_csns;  /* a hole this far below a SACKed chunk is lost;
+                               0 = only the dupack rule */
+} uct_uccl_tracker_params_t;
+
+typedef struct uct_uccl_tracker {
+    uint32_t            una;          /* oldest CSN not cumulatively acked */
+    uint32_t            nxt;          /* next CSN to assign */
+    uint32_t            high_sacked;  /* one past the highest acked CSN */
+    uint32_t            limit;        /* max chunks outstanding (<= size) */
+    uint32_t            mask;         /* size - 1 */
+    uint32_t            word_mask;    /* size / 64 - 1 */
+    uint32_t            dupacks;      /* ACKs in a row that did not move una */
+    uint32_t            dupack_thresh;
+    uint32_t            reorder_csns;
+    uint32_t            sacked_cnt;   /* sacked entries in [una, nxt) */
+    uint64_t            inflight_bytes; /* bytes sent and not yet acked */
+    uint64_t            *sacked;      /* size bits */
+    uct_uccl_tx_entry_t *ent;         /* size entries */
+} uct_uccl_tracker_t;
+
+/* What one ACK did */
+typedef struct uct_uccl_ack_info {
+    uint32_t acked;         /* chunks newly acked (cumulative + SACK) */
+    uint32_t bad_bits;      /* SACK bits beyond nxt, ignored */
+    uint64_t acked_bytes;
+    uint64_t rtt_ns;        /* RTT sample, 0 if none (Karn: no resent) */
+    uint16_t rtt_path;      /* path of the sample */
+    uint8_t  una_advanced;
+    uint8_t  dupack;        /* this ACK counted as duplicate */
+} uct_uccl_ack_info_t;
+
+/* A chunk was acked: complete its part of the operation. e->desc is set to
+ * NULL by the tracker after the call. */
+typedef void (*uct_uccl_tracker_ack_cb_t)(void *arg, uint32_t csn,
+                                          uct_uccl_tx_entry_t *e);
+
+/* Resend chunk csn now (may change e->path). UCS_OK: resent, the tracker
+ * bumps retries and send_time; anything else stops the scan (e.g.
+ * UCS_ERR_NO_RESOURCE when the send queue is full) and the chunk stays
+ * due. */
+typedef ucs_status_t (*uct_uccl_tracker_retx_cb_t)(void *arg, uint32_t csn,
+                                                   uct_uccl_tx_entry_t *e);
+
+
+ucs_status_t uct_uccl_tracker_init(uct_uccl_tracker_t *t,
+                                   const uct_uccl_tracker_params_t *params);
+void uct_uccl_tracker_cleanup(uct_uccl_tracker_t *t);
+
+/* at most min(size, window) chunks outstanding: the peer's SACK window */
+static inline void uct_uccl_tracker_set_limit(uct_uccl_tracker_t *t,
+                                              uint32_t window)
+{
+    t->limit = (window < t->mask + 1) ? window : t->mask + 1;
+}
+
+/* chunks sent and not cumulatively acked */
+static inline uint32_t uct_uccl_tracker_outstanding(const uct_uccl_tracker_t *t)
+{
+    return uct_uccl_seq_dist(t->nxt, t->una);
+}
+
+static inline int uct_uccl_tracker_full(const uct_uccl_tracker_t *t)
+{
+    return uct_uccl_tracker_outstanding(t) >= t->limit;
+}
+
+static inline int uct_uccl_tracker_empty(const uct_uccl_tracker_t *t)
+{
+    return t->nxt == t->una;
+}
+
+static inline uct_uccl_tx_entry_t *
+uct_uccl_tracker_entry(const uct_uccl_tracker_t *t, uint32_t csn)
+{
+    return &t->ent[csn & t->mask];
+}
+
+/* csn in [una, nxt)? */
+static inline int uct_uccl_tracker_in_flight(const uct_uccl_tracker_t *t,
+                                             uint32_t csn)
+{
+    return uct_uccl_seq_dist(csn, t->una) < uct_uccl_tracker_outstanding(t);
+}
+
+/* Track a chunk about to be posted; returns its CSN. Must not be full. */
+static UCS_F_ALWAYS_INLINE uint32_t
+uct_uccl_tracker_add(uct_uccl_tracker_t *t, uint32_t length, unsigned path,
+                     uint64_t now, void *desc)
+{
+    uint32_t csn = t->nxt;
+    uct_uccl_tx_entry_t *e = &t->ent[csn & t->mask];
+
+    e->send_time       = now;
+    e->desc            = desc;
+    e->length          = length;
+    e->path            = path;
+    e->retries         = 0;
+    t->nxt             = uct_uccl_seq_add(csn, 1);
+    t->inflight_bytes += length;
+    return csn;
+}
+
+/*
+ * Apply a validated ACK (uct_uccl_wire_ctl_check). cb is called for every
+ * newly acked chunk in CSN order (cumulative part first). An ACK whose cum
+ * is behind una is stale and only its SACK bits are used; cum beyond nxt
+ * is bogus: UCS_ERR_OUT_OF_RANGE, nothing changed. info may be NULL.
+ */
+ucs_status_t uct_uccl_tracker_ack(uct_uccl_tracker_t *t,
+                                  const uct_uccl_ack_t *ack, uint64_t now,
+                                  uct_uccl_tracker_ack_cb_t cb, void *arg,
+                                  uct_uccl_ack_info_t *info);
+
+/* is any chunk acked beyond una (i.e. are there holes)? */
+static inline int uct_uccl_tracker_has_holes(const uct_uccl_tracker_t *t)
+{
+    return t->high_sacked != t->una;
+}
+
+/*
+ * Resend SACK holes judged lost: holes below high_sacked when dupacks >=
+ * dupack_thresh, otherwise holes at least reorder_csns below it; only those
+ * last sent at least min_age_ns ago. At most max resends. Returns the
+ * number resent.
+ */
+unsigned uct_uccl_tracker_fast_retx(uct_uccl_tracker_t *t, uint64_t now,
+                                    uint64_t min_age_ns, unsigned max,
+                                    uct_uccl_tracker_retx_cb_t cb, void *arg);
+
+/* RTO fired: resend every unacked chunk last sent at least rto_ns ago
+ * (at most max). Returns the number resent. */
+unsigned uct_uccl_tracker_expire(uct_uccl_tracker_t *t, uint64_t now,
+                                 uint64_t rto_ns, unsigned max,
+                                 uct_uccl_tracker_retx_cb_t cb, void *arg);
+
+/* Connection failed or closed: call cb for every chunk still holding a
+ * desc (in CSN order) and empty the tracker. */
+void uct_uccl_tracker_purge(uct_uccl_tracker_t *t,
+                            uct_uccl_tracker_ack_cb_t cb, void *arg);
+
+#endif

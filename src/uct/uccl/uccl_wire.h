@@ -1,0 +1,405 @@
+/*
+ * uccl wire formats: every byte uccl puts on the fabric is described here.
+ *
+ * Byte order: all multi-byte fields are little-endian (host order on the
+ * supported x86-64/aarch64-le hosts; a big-endian build fails below). The
+ * one exception is the 32-bit immediate, which verbs carries as __be32:
+ * use uct_uccl_imm_to_wire()/uct_uccl_imm_from_wire() on wr.imm_data and
+ * wc.imm_data.
+ *
+ * Three families:
+ *  1. the immediate of every data-QP work request (chunk sequence number);
+ *  2. headers at the start of SENDs on data QPs (they land in SRQ bounce
+ *     buffers): AM, GET request/done (UC mode), retransmitted WRITE chunk;
+ *  3. control packets on the UD control QP (after the 40-byte GRH): conn
+ *     request/reply, ACK (variable SACK tail), ACK batch, disconnect,
+ *     keepalive. Each starts with uct_uccl_ctl_hdr_t.
+ *
+ * Sequence numbers (CSN and AM sequence) live in a 24-bit serial space, see
+ * uccl_seq.h. Every receive path validates with a uct_uccl_wire_*_check()
+ * before touching any other field.
+ */
+#ifndef UCT_UCCL_WIRE_H_
+#define UCT_UCCL_WIRE_H_
+
+#include <ucs/type/status.h>
+#include <ucs/sys/compiler_def.h>
+#include <endian.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "uccl wire formats are little-endian, host must be too");
+
+#define UCT_UCCL_WIRE_VERSION     1
+#define UCT_UCCL_WIRE_MAGIC       0x4c434355u /* "UCCL" */
+#define UCT_UCCL_WIRE_MAX_PATHS   256
+/* Largest control packet: 4096-byte UD MTU minus the 40-byte GRH */
+#define UCT_UCCL_WIRE_CTL_MAX     (4096 - 40)
+/* Widest SACK window (chunks); see uccl_sack.h */
+#define UCT_UCCL_WIRE_SACK_MAX_BITS 16384
+/* SACK words an ACK may carry: window plus one word for the aligned base */
+#define UCT_UCCL_WIRE_SACK_MAX_WORDS (UCT_UCCL_WIRE_SACK_MAX_BITS / 64 + 1)
+#define UCT_UCCL_CONN_ID_NONE     UINT32_MAX
+
+
+/* ---------------------------------------------------------------------- */
+/* 1. Immediate data of data-QP work requests                              */
+/* ---------------------------------------------------------------------- */
+/*
+ *  31    28 27   26   24 23                                0
+ * +--------+----+-------+-----------------------------------+
+ * |  0000  |LAST| kind  |     CSN (chunk sequence number)   |
+ * +--------+----+-------+-----------------------------------+
+ *
+ * The QPN that received it names (conn, path); the CSN names the chunk in
+ * the sending conn's stream. LAST marks the final chunk of an operation.
+ * Reserved bits must be zero.
+ */
+#define UCT_UCCL_IMM_CSN_MASK     0x00ffffffu
+#define UCT_UCCL_IMM_KIND_SHIFT   24
+#define UCT_UCCL_IMM_KIND_MASK    0x7u
+#define UCT_UCCL_IMM_LAST         (1u << 27)
+#define UCT_UCCL_IMM_RSVD_MASK    0xf0000000u
+
+typedef enum {
+    UCT_UCCL_KIND_PUT      = 0, /* WRITE_WITH_IMM: PUT chunk, final buffer */
+    UCT_UCCL_KIND_GET_RESP = 1, /* WRITE_WITH_IMM: GET data written back */
+    UCT_UCCL_KIND_AM       = 2, /* SEND: uct_uccl_am_hdr_t + payload */
+    UCT_UCCL_KIND_GET_REQ  = 3, /* SEND: uct_uccl_get_req_t (UC mode) */
+    UCT_UCCL_KIND_GET_DONE = 4, /* SEND: uct_uccl_get_done_t (UC mode) */
+    UCT_UCCL_KIND_RETX     = 5, /* SEND: uct_uccl_retx_hdr_t + payload */
+    UCT_UCCL_KIND_LAST
+} uct_uccl_kind_t;
+
+static inline uint32_t
+uct_uccl_imm_pack(uint32_t csn, uct_uccl_kind_t kind, int last)
+{
+    return (csn & UCT_UCCL_IMM_CSN_MASK) |
+           ((uint32_t)kind << UCT_UCCL_IMM_KIND_SHIFT) |
+           (last ? UCT_UCCL_IMM_LAST : 0);
+}
+
+static inline uint32_t uct_uccl_imm_csn(uint32_t imm)
+{
+    return imm & UCT_UCCL_IMM_CSN_MASK;
+}
+
+static inline uct_uccl_kind_t uct_uccl_imm_kind(uint32_t imm)
+{
+    return (uct_uccl_kind_t)((imm >> UCT_UCCL_IMM_KIND_SHIFT) &
+                             UCT_UCCL_IMM_KIND_MASK);
+}
+
+static inline int uct_uccl_imm_last(uint32_t imm)
+{
+    return !!(imm & UCT_UCCL_IMM_LAST);
+}
+
+/* UCS_OK if reserved bits are clear and the kind is known */
+static inline ucs_status_t uct_uccl_imm_check(uint32_t imm)
+{
+    if (ucs_unlikely((imm & UCT_UCCL_IMM_RSVD_MASK) ||
+                     (uct_uccl_imm_kind(imm) >= UCT_UCCL_KIND_LAST))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
+/* verbs carries imm_data in network order */
+static inline uint32_t uct_uccl_imm_to_wire(uint32_t imm)
+{
+    return htobe32(imm);
+}
+
+static inline uint32_t uct_uccl_imm_from_wire(uint32_t wire)
+{
+    return be32toh(wire);
+}
+
+
+/* ---------------------------------------------------------------------- */
+/* 2. Headers of SENDs on data QPs (into SRQ bounce buffers)               */
+/* ---------------------------------------------------------------------- */
+/*
+ * Each starts with a type byte equal to the imm kind; the receiver checks
+ * both agree and that the completion's byte_len matches the header.
+ */
+
+/* Active message: header then `length` payload bytes. am_seq is a 24-bit
+ * serial number per conn and direction, separate from the CSN so AMs are
+ * delivered in order without waiting for PUT chunks (uccl_reorder.h). */
+typedef struct UCS_S_PACKED uct_uccl_am_hdr {
+    uint8_t  type;       /* UCT_UCCL_KIND_AM */
+    uint8_t  am_id;
+    uint16_t rsvd;       /* zero */
+    uint32_t am_seq;     /* 24-bit, upper byte zero */
+    uint32_t length;     /* payload bytes after the header */
+} uct_uccl_am_hdr_t;
+
+/* GET in UC mode: the peer's engine reads [remote_addr, +length) (its
+ * memory, rkey its key) and WRITEs it to reply_addr/reply_rkey as
+ * GET_RESP chunks in its own CSN stream, then sends GET_DONE. */
+typedef struct UCS_S_PACKED uct_uccl_get_req {
+    uint8_t  type;       /* UCT_UCCL_KIND_GET_REQ */
+    uint8_t  rsvd0[3];
+    uint32_t rkey;       /* responder's rkey for remote_addr */
+    uint64_t remote_addr;
+    uint64_t length;
+    uint64_t reply_addr; /* requester's buffer */
+    uint32_t reply_rkey;
+    uint32_t rsvd1;
+    uint64_t op_id;      /* opaque to the responder, echoed in GET_DONE */
+} uct_uccl_get_req_t;
+
+/* Sent by the responder after the last GET_RESP chunk. Its CSN is higher
+ * than every chunk of the response, so the requester completes op_id once
+ * its SACK cumulative point has passed this chunk's CSN (all data landed). */
+typedef struct UCS_S_PACKED uct_uccl_get_done {
+    uint8_t  type;       /* UCT_UCCL_KIND_GET_DONE */
+    uint8_t  rsvd0[3];
+    int32_t  status;     /* ucs_status_t of the read (bad rkey/range) */
+    uint64_t op_id;
+    uint64_t length;     /* bytes written back */
+} uct_uccl_get_done_t;
+
+/* A lost WRITE chunk resent as a SEND with two SGEs: this header, then the
+ * original payload. The receiver records imm's CSN and copies the payload
+ * to remote_addr only if the CSN was still missing, after checking rkey
+ * covers [remote_addr, +length). */
+typedef struct UCS_S_PACKED uct_uccl_retx_hdr {
+    uint8_t  type;       /* UCT_UCCL_KIND_RETX */
+    uint8_t  rsvd0[3];
+    uint32_t imm;        /* original immediate (host order): CSN/kind/LAST */
+    uint64_t remote_addr;
+    uint32_t rkey;
+    uint32_t length;     /* payload bytes after the header */
+} uct_uccl_retx_hdr_t;
+
+_Static_assert(sizeof(uct_uccl_am_hdr_t) == 12, "am hdr size");
+_Static_assert(sizeof(uct_uccl_get_req_t) == 48, "get req size");
+_Static_assert(sizeof(uct_uccl_get_done_t) == 24, "get done size");
+_Static_assert(sizeof(uct_uccl_retx_hdr_t) == 24, "retx hdr size");
+
+/*
+ * Validate a SEND received on a data QP: buf/len are the bounce buffer and
+ * the completion's byte_len, imm the host-order immediate. Checks the imm,
+ * that the header type matches the imm kind, that len covers the header and
+ * equals header + payload where a payload follows, and reserved fields.
+ * Returns UCS_OK or UCS_ERR_INVALID_PARAM / UCS_ERR_MESSAGE_TRUNCATED.
+ */
+ucs_status_t uct_uccl_wire_data_check(const void *buf, size_t len,
+                                      uint32_t imm);
+
+
+/* ---------------------------------------------------------------------- */
+/* 3. Control packets on the UD control QP                                 */
+/* ---------------------------------------------------------------------- */
+
+typedef enum {
+    UCT_UCCL_CTL_CONN_REQ   = 1,
+    UCT_UCCL_CTL_CONN_REP   = 2,
+    UCT_UCCL_CTL_ACK        = 3, /* one conn's ACK; only inside a batch */
+    UCT_UCCL_CTL_ACK_BATCH  = 4, /* several ACKs in one SEND */
+    UCT_UCCL_CTL_DISCONNECT = 5,
+    UCT_UCCL_CTL_KEEPALIVE  = 6, /* liveness probe; echoed with REPLY flag */
+    UCT_UCCL_CTL_LAST
+} uct_uccl_ctl_type_t;
+
+/* Common header: first bytes of every control packet and of every record
+ * in a batch. length is the whole packet/record, header included. */
+typedef struct UCS_S_PACKED uct_uccl_ctl_hdr {
+    uint8_t  type;       /* uct_uccl_ctl_type_t */
+    uint8_t  version;    /* UCT_UCCL_WIRE_VERSION */
+    uint16_t length;
+} uct_uccl_ctl_hdr_t;
+
+typedef enum {
+    UCT_UCCL_MODE_UC = 0,
+    UCT_UCCL_MODE_RC = 1
+} uct_uccl_mode_t;
+
+/*
+ * CONN_REQ (initiator -> passive) and CONN_REP (passive -> initiator).
+ * A REQ is retried until a REP arrives; the passive side recognises a
+ * duplicate by (iface_uuid, src_conn_id) and resends the same REP.
+ * The REP carries the passive side's own values (its QPNs, its ids), with
+ * dst_conn_id = the initiator's src_conn_id and status != 0 on rejection.
+ * Both sides' data QPs use `psn` as initial PSN for what they send.
+ */
+typedef struct UCS_S_PACKED uct_uccl_conn_pkt {
+    uct_uccl_ctl_hdr_t hdr;
+    uint32_t magic;        /* UCT_UCCL_WIRE_MAGIC */
+    uint64_t iface_uuid;   /* sender iface, random per iface */
+    uint32_t src_conn_id;  /* sender's id of this conn */
+    uint32_t dst_conn_id;  /* receiver's id; CONN_ID_NONE in a REQ */
+    int32_t  status;       /* REP: ucs_status_t; REQ: 0 */
+    uint8_t  mode;         /* uct_uccl_mode_t */
+    uint8_t  flags;        /* zero */
+    uint16_t num_paths;    /* 1..UCT_UCCL_WIRE_MAX_PATHS */
+    uint16_t mtu;          /* path MTU in bytes (256..4096) */
+    uint16_t lid;          /* sender port LID (IB link layer) */
+    uint32_t ctl_qpn;      /* sender's UD control QPN (24-bit) */
+    uint32_t chunk_size;   /* sender's chunk size, bytes */
+    uint32_t rx_buf_size;  /* sender's SRQ bounce buffer size, bytes */
+    uint32_t sack_bits;    /* chunks the sender can receive in flight */
+    uint32_t init_csn;     /* first CSN the sender will send (24-bit) */
+    uint32_t init_am_seq;  /* first AM sequence the sender will send */
+    uint32_t psn;          /* initial PSN of the sender's data QPs */
+    uint8_t  gid[16];      /* sender port GID */
+    uint32_t qpn[];        /* num_paths data QPNs (24-bit each) */
+} uct_uccl_conn_pkt_t;
+
+/*
+ * ACK of one conn's data stream, sent by the data receiver.
+ *  cum_csn:  first CSN not yet received (all before it arrived).
+ *  sack[j]:  bit b set <=> CSN (cum_csn & ~63) + 64*j + b arrived; bits
+ *            for CSNs below cum_csn are meaningless (zero). Trailing zero
+ *            words are not sent; sack_words may be 0.
+ *  echo_csn/echo_path: the newest arrival that triggered this ACK; the
+ *            sender takes the RTT from its own send time of that chunk,
+ *            minus rx_delay_ns (time it waited at the receiver).
+ *  credit:   receiver-granted bytes for receiver-driven cc (0: none).
+ * Total length = sizeof(uct_uccl_ack_t) + 8 * sack_words.
+ */
+typedef struct UCS_S_PACKED uct_uccl_ack {
+    uct_uccl_ctl_hdr_t hdr;
+    uint32_t dst_conn_id;  /* the data sender's conn id */
+    uint32_t cum_csn;
+    uint32_t echo_csn;
+    uint32_t rx_delay_ns;
+    uint32_t credit;
+    uint8_t  echo_path;
+    uint8_t  flags;        /* zero */
+    uint16_t sack_words;   /* <= UCT_UCCL_WIRE_SACK_MAX_WORDS */
+    uint32_t rsvd;         /* zero; keeps sack[] 8-byte aligned */
+    uint64_t sack[];
+} uct_uccl_ack_t;
+
+/* Several records (ACKs) in one SEND. Each record starts with its own
+ * uct_uccl_ctl_hdr_t and its length is a multiple of 8. */
+typedef struct UCS_S_PACKED uct_uccl_ack_batch {
+    uct_uccl_ctl_hdr_t hdr;
+    uint16_t count;        /* records following, >= 1 */
+    uint16_t rsvd;
+} uct_uccl_ack_batch_t;
+
+typedef struct UCS_S_PACKED uct_uccl_disconnect {
+    uct_uccl_ctl_hdr_t hdr;
+    uint32_t dst_conn_id;
+    uint32_t src_conn_id;
+    int32_t  reason;       /* ucs_status_t, UCS_OK for a clean close */
+} uct_uccl_disconnect_t;
+
+#define UCT_UCCL_KEEPALIVE_REPLY 0x1
+typedef struct UCS_S_PACKED uct_uccl_keepalive {
+    uct_uccl_ctl_hdr_t hdr;
+    uint32_t dst_conn_id;
+    uint32_t src_conn_id;
+    uint32_t flags;        /* UCT_UCCL_KEEPALIVE_REPLY */
+    uint64_t ts_ns;        /* sender's clock, echoed in the reply */
+} uct_uccl_keepalive_t;
+
+_Static_assert(sizeof(uct_uccl_ctl_hdr_t) == 4, "ctl hdr size");
+_Static_assert(sizeof(uct_uccl_conn_pkt_t) == 80, "conn pkt size");
+_Static_assert(sizeof(uct_uccl_conn_pkt_t) +
+               4 * UCT_UCCL_WIRE_MAX_PATHS <= UCT_UCCL_WIRE_CTL_MAX,
+               "conn pkt with all paths must fit one UD MTU");
+_Static_assert(sizeof(uct_uccl_ack_t) == 32, "ack size");
+_Static_assert(offsetof(uct_uccl_ack_t, sack) % 8 == 0, "sack alignment");
+_Static_assert(sizeof(uct_uccl_ack_batch_t) == 8, "ack batch size");
+_Static_assert(sizeof(uct_uccl_disconnect_t) == 16, "disconnect size");
+_Static_assert(sizeof(uct_uccl_keepalive_t) == 24, "keepalive size");
+
+static inline size_t uct_uccl_wire_conn_size(unsigned num_paths)
+{
+    return sizeof(uct_uccl_conn_pkt_t) + 4 * (size_t)num_paths;
+}
+
+static inline size_t uct_uccl_wire_ack_size(unsigned sack_words)
+{
+    return sizeof(uct_uccl_ack_t) + 8 * (size_t)sack_words;
+}
+
+/* SACK words that fit an ACK alone in a control packet of `max_bytes`
+ * inside a batch (what the UCT layer passes to uct_uccl_sack_ack_pack) */
+static inline unsigned uct_uccl_wire_ack_max_words(size_t max_bytes)
+{
+    size_t room = max_bytes - sizeof(uct_uccl_ack_batch_t) -
+                  sizeof(uct_uccl_ack_t);
+    size_t w;
+
+    if (max_bytes < sizeof(uct_uccl_ack_batch_t) + sizeof(uct_uccl_ack_t)) {
+        return 0;
+    }
+    w = room / 8;
+    return (w > UCT_UCCL_WIRE_SACK_MAX_WORDS) ? UCT_UCCL_WIRE_SACK_MAX_WORDS :
+                                                (unsigned)w;
+}
+
+static inline void
+uct_uccl_wire_hdr_init(uct_uccl_ctl_hdr_t *hdr, uct_uccl_ctl_type_t type,
+                       size_t length)
+{
+    hdr->type    = type;
+    hdr->version = UCT_UCCL_WIRE_VERSION;
+    hdr->length  = (uint16_t)length;
+}
+
+/* Batch building: init the header, then append records one by one.
+ * uct_uccl_wire_batch_add() returns where the next record of `size` bytes
+ * goes (size rounded up to 8) or NULL if it does not fit in `max` bytes;
+ * the caller fills the record (its own hdr included) right after. */
+static inline void uct_uccl_wire_batch_init(uct_uccl_ack_batch_t *b)
+{
+    uct_uccl_wire_hdr_init(&b->hdr, UCT_UCCL_CTL_ACK_BATCH, sizeof(*b));
+    b->count = 0;
+    b->rsvd  = 0;
+}
+
+static inline void *
+uct_uccl_wire_batch_add(uct_uccl_ack_batch_t *b, size_t size, size_t max)
+{
+    size_t off = b->hdr.length;
+
+    size = (size + 7) & ~(size_t)7;
+    if ((off + size > max) || (off + size > UINT16_MAX)) {
+        return NULL;
+    }
+    b->hdr.length = (uint16_t)(off + size);
+    ++b->count;
+    return (char*)b + off;
+}
+
+/* Record iteration of a batch already accepted by uct_uccl_wire_ctl_check */
+static inline const uct_uccl_ctl_hdr_t *
+uct_uccl_wire_batch_first(const uct_uccl_ack_batch_t *b)
+{
+    return (const uct_uccl_ctl_hdr_t*)(b + 1);
+}
+
+static inline const uct_uccl_ctl_hdr_t *
+uct_uccl_wire_batch_next(const uct_uccl_ctl_hdr_t *rec)
+{
+    return (const uct_uccl_ctl_hdr_t*)((const char*)rec +
+                                       ((rec->length + 7) & ~7u));
+}
+
+/*
+ * Validate a control packet of `len` received bytes (GRH already skipped).
+ * Checks the common header (known type, version, length <= len and at least
+ * the type's fixed size), type-specific sizes and fields (magic, path count
+ * and MTU of conn packets, SACK word count, 24-bit sequence fields,
+ * reserved fields zero) and, for a batch, every record (only ACK records
+ * are allowed in a batch, each aligned and inside the batch).
+ * A bare ACK outside a batch is accepted too.
+ * Returns UCS_OK, UCS_ERR_MESSAGE_TRUNCATED for short packets, or
+ * UCS_ERR_INVALID_PARAM / UCS_ERR_UNSUPPORTED (other version).
+ */
+ucs_status_t uct_uccl_wire_ctl_check(const void *pkt, size_t len);
+
+/* Name of a control type for logs ("?" if unknown) */
+const char *uct_uccl_wire_ctl_name(unsigned type);
+
+#endif
