@@ -1,0 +1,631 @@
+/*
+ * Completion queues and completion channels.
+ *
+ * Entries carry the time their packets arrive; ibv_poll_cq hands out only
+ * those whose time has come, in arrival order within a small window, so the
+ * fabric model's queues delay completions and its paths reorder them.
+ *
+ * A completion channel is an abstract unix datagram socket named after the
+ * owner's pid and the channel id: any producer process can wake it with one
+ * sendto(), and its fd is pollable like a real channel's.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "sv_verbs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SV_CQ_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
+                        IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
+                        IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
+                        IBV_WC_EX_WITH_DLID_PATH_BITS | \
+                        IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
+                        IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+
+typedef struct sv_chan_msg {
+    uint32_t cq_idx;
+    uint32_t token;
+} sv_chan_msg_t;
+
+static uint32_t sv_chan_next_id = 1;
+static int      sv_chan_tx_fd   = -1;
+
+static socklen_t sv_chan_addr(struct sockaddr_un *a, pid_t pid, uint32_t id)
+{
+    int n;
+
+    memset(a, 0, sizeof(*a));
+    a->sun_family = AF_UNIX;
+    /* abstract namespace: no file, gone with the socket */
+    n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
+                 "softverbs.%s.%d.%u", sv_fabric_name, (int)pid, id);
+    return offsetof(struct sockaddr_un, sun_path) + 1 + n;
+}
+
+struct ibv_comp_channel *sv_chan_create(struct ibv_context *c)
+{
+    struct sockaddr_un a;
+    socklen_t len;
+    sv_chan_t *ch;
+    int ret;
+
+    ch = calloc(1, sizeof(*ch));
+    if (ch == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    ch->id    = __atomic_fetch_add(&sv_chan_next_id, 1, __ATOMIC_RELAXED);
+    ch->ch.fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (ch->ch.fd < 0) {
+        goto err_free;
+    }
+    len = sv_chan_addr(&a, getpid(), ch->id);
+    if (bind(ch->ch.fd, (struct sockaddr*)&a, len) != 0) {
+        goto err_close;
+    }
+    ch->ch.context = c;
+    ch->ch.refcnt  = 0;
+    return &ch->ch;
+
+err_close:
+    ret = errno;
+    close(ch->ch.fd);
+    errno = ret;
+err_free:
+    ret = errno;
+    free(ch);
+    errno = ret;
+    return NULL;
+}
+
+int sv_chan_destroy(struct ibv_comp_channel *ch)
+{
+    if (__atomic_load_n(&ch->refcnt, __ATOMIC_RELAXED) > 0) {
+        return EBUSY;
+    }
+    close(ch->fd);
+    free(ch);
+    return 0;
+}
+
+void sv_cq_signal(pid_t pid, uint32_t chan_id, uint32_t cq_idx,
+                  uint32_t token)
+{
+    sv_chan_msg_t msg = { .cq_idx = cq_idx, .token = token };
+    struct sockaddr_un a;
+    socklen_t len;
+    int fd = __atomic_load_n(&sv_chan_tx_fd, __ATOMIC_ACQUIRE), nfd;
+
+    if (fd < 0) {
+        nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (nfd < 0) {
+            return;
+        }
+        if (!__atomic_compare_exchange_n(&sv_chan_tx_fd, &fd, nfd, 0,
+                                         __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
+            close(nfd);
+        } else {
+            fd = nfd;
+        }
+    }
+    len = sv_chan_addr(&a, pid, chan_id);
+    /* a full queue already wakes the owner: EAGAIN is fine */
+    (void)sendto(fd, &msg, sizeof(msg), MSG_DONTWAIT, (struct sockaddr*)&a,
+                 len);
+}
+
+static int sv_cq_take(sv_cq_t *cq, int max, sv_cqe_t *out);
+
+/* --- ibv_cq_ex iteration --- */
+
+static inline sv_cq_t *sv_cq_ex_of(struct ibv_cq_ex *ex)
+{
+    return (sv_cq_t*)ex;
+}
+
+static void sv_cq_ex_fill(sv_cq_t *cq)
+{
+    cq->ex.status = cq->cur.status;
+    cq->ex.wr_id  = cq->cur.wr_id;
+}
+
+static void sv_cq_retire(sv_cq_t *cq, const sv_cqe_t *e);
+
+static int sv_cq_ex_start(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
+{
+    sv_cq_t *cq = sv_cq_ex_of(ex);
+
+    if (attr->comp_mask != 0) {
+        return EINVAL;
+    }
+    sv_port_progress(cq->port);
+    pthread_spin_lock(&cq->lock);
+    if (sv_cq_take(cq, 1, &cq->cur) == 0) {
+        pthread_spin_unlock(&cq->lock);
+        return ENOENT;
+    }
+    sv_cq_retire(cq, &cq->cur);
+    sv_cq_ex_fill(cq);
+    return 0;
+}
+
+static int sv_cq_ex_next(struct ibv_cq_ex *ex)
+{
+    sv_cq_t *cq = sv_cq_ex_of(ex);
+
+    if (sv_cq_take(cq, 1, &cq->cur) == 0) {
+        return ENOENT;
+    }
+    sv_cq_retire(cq, &cq->cur);
+    sv_cq_ex_fill(cq);
+    return 0;
+}
+
+static void sv_cq_ex_end(struct ibv_cq_ex *ex)
+{
+    pthread_spin_unlock(&sv_cq_ex_of(ex)->lock);
+}
+
+static enum ibv_wc_opcode sv_cq_ex_opcode(struct ibv_cq_ex *ex)
+{
+    return sv_cq_ex_of(ex)->cur.opcode;
+}
+
+static uint32_t sv_cq_ex_vendor_err(struct ibv_cq_ex *ex)
+{
+    return sv_cq_ex_of(ex)->cur.vendor_err;
+}
+
+static uint32_t sv_cq_ex_byte_len(struct ibv_cq_ex *ex)
+{
+    return sv_cq_ex_of(ex)->cur.byte_len;
+}
+
+static __be32 sv_cq_ex_imm(struct ibv_cq_ex *ex)
+{
+    return sv_cq_ex_of(ex)->cur.imm;
+}
+
+static uint32_t sv_cq_ex_qp_num(struct ibv_cq_ex *ex)
+{
+    return sv_cq_ex_of(ex)->cur.qp_num;
+}
+
+static uint32_t sv_cq_ex_src_qp(struct ibv_cq_ex *ex)
+{
+    return sv_cq_ex_of(ex)->cur.src_qp;
+}
+
+static unsigned int sv_cq_ex_wc_flags(struct ibv_cq_ex *ex)
+{
+    return sv_cq_ex_of(ex)->cur.wc_flags;
+}
+
+static uint32_t sv_cq_ex_slid(struct ibv_cq_ex *ex)
+{
+    return sv_cq_ex_of(ex)->cur.slid;
+}
+
+static uint8_t sv_cq_ex_sl(struct ibv_cq_ex *ex)
+{
+    return sv_cq_ex_of(ex)->cur.sl;
+}
+
+static uint8_t sv_cq_ex_dlid_path_bits(struct ibv_cq_ex *ex)
+{
+    return 0;
+}
+
+static uint64_t sv_cq_ex_ts(struct ibv_cq_ex *ex)
+{
+    return sv_cq_ex_of(ex)->cur.ts;
+}
+
+static uint64_t sv_cq_ex_wallclock(struct ibv_cq_ex *ex)
+{
+    struct timespec rt;
+    uint64_t now = sv_now_ns(), ts = sv_cq_ex_of(ex)->cur.ts;
+
+    clock_gettime(CLOCK_REALTIME, &rt);
+    return (uint64_t)rt.tv_sec * 1000000000ull + rt.tv_nsec - (now - ts);
+}
+
+static uint16_t sv_cq_ex_cvlan(struct ibv_cq_ex *ex)
+{
+    return 0;
+}
+
+static uint32_t sv_cq_ex_flow_tag(struct ibv_cq_ex *ex)
+{
+    return 0;
+}
+
+static void sv_cq_ex_tm_info(struct ibv_cq_ex *ex, struct ibv_wc_tm_info *tm)
+{
+    memset(tm, 0, sizeof(*tm));
+}
+
+struct ibv_cq_ex *sv_cq_create(struct ibv_context *c,
+                               struct ibv_cq_init_attr_ex *attr)
+{
+    sv_port_t *port = sv_ctx_of(c)->port;
+    sv_cq_shm_t *e = NULL;
+    uint32_t i, idx = 0, size;
+    sv_cq_t *cq;
+    int ret;
+
+    if ((attr->comp_mask & ~(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+                             IBV_CQ_INIT_ATTR_MASK_PD)) ||
+        ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+         (attr->flags & ~IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    if (attr->wc_flags & ~(uint64_t)SV_CQ_WC_FLAGS) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    if ((attr->cqe == 0) || (attr->cqe > SV_MAX_CQE) ||
+        (attr->comp_vector >= (uint32_t)c->num_comp_vectors)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    cq = calloc(1, sizeof(*cq));
+    if (cq == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size           = sv_roundup_pow2(attr->cqe + 1);
+    cq->ring_bytes = (size_t)size * sizeof(sv_cqe_t);
+    cq->ring_off   = sv_heap_alloc(port->index, cq->ring_bytes);
+    if (cq->ring_off == 0) {
+        ret = ENOMEM;
+        goto err_free;
+    }
+
+    pthread_mutex_lock(&port->lock);
+    for (i = 0; i < SV_MAX_CQ; ++i) {
+        idx = (port->next_cq + i) % SV_MAX_CQ;
+        if (port->cq[idx] == NULL) {
+            e = &port->seg->cq[idx];
+            break;
+        }
+    }
+    if (e == NULL) {
+        pthread_mutex_unlock(&port->lock);
+        ret = ENOMEM;
+        goto err_heap;
+    }
+    port->next_cq = idx + 1;
+    port->cq[idx] = cq;
+    cq->token     = ++port->next_token;
+    pthread_mutex_unlock(&port->lock);
+
+    pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+    cq->port     = port;
+    cq->idx      = idx;
+    cq->size     = size;
+    cq->q        = &e->q;
+    cq->ring     = (sv_cqe_t*)((char*)port->seg + cq->ring_off);
+    cq->wc_flags = attr->wc_flags;
+    memset(&e->q, 0, sizeof(e->q));
+    e->q.size     = size;
+    e->q.ring_off = cq->ring_off;
+    e->q.chan_id  = (attr->channel != NULL) ?
+                    ((sv_chan_t*)attr->channel)->id : 0;
+    e->token      = cq->token;
+    SV_STORE(&e->valid, 1);
+
+    cq->ex.context     = c;
+    cq->ex.channel     = attr->channel;
+    cq->ex.cq_context  = attr->cq_context;
+    cq->ex.handle      = idx;
+    cq->ex.cqe         = size - 1;
+    pthread_mutex_init(&cq->ex.mutex, NULL);
+    pthread_cond_init(&cq->ex.cond, NULL);
+    cq->ex.start_poll            = sv_cq_ex_start;
+    cq->ex.next_poll             = sv_cq_ex_next;
+    cq->ex.end_poll              = sv_cq_ex_end;
+    cq->ex.read_opcode           = sv_cq_ex_opcode;
+    cq->ex.read_vendor_err       = sv_cq_ex_vendor_err;
+    cq->ex.read_byte_len         = sv_cq_ex_byte_len;
+    cq->ex.read_imm_data         = sv_cq_ex_imm;
+    cq->ex.read_qp_num           = sv_cq_ex_qp_num;
+    cq->ex.read_src_qp           = sv_cq_ex_src_qp;
+    cq->ex.read_wc_flags         = sv_cq_ex_wc_flags;
+    cq->ex.read_slid             = sv_cq_ex_slid;
+    cq->ex.read_sl               = sv_cq_ex_sl;
+    cq->ex.read_dlid_path_bits   = sv_cq_ex_dlid_path_bits;
+    cq->ex.read_completion_ts    = sv_cq_ex_ts;
+    cq->ex.read_cvlan            = sv_cq_ex_cvlan;
+    cq->ex.read_flow_tag         = sv_cq_ex_flow_tag;
+    cq->ex.read_tm_info          = sv_cq_ex_tm_info;
+    cq->ex.read_completion_wallclock_ns = sv_cq_ex_wallclock;
+    if (attr->channel != NULL) {
+        __atomic_fetch_add(&attr->channel->refcnt, 1, __ATOMIC_RELAXED);
+    }
+    sv_port_get_obj(port);
+    return &cq->ex;
+
+err_heap:
+    sv_heap_free(port->index, cq->ring_off, cq->ring_bytes);
+err_free:
+    free(cq);
+    errno = ret;
+    return NULL;
+}
+
+int sv_cq_destroy(struct ibv_cq *ibcq)
+{
+    sv_cq_t *cq = sv_cq_of(ibcq);
+    sv_port_t *port = cq->port;
+
+    if (__atomic_load_n(&cq->nqps, __ATOMIC_RELAXED) > 0) {
+        return EBUSY;
+    }
+    SV_STORE(&port->seg->cq[cq->idx].valid, 0);
+    pthread_mutex_lock(&port->lock);
+    port->cq[cq->idx] = NULL;
+    pthread_mutex_unlock(&port->lock);
+    sv_heap_free(port->index, cq->ring_off, cq->ring_bytes);
+    if (ibcq->channel != NULL) {
+        __atomic_fetch_sub(&ibcq->channel->refcnt, 1, __ATOMIC_RELAXED);
+    }
+    pthread_spin_destroy(&cq->lock);
+    free(cq);
+    sv_port_put_obj(port);
+    return 0;
+}
+
+/*
+ * Take up to `max` visible entries.  Model off: entries arrive in ring order,
+ * take them from head while visible.  Model on (or an entry at head not
+ * visible yet): scan a window and take the visible ones by arrival time.
+ * Called with cq->lock held.
+ */
+/*
+ * A producer reserved the slot at head but never published it: it died
+ * between the two steps.  After a second, skip the slot rather than stall
+ * the queue forever.  Returns the new head.
+ */
+static uint64_t sv_cq_unstick(sv_cq_t *cq, uint64_t head)
+{
+    sv_cqe_t *s = &cq->ring[head & (cq->size - 1)];
+    uint64_t now;
+
+    if (SV_LOAD(&cq->q->tail) <= head) {
+        return head;          /* empty, nothing reserved */
+    }
+    now = sv_now_ns();
+    if (cq->stall_head != head + 1) {
+        cq->stall_head = head + 1;
+        cq->stall_ns   = now;
+        return head;
+    }
+    if ((now - cq->stall_ns < 1000000000ull) ||
+        (SV_LOAD(&s->seq) == head + 1)) {
+        return head;
+    }
+    sv_log("cq %u: slot %llu reserved but never written (a producer died);"
+           " skipped", cq->idx, (unsigned long long)head);
+    cq->stall_head = 0;
+    return head + 1;
+}
+
+static int sv_cq_take(sv_cq_t *cq, int max, sv_cqe_t *out)
+{
+    uint32_t mask = cq->size - 1, cand[SV_CQ_SCAN], ci, tmp;
+    sv_cqe_t *ring = cq->ring, *s;
+    uint64_t head = cq->q->head, now = 0;
+    int got = 0, n, i, j;
+
+    if (sv_model_active()) {
+        /* paths and queues reorder: even visible entries go by arrival */
+        now = sv_now_ns();
+        goto scan;
+    }
+    while (got < max) {
+        s = &ring[head & mask];
+        if (SV_LOAD(&s->seq) != head + 1) {
+            break;
+        }
+        if (s->taken) {
+            ++head;
+            continue;
+        }
+        if (now < s->ts) {
+            now = sv_now_ns();
+            if (now < s->ts) {
+                goto scan;
+            }
+        }
+        out[got++] = *s;
+        ++head;
+    }
+    if (got == 0) {
+        head = sv_cq_unstick(cq, head);
+    }
+    SV_STORE(&cq->q->head, head);
+    return got;
+
+scan:
+    n = 0;
+    for (i = 0; i < SV_CQ_SCAN; ++i) {
+        s = &ring[(head + i) & mask];
+        if (SV_LOAD(&s->seq) != head + i + 1) {
+            break;
+        }
+        if (s->taken || (s->ts > now)) {
+            continue;
+        }
+        /* insertion by (ts, ring order) */
+        ci = i;
+        for (j = n++; (j > 0) && (ring[(head + cand[j - 1]) & mask].ts >
+                                  s->ts); --j) {
+            cand[j] = cand[j - 1];
+        }
+        cand[j] = ci;
+    }
+    for (i = 0; (i < n) && (got < max); ++i) {
+        s          = &ring[(head + cand[i]) & mask];
+        out[got++] = *s;
+        s->taken   = 1;
+    }
+    tmp = 0;
+    while (tmp < SV_CQ_SCAN) {
+        s = &ring[head & mask];
+        if ((SV_LOAD(&s->seq) != head + 1) || !s->taken) {
+            break;
+        }
+        ++head;
+        ++tmp;
+    }
+    if ((got == 0) && (SV_LOAD(&ring[head & mask].seq) != head + 1)) {
+        head = sv_cq_unstick(cq, head);
+    }
+    SV_STORE(&cq->q->head, head);
+    return got;
+}
+
+/* A send completion frees the SQ slots of the WRs it retires. */
+static void sv_cq_retire(sv_cq_t *cq, const sv_cqe_t *e)
+{
+    sv_qp_t *qp;
+
+    if (e->sq_retire == 0) {
+        return;
+    }
+    qp = sv_qp_lookup(cq->port, e->qp_num);
+    if (qp != NULL) {
+        __atomic_fetch_add(&qp->sq_retired, e->sq_retire, __ATOMIC_RELEASE);
+    }
+}
+
+int sv_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+    sv_cq_t *cq = sv_cq_of(ibcq);
+    sv_cqe_t e[16];
+    int got = 0, k, i;
+
+    if (n < 0) {
+        return -EINVAL;
+    }
+    sv_port_progress(cq->port);
+    if (cq->q->overruns && !cq->overrun_seen) {
+        cq->overrun_seen = 1;
+        sv_device_async_event(sv_ctx_of(ibcq->context), IBV_EVENT_CQ_ERR,
+                              ibcq);
+    }
+    pthread_spin_lock(&cq->lock);
+    while (got < n) {
+        k = sv_cq_take(cq, (n - got < 16) ? n - got : 16, e);
+        for (i = 0; i < k; ++i, ++wc) {
+            sv_cq_retire(cq, &e[i]);
+            wc->wr_id          = e[i].wr_id;
+            wc->status         = e[i].status;
+            wc->opcode         = e[i].opcode;
+            wc->vendor_err     = e[i].vendor_err;
+            wc->byte_len       = e[i].byte_len;
+            wc->imm_data       = e[i].imm;
+            wc->qp_num         = e[i].qp_num;
+            wc->src_qp         = e[i].src_qp;
+            wc->wc_flags       = e[i].wc_flags;
+            wc->pkey_index     = e[i].pkey_index;
+            wc->slid           = e[i].slid;
+            wc->sl             = e[i].sl;
+            wc->dlid_path_bits = 0;
+        }
+        got += k;
+        if (k < 16) {
+            break;
+        }
+    }
+    pthread_spin_unlock(&cq->lock);
+    return got;
+}
+
+int sv_cq_req_notify(struct ibv_cq *ibcq, int solicited)
+{
+    sv_cq_t *cq = sv_cq_of(ibcq);
+    sv_cq_ring_t *q = cq->q;
+    uint32_t armed;
+
+    if (ibcq->channel == NULL) {
+        return 0;            /* armed, but there is nobody to tell */
+    }
+    SV_STORE(&q->armed, solicited ? SV_CQ_ARM_SOLICITED : SV_CQ_ARM_NEXT);
+    /* Entries already queued (or not visible yet) fire at once, as a NIC
+     * whose consumer index lags behind its producer index does; otherwise a
+     * completion that is still in flight would never wake the channel. */
+    if (SV_LOAD(&q->tail) != SV_LOAD(&q->head)) {
+        armed = SV_LOAD(&q->armed);
+        if ((armed != SV_CQ_ARM_NONE) &&
+            SV_CAS(&q->armed, &armed, SV_CQ_ARM_NONE)) {
+            sv_cq_signal(getpid(), q->chan_id, cq->idx, cq->token);
+        }
+    }
+    return 0;
+}
+
+int sv_cq_get_event(struct ibv_comp_channel *ch, struct ibv_cq **cq_p,
+                    void **cq_context)
+{
+    sv_port_t *port = sv_ctx_of(ch->context)->port;
+    struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+    sv_chan_msg_t msg;
+    sv_cq_t *cq;
+    ssize_t n;
+    int flags = fcntl(ch->fd, F_GETFL);
+
+    for (;;) {
+        if (!(flags & O_NONBLOCK) && SV_LOAD(&port->npending)) {
+            /* deferred sends (RNR waits) progress while we wait */
+            if (poll(&pfd, 1, 1) == 0) {
+                sv_port_progress(port);
+                continue;
+            }
+        }
+        n = recv(ch->fd, &msg, sizeof(msg), 0);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+        if ((n != sizeof(msg)) || (msg.cq_idx >= SV_MAX_CQ)) {
+            continue;
+        }
+        pthread_mutex_lock(&port->lock);
+        cq = port->cq[msg.cq_idx];
+        if ((cq != NULL) && ((cq->token != msg.token) ||
+                             (cq->ex.channel != ch))) {
+            cq = NULL;
+        }
+        pthread_mutex_unlock(&port->lock);
+        if (cq == NULL) {
+            continue;         /* stale: the CQ is gone */
+        }
+        *cq_p       = (struct ibv_cq*)&cq->ex;
+        *cq_context = cq->ex.cq_context;
+        return 0;
+    }
+}
+
+void sv_cq_ack_events(struct ibv_cq *cq, unsigned n)
+{
+    pthread_mutex_lock(&cq->mutex);
+    cq->comp_events_completed += n;
+    pthread_cond_signal(&cq->cond);
+    pthread_mutex_unlock(&cq->mutex);
+}

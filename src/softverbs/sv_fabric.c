@@ -1,0 +1,686 @@
+/*
+ * The shared-memory fabric: joining it, allocating ports (reclaiming those
+ * of dead processes), mapping peers' segments and telling whether a peer is
+ * still alive.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "sv_fabric.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+sv_fabric_hdr_t *sv_fabric;
+char sv_fabric_name[80];
+int sv_debug;
+
+static pthread_mutex_t sv_peer_lock = PTHREAD_MUTEX_INITIALIZER;
+static sv_peer_t sv_peers[SV_MODEL_MAX_PORTS];
+
+/* Heap of each port this process owns: bump pointer + free lists by size. */
+#define SV_HEAP_CLASSES 40
+typedef struct sv_heap_free {
+    struct sv_heap_free *next;
+    uint64_t             off;
+} sv_heap_free_t;
+
+typedef struct sv_heap {
+    pthread_mutex_t  lock;
+    int              fd;
+    uint64_t         bump, size;
+    sv_heap_free_t  *free[SV_HEAP_CLASSES];
+} sv_heap_t;
+
+static sv_heap_t *sv_heaps[SV_MODEL_MAX_PORTS];
+
+void sv_log(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "softverbs[%d]: ", getpid());
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void sv_fabric_seg_name(char *buf, size_t len, unsigned port, uint32_t gen)
+{
+    snprintf(buf, len, "/softverbs.%s.%u.%u", sv_fabric_name, port, gen);
+}
+
+/* Start time (field 22 of /proc/PID/stat) and state letter; 0 if gone. */
+static uint64_t sv_fabric_pid_stat(pid_t pid, char *state)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long st = 0;
+    ssize_t n;
+    int fd, i;
+
+    *state = '?';
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    /* comm may hold spaces and parentheses: fields start after the last ')' */
+    p = strrchr(buf, ')');
+    if ((p == NULL) || (p[1] != ' ')) {
+        return 0;
+    }
+    *state = p[2];
+    /* field 22 (starttime) is the 20th after the ')' */
+    for (i = 0; (i < 20) && (p != NULL); ++i) {
+        p = strchr(p + 1, ' ');
+    }
+    if ((p == NULL) || (sscanf(p + 1, "%llu", &st) != 1)) {
+        return 0;
+    }
+    return st;
+}
+
+uint64_t sv_fabric_pid_starttime(pid_t pid)
+{
+    char state;
+
+    return sv_fabric_pid_stat(pid, &state);
+}
+
+int sv_fabric_pid_alive(pid_t pid, uint64_t starttime)
+{
+    uint64_t st;
+    char state;
+
+    if (pid <= 0) {
+        return 0;
+    }
+    if ((kill(pid, 0) != 0) && (errno != EPERM)) {
+        return 0;
+    }
+    st = sv_fabric_pid_stat(pid, &state);
+    if ((state == 'Z') || (state == 'X')) {
+        return 0;        /* killed, not reaped yet: it answers nothing */
+    }
+    /* a reused pid has another start time */
+    return (starttime == 0) || (st == 0) || (st == starttime);
+}
+
+static int sv_fabric_valid_name(const char *s)
+{
+    size_t i, n = strlen(s);
+
+    if ((n == 0) || (n > 48)) {
+        return 0;
+    }
+    for (i = 0; i < n; ++i) {
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int sv_fabric_any_alive(sv_fabric_hdr_t *f, size_t mapped)
+{
+    unsigned i;
+
+    if (mapped < sizeof(*f)) {
+        return 0;
+    }
+    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
+        if ((f->port[i].state == SV_PORT_USED) &&
+            sv_fabric_pid_alive(f->port[i].pid, f->port[i].starttime)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int sv_fabric_create(const char *shm)
+{
+    pthread_mutexattr_t ma;
+    sv_fabric_hdr_t *f;
+    int fd, ret;
+
+    fd = shm_open(shm, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        return -errno;
+    }
+    fchmod(fd, 0666);   /* umask must not lock out other users' processes */
+    if (ftruncate(fd, sizeof(*f)) != 0) {
+        ret = -errno;
+        goto err_unlink;
+    }
+    f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (f == MAP_FAILED) {
+        ret = -errno;
+        goto err_unlink;
+    }
+    close(fd);
+
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&f->lock, &ma);
+    pthread_mutexattr_destroy(&ma);
+    if (getrandom(&f->id, sizeof(f->id), 0) != sizeof(f->id)) {
+        f->id = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ sv_now_ns();
+    }
+    f->size  = sizeof(*f);
+    f->abi   = SV_ABI_VERSION;
+    f->magic = SV_FABRIC_MAGIC;
+    ret = sv_model_attach(f->model, 1);
+    if (ret < 0) {
+        munmap(f, sizeof(*f));
+        shm_unlink(shm);
+        return ret;
+    }
+    SV_STORE(&f->ready, 1);
+    sv_fabric = f;
+    return 0;
+
+err_unlink:
+    close(fd);
+    shm_unlink(shm);
+    return ret;
+}
+
+/* 0: joined, -EAGAIN: stale or racing, retry; other: fatal */
+static int sv_fabric_join(const char *shm)
+{
+    sv_fabric_hdr_t *f;
+    struct stat st;
+    int fd, i, ret;
+
+    fd = shm_open(shm, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        return (errno == ENOENT) ? -EAGAIN : -errno;
+    }
+    for (i = 0; i < 200; ++i) {    /* the creator sizes it right away */
+        if (fstat(fd, &st) != 0) {
+            ret = -errno;
+            close(fd);
+            return ret;
+        }
+        if ((size_t)st.st_size >= sizeof(*f)) {
+            break;
+        }
+        usleep(5000);
+    }
+    if ((size_t)st.st_size != sizeof(*f)) {
+        close(fd);
+        goto stale;
+    }
+    f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (f == MAP_FAILED) {
+        return -errno;
+    }
+    for (i = 0; (i < 200) && !SV_LOAD(&f->ready); ++i) {
+        usleep(5000);
+    }
+    if (!SV_LOAD(&f->ready) || (f->magic != SV_FABRIC_MAGIC) ||
+        (f->abi != SV_ABI_VERSION) || (f->size != sizeof(*f))) {
+        if (sv_fabric_any_alive(f, sizeof(*f)) && SV_LOAD(&f->ready)) {
+            munmap(f, sizeof(*f));
+            sv_log("fabric '%s' in use by a different softverbs version",
+                   sv_fabric_name);
+            return -EPROTO;
+        }
+        munmap(f, sizeof(*f));
+        goto stale;
+    }
+    ret = sv_model_attach(f->model, 0);
+    if (ret < 0) {
+        munmap(f, sizeof(*f));
+        return ret;
+    }
+    sv_fabric = f;
+    return 0;
+
+stale:
+    /* nobody alive uses it: a crashed creator or an old layout */
+    sv_debug_log("removing stale fabric %s", shm);
+    shm_unlink(shm);
+    return -EAGAIN;
+}
+
+static int sv_fabric_init_once_ret;
+static pthread_once_t sv_fabric_once = PTHREAD_ONCE_INIT;
+
+static void sv_fabric_init_once(void)
+{
+    const char *name = getenv("SOFTVERBS_FABRIC");
+    char shm[128];
+    int i, ret = -EAGAIN;
+
+    sv_debug = (getenv("SOFTVERBS_DEBUG") != NULL) &&
+               (atoi(getenv("SOFTVERBS_DEBUG")) > 0);
+    if ((name == NULL) || (*name == '\0')) {
+        name = SV_DEF_FABRIC;
+    }
+    if (!sv_fabric_valid_name(name)) {
+        sv_log("invalid SOFTVERBS_FABRIC '%s' (1-48 of [A-Za-z0-9_-])", name);
+        sv_fabric_init_once_ret = -EINVAL;
+        return;
+    }
+    snprintf(sv_fabric_name, sizeof(sv_fabric_name), "%s", name);
+    snprintf(shm, sizeof(shm), "/softverbs.%s", name);
+
+    for (i = 0; (i < 20) && (ret == -EAGAIN); ++i) {
+        ret = sv_fabric_join(shm);
+        if (ret == -EAGAIN) {
+            ret = sv_fabric_create(shm);
+            if (ret == -EEXIST) {
+                ret = -EAGAIN;   /* lost the race: join theirs */
+            }
+        }
+    }
+    if (ret < 0) {
+        sv_log("cannot join fabric '%s': %s", name, strerror(-ret));
+    }
+    sv_fabric_init_once_ret = ret;
+}
+
+int sv_fabric_init(void)
+{
+    pthread_once(&sv_fabric_once, sv_fabric_init_once);
+    return sv_fabric_init_once_ret;
+}
+
+static int sv_fabric_lock(void)
+{
+    int ret = pthread_mutex_lock(&sv_fabric->lock);
+
+    if (ret == EOWNERDEAD) {
+        /* the holder died in the middle: the table itself stays coherent
+         * (entries are claimed with single stores) */
+        pthread_mutex_consistent(&sv_fabric->lock);
+        ret = 0;
+    }
+    return ret;
+}
+
+static int sv_heap_create(unsigned port, int fd, uint64_t size)
+{
+    sv_heap_t *h = calloc(1, sizeof(*h));
+
+    if (h == NULL) {
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&h->lock, NULL);
+    h->fd   = fd;
+    h->size = size;
+    h->bump = (sizeof(sv_seg_t) + 4095) & ~4095ull;
+    sv_heaps[port] = h;
+    return 0;
+}
+
+static void sv_heap_destroy(unsigned port)
+{
+    sv_heap_t *h = sv_heaps[port];
+    sv_heap_free_t *e;
+    int c;
+
+    if (h == NULL) {
+        return;
+    }
+    for (c = 0; c < SV_HEAP_CLASSES; ++c) {
+        while ((e = h->free[c]) != NULL) {
+            h->free[c] = e->next;
+            free(e);
+        }
+    }
+    sv_heaps[port] = NULL;
+    free(h);
+}
+
+static int sv_heap_class(size_t bytes, size_t *rounded)
+{
+    size_t s = 4096;
+    int c = 0;
+
+    while (s < bytes) {
+        s <<= 1;
+        ++c;
+    }
+    *rounded = s;
+    return c;
+}
+
+uint64_t sv_heap_alloc(unsigned port, size_t bytes)
+{
+    sv_heap_t *h = sv_heaps[port];
+    sv_heap_free_t *e;
+    uint64_t off = 0;
+    size_t sz;
+    int c;
+
+    if ((h == NULL) || (bytes == 0)) {
+        return 0;
+    }
+    c = sv_heap_class(bytes, &sz);
+    if (c >= SV_HEAP_CLASSES) {
+        return 0;
+    }
+    pthread_mutex_lock(&h->lock);
+    if ((e = h->free[c]) != NULL) {
+        h->free[c] = e->next;
+        off        = e->off;
+        free(e);
+    } else if (h->bump + sz <= h->size) {
+        /* reserve the pages now: ENOSPC here beats SIGBUS later */
+        if (posix_fallocate(h->fd, h->bump, sz) == 0) {
+            off      = h->bump;
+            h->bump += sz;
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (off != 0) {
+        memset((char*)sv_peers[port].seg + off, 0, sz);
+    }
+    return off;
+}
+
+void sv_heap_free(unsigned port, uint64_t off, size_t bytes)
+{
+    sv_heap_t *h = sv_heaps[port];
+    sv_heap_free_t *e;
+    size_t sz;
+    int c;
+
+    if ((h == NULL) || (off == 0)) {
+        return;
+    }
+    c = sv_heap_class(bytes, &sz);
+    e = malloc(sizeof(*e));
+    if (e == NULL) {
+        return;        /* leak a chunk of shm rather than fail */
+    }
+    pthread_mutex_lock(&h->lock);
+    e->off     = off;
+    e->next    = h->free[c];
+    h->free[c] = e;
+    pthread_mutex_unlock(&h->lock);
+}
+
+static uint64_t sv_seg_size(void)
+{
+    const char *s = getenv("SOFTVERBS_SEG_MB");
+    long mb = (s != NULL) ? atol(s) : 0;
+
+    if ((mb < 16) || (mb > 65536)) {
+        mb = SV_DEF_SEG_MB;
+    }
+    return (uint64_t)mb << 20;
+}
+
+/* Remove what a dead owner left: its segment (the model resets the links). */
+static void sv_fabric_port_reclaim(unsigned i)
+{
+    sv_port_entry_t *e = &sv_fabric->port[i];
+    char name[128];
+
+    sv_fabric_seg_name(name, sizeof(name), i, e->gen);
+    shm_unlink(name);
+    sv_debug_log("reclaimed port %u of dead pid %d", i, e->pid);
+}
+
+int sv_fabric_port_alloc(unsigned dev, unsigned *port_p, uint32_t *gen_p,
+                         sv_seg_t **seg_p, int *fd_p)
+{
+    uint64_t size = sv_seg_size(), st = sv_fabric_pid_starttime(getpid());
+    sv_port_entry_t *e = NULL;
+    sv_mr_shadow_t *shadow;
+    char name[128];
+    sv_seg_t *seg;
+    unsigned i;
+    int fd, ret;
+
+    if (sv_fabric_lock() != 0) {
+        return -EIO;
+    }
+    /* sweep every port of a dead process: its segment is memory */
+    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
+        e = &sv_fabric->port[i];
+        if ((e->state == SV_PORT_USED) && (e->pid != getpid()) &&
+            !sv_fabric_pid_alive(e->pid, e->starttime)) {
+            sv_fabric_port_reclaim(i);
+            e->pid = 0;
+            SV_STORE(&e->state, SV_PORT_FREE);
+        }
+    }
+    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
+        e = &sv_fabric->port[i];
+        if (e->state == SV_PORT_FREE) {
+            break;
+        }
+    }
+    if (i == SV_MODEL_MAX_PORTS) {
+        pthread_mutex_unlock(&sv_fabric->lock);
+        sv_log("fabric '%s' has no free port (%d in use)", sv_fabric_name,
+               SV_MODEL_MAX_PORTS);
+        return -ENOSPC;
+    }
+    e->starttime = st;
+    e->pid       = getpid();
+    e->gen      += 1;
+    e->state     = SV_PORT_USED;  /* claimed: nobody else takes it */
+    pthread_mutex_unlock(&sv_fabric->lock);
+
+    sv_model_port_reset(i);
+    memset(&e->stats, 0, sizeof(e->stats));
+    e->dev       = dev;
+    e->seg_size  = size;
+    memset(e->comm, 0, sizeof(e->comm));
+    (void)!readlink("/proc/self/exe", name, sizeof(name));
+    {
+        int fdc = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+        if (fdc >= 0) {
+            ssize_t n = read(fdc, e->comm, sizeof(e->comm) - 1);
+            if ((n > 0) && (e->comm[n - 1] == '\n')) {
+                e->comm[n - 1] = '\0';
+            }
+            close(fdc);
+        }
+    }
+
+    sv_fabric_seg_name(name, sizeof(name), i, e->gen);
+    shm_unlink(name);
+    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        ret = -errno;
+        goto err_free;
+    }
+    fchmod(fd, 0666);
+    if (ftruncate(fd, size) != 0) {
+        ret = -errno;
+        goto err_close;
+    }
+    ret = posix_fallocate(fd, 0, (sizeof(sv_seg_t) + 4095) & ~4095ull);
+    if (ret != 0) {
+        ret = -ret;
+        goto err_close;
+    }
+    seg = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (seg == MAP_FAILED) {
+        ret = -errno;
+        goto err_close;
+    }
+    seg->port     = i;
+    seg->gen      = e->gen;
+    seg->pid      = getpid();
+    seg->size     = size;
+    seg->magic    = SV_SEG_MAGIC;
+    ret = sv_heap_create(i, fd, size);
+    if (ret < 0) {
+        munmap(seg, size);
+        goto err_close;
+    }
+
+    shadow = calloc(SV_MAX_MR, sizeof(*shadow));
+    if (shadow == NULL) {
+        sv_heap_destroy(i);
+        munmap(seg, size);
+        ret = -ENOMEM;
+        goto err_close;
+    }
+    pthread_mutex_lock(&sv_peer_lock);
+    sv_peers[i] = (sv_peer_t){ .seg = seg, .size = size, .gen = e->gen,
+                               .pid = getpid(), .self = 1,
+                               .shadow = shadow };
+    pthread_mutex_unlock(&sv_peer_lock);
+
+    *port_p = i;
+    *gen_p  = e->gen;
+    *seg_p  = seg;
+    *fd_p   = fd;
+    return 0;
+
+err_close:
+    close(fd);
+    shm_unlink(name);
+err_free:
+    SV_STORE(&e->state, SV_PORT_FREE);
+    sv_log("cannot create port segment %s: %s", name, strerror(-ret));
+    return ret;
+}
+
+void sv_fabric_port_free(unsigned port, uint32_t gen, sv_seg_t *seg, int fd)
+{
+    sv_port_entry_t *e = &sv_fabric->port[port];
+    char name[128];
+
+    sv_fabric_seg_name(name, sizeof(name), port, gen);
+    shm_unlink(name);
+    seg->magic = 0;
+    pthread_mutex_lock(&sv_peer_lock);
+    free(sv_peers[port].shadow);
+    memset(&sv_peers[port], 0, sizeof(sv_peers[port]));
+    pthread_mutex_unlock(&sv_peer_lock);
+    sv_heap_destroy(port);
+    munmap(seg, sv_fabric->port[port].seg_size);
+    close(fd);
+    if (sv_fabric_lock() == 0) {
+        if ((e->gen == gen) && (e->pid == getpid())) {
+            e->pid = 0;
+            SV_STORE(&e->state, SV_PORT_FREE);
+        }
+        pthread_mutex_unlock(&sv_fabric->lock);
+    }
+}
+
+static sv_peer_t *sv_fabric_peer_map(unsigned port, uint32_t gen)
+{
+    sv_port_entry_t *e = &sv_fabric->port[port];
+    sv_peer_t *p = &sv_peers[port];
+    char name[128];
+    struct stat st;
+    sv_seg_t *seg;
+    int fd;
+
+    pthread_mutex_lock(&sv_peer_lock);
+    if ((p->seg != NULL) && (p->gen == gen)) {
+        goto out;
+    }
+    /* an older mapping is left in place: other threads may still use it */
+    sv_fabric_seg_name(name, sizeof(name), port, gen);
+    fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        p = NULL;
+        goto out;
+    }
+    if ((fstat(fd, &st) != 0) || ((uint64_t)st.st_size < sizeof(sv_seg_t)) ||
+        ((uint64_t)st.st_size != SV_LOAD(&e->seg_size))) {
+        close(fd);
+        p = NULL;
+        goto out;
+    }
+    seg = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (seg == MAP_FAILED) {
+        p = NULL;
+        goto out;
+    }
+    p->seg        = seg;
+    p->size       = st.st_size;
+    p->gen        = gen;
+    p->pid        = SV_LOAD(&e->pid);
+    p->starttime  = SV_LOAD(&e->starttime);
+    p->self       = 0;
+    p->dead       = 0;
+    p->checked_ns = 0;
+out:
+    pthread_mutex_unlock(&sv_peer_lock);
+    return p;
+}
+
+/* The port's current incarnation, mapped; NULL when free or unreachable. */
+sv_peer_t *sv_fabric_peer(unsigned port)
+{
+    sv_port_entry_t *e;
+    sv_peer_t *p;
+    uint32_t gen;
+
+    if (port >= SV_MODEL_MAX_PORTS) {
+        return NULL;
+    }
+    e = &sv_fabric->port[port];
+    if (SV_LOAD(&e->state) != SV_PORT_USED) {
+        return NULL;
+    }
+    gen = SV_LOAD(&e->gen);
+    p   = &sv_peers[port];
+    if ((p->seg != NULL) && (p->gen == gen)) {
+        return p;
+    }
+    return sv_fabric_peer_map(port, gen);
+}
+
+void sv_fabric_peer_dead(sv_peer_t *peer)
+{
+    peer->dead = 1;
+}
+
+int sv_fabric_peer_alive(sv_peer_t *p)
+{
+    uint64_t now;
+    unsigned port;
+
+    if (p->self) {
+        return 1;
+    }
+    if (p->dead) {
+        return 0;
+    }
+    now = sv_now_ns();
+    if (now - p->checked_ns < SV_PEER_CHECK_NS) {
+        return 1;
+    }
+    p->checked_ns = now;
+    port = p - sv_peers;
+    if ((SV_LOAD(&sv_fabric->port[port].gen) != p->gen) ||
+        (SV_LOAD(&p->seg->magic) != SV_SEG_MAGIC) ||
+        !sv_fabric_pid_alive(p->pid, p->starttime)) {
+        p->dead = 1;
+        return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,759 @@
+/*
+ * softverbs fabric model.
+ *
+ * Every hop (sender link, core path, receiver link) is a FIFO server: its
+ * state is the time it becomes free, kept in the fabric shm and advanced with
+ * a CAS loop, so packets of all processes queue behind each other.  A packet
+ * that finds more than SOFTVERBS_BUF_BYTES queued ahead of it on the path or
+ * on the receiver link is tail-dropped.  The sender link never drops: a NIC
+ * does not discard its own packets, its send queue just waits.
+ *
+ * Link clocks count picoseconds since the fabric epoch so that serialization
+ * of small packets at high rates does not round away (2^64 ps = 213 days).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "sv_model.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SV_MODEL_MAGIC       0x31646f6d76730a01ull
+#define SV_MODEL_MAX_WINDOWS 64
+#define SV_MODEL_STR_LEN     256
+#define SV_MODEL_DEF_MTU     4096
+#define SV_MODEL_DEF_PATHS   8
+#define SV_MODEL_DEF_SEED    1
+
+/* Raw variable strings, kept to print the configuration and to warn a
+ * process whose environment disagrees with the fabric it joins. */
+enum {
+    SV_VAR_LINK_GBPS,
+    SV_VAR_PATH_GBPS,
+    SV_VAR_BUF_BYTES,
+    SV_VAR_DELAY_US,
+    SV_VAR_PATH_SKEW_US,
+    SV_VAR_LOSS,
+    SV_VAR_PATH_LOSS,
+    SV_VAR_PATH_DOWN,
+    SV_VAR_PATHS,
+    SV_VAR_MTU,
+    SV_VAR_SEED,
+    SV_VAR_LAST
+};
+
+static const char *sv_model_var_names[SV_VAR_LAST] = {
+    [SV_VAR_LINK_GBPS]    = "SOFTVERBS_LINK_GBPS",
+    [SV_VAR_PATH_GBPS]    = "SOFTVERBS_PATH_GBPS",
+    [SV_VAR_BUF_BYTES]    = "SOFTVERBS_BUF_BYTES",
+    [SV_VAR_DELAY_US]     = "SOFTVERBS_DELAY_US",
+    [SV_VAR_PATH_SKEW_US] = "SOFTVERBS_PATH_SKEW_US",
+    [SV_VAR_LOSS]         = "SOFTVERBS_LOSS",
+    [SV_VAR_PATH_LOSS]    = "SOFTVERBS_PATH_LOSS",
+    [SV_VAR_PATH_DOWN]    = "SOFTVERBS_PATH_DOWN",
+    [SV_VAR_PATHS]        = "SOFTVERBS_PATHS",
+    [SV_VAR_MTU]          = "SOFTVERBS_MTU",
+    [SV_VAR_SEED]         = "SOFTVERBS_SEED",
+};
+
+typedef struct sv_model_window {
+    uint64_t start_ps, end_ps;
+    uint32_t path;
+    uint32_t pad;
+} sv_model_window_t;
+
+/* Written once by the fabric creator, read-only afterwards. */
+typedef struct sv_model_cfg {
+    uint64_t          seed;
+    uint64_t          epoch_ns;
+    uint64_t          buf_bytes;      /* 0: unlimited (lossless fabric) */
+    uint64_t          loss_thresh;    /* P(drop) scaled to 2^64 */
+    uint32_t          mtu;
+    uint32_t          npaths;
+    uint32_t          nwindows;
+    uint32_t          active;
+    double            port_ps_per_byte[SV_MODEL_MAX_PORTS]; /* 0: unlimited */
+    double            path_ps_per_byte[SV_MODEL_MAX_PATHS];
+    uint64_t          path_delay_ps[SV_MODEL_MAX_PATHS];
+    uint64_t          path_loss_thresh[SV_MODEL_MAX_PATHS];
+    sv_model_window_t windows[SV_MODEL_MAX_WINDOWS];
+    char              raw[SV_VAR_LAST][SV_MODEL_STR_LEN];
+} sv_model_cfg_t;
+
+/* One FIFO server and the counters of what crossed it. */
+typedef struct sv_model_link {
+    uint64_t next_free_ps;
+    uint64_t pkts, bytes, drops;
+} __attribute__((aligned(64))) sv_model_link_t;
+
+typedef struct sv_model_shm {
+    uint64_t        magic;            /* set last by the creator */
+    uint64_t        size;
+    sv_model_cfg_t  cfg;
+    sv_model_link_t tx[SV_MODEL_MAX_PORTS];
+    sv_model_link_t rx[SV_MODEL_MAX_PORTS];
+    sv_model_link_t path[SV_MODEL_MAX_PATHS];
+} sv_model_shm_t;
+
+_Static_assert(sizeof(sv_model_shm_t) <= SV_MODEL_SHM_SIZE,
+               "model state does not fit its shm area");
+
+static sv_model_shm_t *sv_model;
+
+uint64_t sv_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static inline uint64_t sv_model_mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Configuration parsing                                                   */
+
+static int sv_model_bad(const char *name, const char *value, const char *why)
+{
+    fprintf(stderr, "softverbs: %s=\"%s\": %s\n", name, value, why);
+    return -EINVAL;
+}
+
+static int sv_model_parse_double(const char *s, double min, double max,
+                                 double *out)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v     = strtod(s, &end);
+    if ((end == s) || (*end != '\0') || errno || !(v >= min) || !(v <= max)) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Unsigned integer with an optional binary k/m/g suffix. */
+static int sv_model_parse_size(const char *s, uint64_t max, uint64_t *out)
+{
+    unsigned long long v;
+    unsigned shift = 0;
+    char *end;
+
+    if ((*s < '0') || (*s > '9')) {
+        return -1;
+    }
+    errno = 0;
+    v     = strtoull(s, &end, 0);
+    if (errno || (end == s)) {
+        return -1;
+    }
+    switch (*end) {
+    case 'k': case 'K': shift = 10; ++end; break;
+    case 'm': case 'M': shift = 20; ++end; break;
+    case 'g': case 'G': shift = 30; ++end; break;
+    }
+    if ((*end != '\0') || (v > (max >> shift))) {
+        return -1;
+    }
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+static double sv_model_gbps_to_ps_per_byte(double gbps)
+{
+    return (gbps > 0) ? 8000.0 / gbps : 0;
+}
+
+static uint64_t sv_model_prob_thresh(double p)
+{
+    if (p >= 1.0) {
+        return UINT64_MAX;
+    }
+    return (uint64_t)ldexp(p, 64);
+}
+
+/*
+ * "RATE[,IDX:RATE...]" for per-port and per-path rates: a bare value is the
+ * default for all, IDX:RATE overrides one entry.
+ */
+static int sv_model_parse_rates(const char *name, const char *value,
+                                unsigned count, double *ps_per_byte)
+{
+    char buf[SV_MODEL_STR_LEN], *tok, *save, *colon, *end;
+    unsigned long idx;
+    unsigned i;
+    double gbps;
+
+    strcpy(buf, value);
+    for (tok = strtok_r(buf, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        colon = strchr(tok, ':');
+        if (colon == NULL) {
+            if (sv_model_parse_double(tok, 0, 1e6, &gbps)) {
+                return sv_model_bad(name, value, "rate must be 0..1e6 Gbit/s");
+            }
+            for (i = 0; i < count; ++i) {
+                ps_per_byte[i] = sv_model_gbps_to_ps_per_byte(gbps);
+            }
+            continue;
+        }
+        *colon = '\0';
+        errno  = 0;
+        idx    = strtoul(tok, &end, 10);
+        if ((end == tok) || (*end != '\0') || errno || (idx >= count)) {
+            return sv_model_bad(name, value, "index out of range");
+        }
+        if (sv_model_parse_double(colon + 1, 0, 1e6, &gbps)) {
+            return sv_model_bad(name, value, "rate must be 0..1e6 Gbit/s");
+        }
+        ps_per_byte[idx] = sv_model_gbps_to_ps_per_byte(gbps);
+    }
+    return 0;
+}
+
+/* "PATH:PROB,..." */
+static int sv_model_parse_path_loss(sv_model_cfg_t *cfg, const char *value)
+{
+    const char *name = sv_model_var_names[SV_VAR_PATH_LOSS];
+    char buf[SV_MODEL_STR_LEN], *tok, *save, *colon, *end;
+    unsigned long path;
+    double p;
+
+    strcpy(buf, value);
+    for (tok = strtok_r(buf, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        colon = strchr(tok, ':');
+        if (colon == NULL) {
+            return sv_model_bad(name, value, "expected path:probability,...");
+        }
+        *colon = '\0';
+        errno  = 0;
+        path   = strtoul(tok, &end, 10);
+        if ((end == tok) || (*end != '\0') || errno ||
+            (path >= cfg->npaths)) {
+            return sv_model_bad(name, value, "path out of range");
+        }
+        if (sv_model_parse_double(colon + 1, 0, 1, &p)) {
+            return sv_model_bad(name, value, "probability must be 0..1");
+        }
+        cfg->path_loss_thresh[path] = sv_model_prob_thresh(p);
+    }
+    return 0;
+}
+
+/* "PATH:START_MS-END_MS,..." relative to the fabric epoch */
+static int sv_model_parse_path_down(sv_model_cfg_t *cfg, const char *value)
+{
+    const char *name = sv_model_var_names[SV_VAR_PATH_DOWN];
+    char buf[SV_MODEL_STR_LEN], *tok, *save, *colon, *dash, *end;
+    sv_model_window_t *w;
+    unsigned long path;
+    double start, stop;
+
+    strcpy(buf, value);
+    for (tok = strtok_r(buf, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        colon = strchr(tok, ':');
+        dash  = (colon != NULL) ? strchr(colon, '-') : NULL;
+        if (dash == NULL) {
+            return sv_model_bad(name, value,
+                                "expected path:start_ms-end_ms,...");
+        }
+        *colon = '\0';
+        *dash  = '\0';
+        errno  = 0;
+        path   = strtoul(tok, &end, 10);
+        if ((end == tok) || (*end != '\0') || errno ||
+            (path >= cfg->npaths)) {
+            return sv_model_bad(name, value, "path out of range");
+        }
+        if (sv_model_parse_double(colon + 1, 0, 1e10, &start) ||
+            sv_model_parse_double(dash + 1, 0, 1e10, &stop) ||
+            (stop < start)) {
+            return sv_model_bad(name, value,
+                                "window must be start_ms-end_ms, start<=end");
+        }
+        if (cfg->nwindows == SV_MODEL_MAX_WINDOWS) {
+            return sv_model_bad(name, value, "too many windows (max 64)");
+        }
+        w           = &cfg->windows[cfg->nwindows++];
+        w->path     = path;
+        w->start_ps = (uint64_t)(start * 1e9);
+        w->end_ps   = (uint64_t)(stop * 1e9);
+    }
+    return 0;
+}
+
+static int sv_model_parse(sv_model_cfg_t *cfg)
+{
+    char (*raw)[SV_MODEL_STR_LEN] = cfg->raw;
+    double delay_us = 0, skew_us = 0, loss = 0;
+    const char *name, *value;
+    uint64_t v;
+    unsigned i;
+    int ret;
+
+    for (i = 0; i < SV_VAR_LAST; ++i) {
+        name  = sv_model_var_names[i];
+        value = getenv(name);
+        if ((value == NULL) || (*value == '\0')) {
+            continue;
+        }
+        if (strlen(value) >= SV_MODEL_STR_LEN) {
+            return sv_model_bad(name, value, "value too long");
+        }
+        strcpy(raw[i], value);
+    }
+
+    cfg->mtu = SV_MODEL_DEF_MTU;
+    if (raw[SV_VAR_MTU][0]) {
+        if (sv_model_parse_size(raw[SV_VAR_MTU], 4096, &v) ||
+            (v < 256) || (v & (v - 1))) {
+            return sv_model_bad(sv_model_var_names[SV_VAR_MTU],
+                                raw[SV_VAR_MTU],
+                                "must be 256, 512, 1024, 2048 or 4096");
+        }
+        cfg->mtu = v;
+    }
+
+    cfg->npaths = SV_MODEL_DEF_PATHS;
+    if (raw[SV_VAR_PATHS][0]) {
+        if (sv_model_parse_size(raw[SV_VAR_PATHS], SV_MODEL_MAX_PATHS, &v) ||
+            (v == 0)) {
+            return sv_model_bad(sv_model_var_names[SV_VAR_PATHS],
+                                raw[SV_VAR_PATHS], "must be 1..256");
+        }
+        cfg->npaths = v;
+    }
+
+    cfg->seed = SV_MODEL_DEF_SEED;
+    if (raw[SV_VAR_SEED][0] &&
+        sv_model_parse_size(raw[SV_VAR_SEED], UINT64_MAX, &cfg->seed)) {
+        return sv_model_bad(sv_model_var_names[SV_VAR_SEED], raw[SV_VAR_SEED],
+                            "must be an unsigned integer");
+    }
+
+    if (raw[SV_VAR_BUF_BYTES][0] &&
+        sv_model_parse_size(raw[SV_VAR_BUF_BYTES], 1ull << 40,
+                            &cfg->buf_bytes)) {
+        return sv_model_bad(sv_model_var_names[SV_VAR_BUF_BYTES],
+                            raw[SV_VAR_BUF_BYTES],
+                            "must be a byte count (k/m/g suffix ok), "
+                            "0 = unlimited");
+    }
+
+    if (raw[SV_VAR_DELAY_US][0] &&
+        sv_model_parse_double(raw[SV_VAR_DELAY_US], 0, 1e7, &delay_us)) {
+        return sv_model_bad(sv_model_var_names[SV_VAR_DELAY_US],
+                            raw[SV_VAR_DELAY_US], "must be 0..1e7 us");
+    }
+    if (raw[SV_VAR_PATH_SKEW_US][0] &&
+        sv_model_parse_double(raw[SV_VAR_PATH_SKEW_US], 0, 1e7, &skew_us)) {
+        return sv_model_bad(sv_model_var_names[SV_VAR_PATH_SKEW_US],
+                            raw[SV_VAR_PATH_SKEW_US], "must be 0..1e7 us");
+    }
+    /* path p is p/(P-1) of the skew slower than path 0 */
+    for (i = 0; i < cfg->npaths; ++i) {
+        cfg->path_delay_ps[i] = (uint64_t)(delay_us * 1e6) +
+                                ((cfg->npaths > 1) ?
+                                 (uint64_t)(skew_us * 1e6 * i /
+                                            (cfg->npaths - 1)) : 0);
+    }
+
+    if (raw[SV_VAR_LOSS][0]) {
+        if (sv_model_parse_double(raw[SV_VAR_LOSS], 0, 1, &loss)) {
+            return sv_model_bad(sv_model_var_names[SV_VAR_LOSS],
+                                raw[SV_VAR_LOSS], "probability must be 0..1");
+        }
+        cfg->loss_thresh = sv_model_prob_thresh(loss);
+    }
+
+    if (raw[SV_VAR_LINK_GBPS][0]) {
+        ret = sv_model_parse_rates(sv_model_var_names[SV_VAR_LINK_GBPS],
+                                   raw[SV_VAR_LINK_GBPS], SV_MODEL_MAX_PORTS,
+                                   cfg->port_ps_per_byte);
+        if (ret) {
+            return ret;
+        }
+    }
+    if (raw[SV_VAR_PATH_GBPS][0]) {
+        ret = sv_model_parse_rates(sv_model_var_names[SV_VAR_PATH_GBPS],
+                                   raw[SV_VAR_PATH_GBPS], cfg->npaths,
+                                   cfg->path_ps_per_byte);
+        if (ret) {
+            return ret;
+        }
+    }
+    if (raw[SV_VAR_PATH_LOSS][0]) {
+        ret = sv_model_parse_path_loss(cfg, raw[SV_VAR_PATH_LOSS]);
+        if (ret) {
+            return ret;
+        }
+    }
+    if (raw[SV_VAR_PATH_DOWN][0]) {
+        ret = sv_model_parse_path_down(cfg, raw[SV_VAR_PATH_DOWN]);
+        if (ret) {
+            return ret;
+        }
+    }
+
+    cfg->active = (cfg->loss_thresh != 0) || (cfg->nwindows != 0);
+    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
+        cfg->active |= (cfg->port_ps_per_byte[i] != 0);
+    }
+    for (i = 0; i < cfg->npaths; ++i) {
+        cfg->active |= (cfg->path_ps_per_byte[i] != 0) ||
+                       (cfg->path_delay_ps[i] != 0) ||
+                       (cfg->path_loss_thresh[i] != 0);
+    }
+    return 0;
+}
+
+/* A process joining an existing fabric gets the creator's model: say so if
+ * its own environment asked for something else. */
+static void sv_model_check_env(const sv_model_cfg_t *cfg)
+{
+    const char *value;
+    unsigned i;
+
+    for (i = 0; i < SV_VAR_LAST; ++i) {
+        value = getenv(sv_model_var_names[i]);
+        if ((value != NULL) && (*value != '\0') &&
+            strcmp(value, cfg->raw[i])) {
+            fprintf(stderr, "softverbs: %s=\"%s\" ignored: the fabric was "
+                    "created with \"%s\"\n", sv_model_var_names[i], value,
+                    cfg->raw[i]);
+        }
+    }
+}
+
+int sv_model_attach(void *area, int creator)
+{
+    sv_model_shm_t *shm = area;
+    struct timespec ts  = { .tv_sec = 0, .tv_nsec = 1000000 };
+    sv_model_cfg_t *cfg;
+    unsigned waited;
+    int ret;
+
+    if (area == NULL) {
+        return -EINVAL;
+    }
+
+    if (creator) {
+        cfg = calloc(1, sizeof(*cfg));
+        if (cfg == NULL) {
+            return -ENOMEM;
+        }
+        ret = sv_model_parse(cfg);
+        if (ret) {
+            free(cfg);
+            return ret;
+        }
+        cfg->epoch_ns = sv_now_ns();
+        memset(shm, 0, sizeof(*shm));
+        shm->cfg  = *cfg;
+        shm->size = sizeof(*shm);
+        free(cfg);
+        __atomic_store_n(&shm->magic, SV_MODEL_MAGIC, __ATOMIC_RELEASE);
+    } else {
+        /* the creator may still be writing the configuration */
+        for (waited = 0;
+             __atomic_load_n(&shm->magic, __ATOMIC_ACQUIRE) != SV_MODEL_MAGIC;
+             ++waited) {
+            if (waited == 2000) {
+                fprintf(stderr, "softverbs: fabric model not initialized by "
+                        "its creator after 2 s\n");
+                return -ETIMEDOUT;
+            }
+            nanosleep(&ts, NULL);
+        }
+        if (shm->size != sizeof(*shm)) {
+            fprintf(stderr, "softverbs: fabric model layout mismatch (%lu != "
+                    "%zu): processes from different softverbs builds?\n",
+                    (unsigned long)shm->size, sizeof(*shm));
+            return -EPROTO;
+        }
+        sv_model_check_env(&shm->cfg);
+    }
+
+    sv_model = shm;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Data path                                                               */
+
+static void sv_model_link_reset(sv_model_link_t *l)
+{
+    __atomic_store_n(&l->next_free_ps, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->pkts, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->bytes, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->drops, 0, __ATOMIC_RELAXED);
+}
+
+void sv_model_port_reset(unsigned port)
+{
+    if ((sv_model == NULL) || (port >= SV_MODEL_MAX_PORTS)) {
+        return;
+    }
+    sv_model_link_reset(&sv_model->tx[port]);
+    sv_model_link_reset(&sv_model->rx[port]);
+}
+
+int sv_model_active(void)
+{
+    return (sv_model != NULL) && sv_model->cfg.active;
+}
+
+uint32_t sv_model_mtu(void)
+{
+    return (sv_model != NULL) ? sv_model->cfg.mtu : SV_MODEL_DEF_MTU;
+}
+
+unsigned sv_model_num_paths(void)
+{
+    return (sv_model != NULL) ? sv_model->cfg.npaths : SV_MODEL_DEF_PATHS;
+}
+
+uint64_t sv_model_epoch_ns(void)
+{
+    return (sv_model != NULL) ? sv_model->cfg.epoch_ns : 0;
+}
+
+uint64_t sv_model_seed(void)
+{
+    return (sv_model != NULL) ? sv_model->cfg.seed : SV_MODEL_DEF_SEED;
+}
+
+unsigned sv_model_path_of(uint32_t src_qpn, uint32_t dst_qpn)
+{
+    return sv_model_mix64(((uint64_t)src_qpn << 32) | dst_qpn) %
+           sv_model_num_paths();
+}
+
+/*
+ * Serve `bytes` on link `l` for a packet reaching it at *t_ps: it waits for
+ * the link to be free, then occupies it for its serialization time.  Returns
+ * -1 (and leaves the link alone) when more than `buf` bytes are queued ahead.
+ */
+static inline int sv_model_hop(sv_model_link_t *l, double ps_per_byte,
+                               uint64_t buf, uint32_t bytes, uint64_t *t_ps)
+{
+    uint64_t t = *t_ps, nf, start, done;
+    uint64_t ser;
+
+    if (ps_per_byte == 0) {
+        return 0;               /* unlimited: no queue */
+    }
+    ser = (uint64_t)(bytes * ps_per_byte + 0.5);
+    nf  = __atomic_load_n(&l->next_free_ps, __ATOMIC_RELAXED);
+    do {
+        start = (nf > t) ? nf : t;
+        if (buf && ((double)(start - t) / ps_per_byte + bytes > buf)) {
+            return -1;
+        }
+        done = start + ser;
+    } while (!__atomic_compare_exchange_n(&l->next_free_ps, &nf, done, 1,
+                                          __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    *t_ps = done;
+    return 0;
+}
+
+static inline int sv_model_path_down(const sv_model_cfg_t *cfg, unsigned path,
+                                     uint64_t t_ps)
+{
+    unsigned i;
+
+    for (i = 0; i < cfg->nwindows; ++i) {
+        if ((cfg->windows[i].path == path) &&
+            (t_ps >= cfg->windows[i].start_ps) &&
+            (t_ps < cfg->windows[i].end_ps)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* thresh 0 never drops, UINT64_MAX (p = 1) always does */
+static inline int sv_model_lost(uint64_t r, uint64_t thresh)
+{
+    return (r < thresh) || (thresh == UINT64_MAX);
+}
+
+static inline void sv_model_add(uint64_t *counter, uint64_t v)
+{
+    __atomic_fetch_add(counter, v, __ATOMIC_RELAXED);
+}
+
+void sv_model_xmit(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
+                   uint32_t dst_qpn, uint32_t bytes, uint64_t now_ns,
+                   sv_pkt_fate_t *fate)
+{
+    sv_model_shm_t *shm = sv_model;
+    const sv_model_cfg_t *cfg;
+    sv_model_link_t *tx, *rx, *pl;
+    uint64_t seq, t, r;
+    unsigned path;
+    int drop;
+
+    if ((shm == NULL) || (src_port >= SV_MODEL_MAX_PORTS) ||
+        (dst_port >= SV_MODEL_MAX_PORTS)) {
+        /* not attached or a bogus port: nothing can arrive */
+        fate->arrive_ns = now_ns;
+        fate->path      = 0;
+        fate->dropped   = (shm != NULL);
+        return;
+    }
+
+    cfg  = &shm->cfg;
+    path = sv_model_mix64(((uint64_t)src_qpn << 32) | dst_qpn) % cfg->npaths;
+    tx   = &shm->tx[src_port];
+    rx   = &shm->rx[dst_port];
+    pl   = &shm->path[path];
+
+    /* the sender's packet count doubles as the loss RNG's sequence */
+    seq = __atomic_fetch_add(&tx->pkts, 1, __ATOMIC_RELAXED);
+    sv_model_add(&tx->bytes, bytes);
+    sv_model_add(&pl->pkts, 1);
+    sv_model_add(&pl->bytes, bytes);
+
+    t = (now_ns > cfg->epoch_ns) ? (now_ns - cfg->epoch_ns) * 1000 : 0;
+    sv_model_hop(tx, cfg->port_ps_per_byte[src_port], 0, bytes, &t);
+
+    if (cfg->nwindows && sv_model_path_down(cfg, path, t)) {
+        drop = 1;
+    } else if (sv_model_hop(pl, cfg->path_ps_per_byte[path], cfg->buf_bytes,
+                            bytes, &t)) {
+        drop = 1;
+    } else {
+        t   += cfg->path_delay_ps[path];
+        drop = 0;
+        if (cfg->loss_thresh || cfg->path_loss_thresh[path]) {
+            r = sv_model_mix64(cfg->seed ^
+                               sv_model_mix64(((uint64_t)src_qpn << 32) |
+                                              dst_qpn));
+            r = sv_model_mix64(r ^ ((uint64_t)src_port << 48) ^
+                               ((uint64_t)dst_port << 32) ^
+                               (seq * 0x9e3779b97f4a7c15ull));
+            drop = sv_model_lost(r, cfg->loss_thresh) ||
+                   sv_model_lost(sv_model_mix64(r),
+                                 cfg->path_loss_thresh[path]);
+        }
+        if (!drop) {
+            drop = sv_model_hop(rx, cfg->port_ps_per_byte[dst_port],
+                                cfg->buf_bytes, bytes, &t) != 0;
+        }
+    }
+
+    if (drop) {
+        sv_model_add(&tx->drops, 1);
+        sv_model_add(&pl->drops, 1);
+        sv_model_add(&rx->drops, 1);
+    } else {
+        sv_model_add(&rx->pkts, 1);
+        sv_model_add(&rx->bytes, bytes);
+    }
+
+    fate->arrive_ns = cfg->epoch_ns + (t + 999) / 1000;
+    fate->path      = path;
+    fate->dropped   = drop;
+}
+
+void sv_model_count(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
+                    uint32_t dst_qpn, uint32_t pkts, uint64_t bytes)
+{
+    sv_model_shm_t *shm = sv_model;
+    sv_model_link_t *pl;
+
+    if ((shm == NULL) || (src_port >= SV_MODEL_MAX_PORTS) ||
+        (dst_port >= SV_MODEL_MAX_PORTS)) {
+        return;
+    }
+    pl = &shm->path[sv_model_path_of(src_qpn, dst_qpn)];
+    sv_model_add(&shm->tx[src_port].pkts, pkts);
+    sv_model_add(&shm->tx[src_port].bytes, bytes);
+    sv_model_add(&pl->pkts, pkts);
+    sv_model_add(&pl->bytes, bytes);
+    sv_model_add(&shm->rx[dst_port].pkts, pkts);
+    sv_model_add(&shm->rx[dst_port].bytes, bytes);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Counters and diagnostics                                                */
+
+static void sv_model_read_link(sv_model_link_t *l, sv_model_counters_t *c)
+{
+    c->pkts  = __atomic_load_n(&l->pkts, __ATOMIC_RELAXED);
+    c->bytes = __atomic_load_n(&l->bytes, __ATOMIC_RELAXED);
+    c->drops = __atomic_load_n(&l->drops, __ATOMIC_RELAXED);
+}
+
+void sv_model_port_counters(unsigned port, sv_model_counters_t *tx,
+                            sv_model_counters_t *rx)
+{
+    if ((sv_model == NULL) || (port >= SV_MODEL_MAX_PORTS)) {
+        memset(tx, 0, sizeof(*tx));
+        memset(rx, 0, sizeof(*rx));
+        return;
+    }
+    sv_model_read_link(&sv_model->tx[port], tx);
+    sv_model_read_link(&sv_model->rx[port], rx);
+}
+
+void sv_model_path_counters(unsigned path, sv_model_counters_t *c)
+{
+    if ((sv_model == NULL) || (path >= SV_MODEL_MAX_PATHS)) {
+        memset(c, 0, sizeof(*c));
+        return;
+    }
+    sv_model_read_link(&sv_model->path[path], c);
+}
+
+void sv_model_print_config(FILE *stream)
+{
+    static const char *defaults[SV_VAR_LAST] = {
+        [SV_VAR_LINK_GBPS]    = "0 (unlimited)",
+        [SV_VAR_PATH_GBPS]    = "0 (unlimited)",
+        [SV_VAR_BUF_BYTES]    = "0 (unlimited, lossless)",
+        [SV_VAR_DELAY_US]     = "0",
+        [SV_VAR_PATH_SKEW_US] = "0",
+        [SV_VAR_LOSS]         = "0",
+        [SV_VAR_PATH_LOSS]    = "(none)",
+        [SV_VAR_PATH_DOWN]    = "(none)",
+        [SV_VAR_PATHS]        = "8",
+        [SV_VAR_MTU]          = "4096",
+        [SV_VAR_SEED]         = "1",
+    };
+    const sv_model_cfg_t *cfg;
+    unsigned i;
+
+    if (sv_model == NULL) {
+        fprintf(stream, "softverbs model: not attached\n");
+        return;
+    }
+    cfg = &sv_model->cfg;
+    for (i = 0; i < SV_VAR_LAST; ++i) {
+        fprintf(stream, "%s=%s%s\n", sv_model_var_names[i],
+                cfg->raw[i][0] ? cfg->raw[i] : defaults[i],
+                cfg->raw[i][0] ? "" : " [default]");
+    }
+    fprintf(stream, "model: %s, mtu %u, %u paths, seed %llu\n",
+            cfg->active ? "active" : "off (fast path)", cfg->mtu, cfg->npaths,
+            (unsigned long long)cfg->seed);
+}

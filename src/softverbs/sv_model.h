@@ -1,0 +1,80 @@
+/*
+ * softverbs fabric model: timing, queueing and loss of every packet.
+ *
+ * A packet of at most one MTU crosses three hops: the sender's link, one of P
+ * core paths (ECMP hash of the QP numbers) and the receiver's link.  Each hop
+ * is a FIFO server whose clock (the time it is next free) lives in the fabric
+ * shared memory, so processes contend for the same links.  All variables are
+ * described in src/softverbs/README.md, "Fabric model variables".
+ */
+#ifndef SV_MODEL_H_
+#define SV_MODEL_H_
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define SV_MODEL_SHM_SIZE  (1u << 20)  /* bytes reserved in the fabric shm */
+#define SV_MODEL_MAX_PORTS 256         /* port index < this */
+#define SV_MODEL_MAX_PATHS 256
+
+uint64_t sv_now_ns(void);          /* CLOCK_MONOTONIC in ns, cheap, inline ok */
+
+/* Called once per process after mapping the fabric. `area` is
+ * SV_MODEL_SHM_SIZE bytes inside the fabric shm, zero-filled when the fabric
+ * was created. `creator` is 1 in the process that created the fabric: it
+ * reads the SOFTVERBS_* model variables and stores them in `area`; others
+ * read them from there (so all processes agree). Returns 0 or -errno. */
+int sv_model_attach(void *area, int creator);
+
+/* Reset the link state of a port index that is being (re)allocated. */
+void sv_model_port_reset(unsigned port);
+
+int      sv_model_active(void);  /* 0: no rates, no loss, no delay: fast path */
+uint32_t sv_model_mtu(void);     /* bytes, SOFTVERBS_MTU, default 4096 */
+unsigned sv_model_num_paths(void);
+
+typedef struct sv_pkt_fate {
+    uint64_t arrive_ns;  /* when the packet reaches the destination port */
+    uint16_t path;       /* core path it took (ECMP hash of the QPNs) */
+    uint8_t  dropped;    /* 1: lost (random loss, tail drop, outage) */
+} sv_pkt_fate_t;
+
+/* One packet of `bytes` (payload + headers) leaves `src_port` at `now_ns` for
+ * `dst_port`. Charges the sender link, the core path and the receiver link
+ * (shared, cross-process clocks in the shm area: contention is real), applies
+ * per-link buffer tail drop, propagation delay, random loss, per-path loss or
+ * outage windows. Thread- and process-safe. Updates per-port and per-path
+ * counters of packets, bytes, drops kept inside the model area.
+ * For a dropped packet, arrive_ns is the time it was lost. */
+void sv_model_xmit(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
+                   uint32_t dst_qpn, uint32_t bytes, uint64_t now_ns,
+                   sv_pkt_fate_t *fate);
+
+/* Counters for the stats dump and softverbs-stat. */
+typedef struct sv_model_counters {
+    uint64_t pkts, bytes, drops;
+} sv_model_counters_t;
+void sv_model_port_counters(unsigned port, sv_model_counters_t *tx,
+                            sv_model_counters_t *rx);
+void sv_model_path_counters(unsigned path, sv_model_counters_t *c);
+/* Print the model configuration (one line per variable) for diagnostics. */
+void sv_model_print_config(FILE *stream);
+
+/* --- additions beyond the core contract --- */
+
+/* Fast-path accounting when !sv_model_active(): counts `pkts` packets of
+ * `bytes` total on both ports and on the path of the QP pair, no timing. */
+void sv_model_count(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
+                    uint32_t dst_qpn, uint32_t pkts, uint64_t bytes);
+
+/* The core path a QP pair hashes to (what sv_model_xmit uses). */
+unsigned sv_model_path_of(uint32_t src_qpn, uint32_t dst_qpn);
+
+/* sv_now_ns() when the fabric was created: SOFTVERBS_PATH_DOWN windows are
+ * relative to it. */
+uint64_t sv_model_epoch_ns(void);
+
+/* SOFTVERBS_SEED in effect (loss RNG). */
+uint64_t sv_model_seed(void);
+
+#endif

@@ -1,0 +1,610 @@
+/*
+ * Requester: turns send work requests into packets on the fabric model and
+ * into the responder's actions on the target, then completes them.
+ *
+ * A work request runs to completion inside ibv_post_send, except when the
+ * target cannot take it yet (RNR, or an RC target not in RTR): it then waits
+ * in the QP's deferred queue, with everything behind it, and is retried from
+ * later post/poll calls when its timer expires, as a NIC retries.  Message
+ * timing comes from the model; a completion becomes visible when its last
+ * packet arrives (RC: after go-back-N recovered every loss).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "sv_verbs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SV_REQ_DONE, SV_REQ_DEFER };
+
+/* IB min RNR NAK timer encoding (spec table 45), in ns */
+static const uint64_t sv_rnr_ns[32] = {
+    655360000, 10000, 20000, 30000, 40000, 60000, 80000, 120000,
+    160000, 240000, 320000, 480000, 640000, 960000, 1280000, 1920000,
+    2560000, 3840000, 5120000, 7680000, 10240000, 15360000, 20480000,
+    30720000, 40960000, 61440000, 81920000, 122880000, 163840000,
+    245760000, 327680000, 491520000
+};
+
+#define SV_SEND_FLAGS (IBV_SEND_FENCE | IBV_SEND_SIGNALED | \
+                       IBV_SEND_SOLICITED | IBV_SEND_INLINE | \
+                       IBV_SEND_IP_CSUM)
+
+typedef struct sv_wire {
+    uint64_t ts;       /* last packet arrived (or was lost, or gave up) */
+    uint64_t prefix;   /* UC: bytes before the first lost packet */
+    int      ok;       /* 0: lost (UC/UD) or retries exhausted (RC) */
+} sv_wire_t;
+
+/*
+ * One message of `len` bytes from sport to dport through the model.  RC
+ * recovers losses by go-back-N: a NAK when a later packet of the burst
+ * arrives, otherwise the retransmission timer; every resent packet is
+ * charged to the links again.  UC and UD lose the message.
+ */
+static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
+                        uint32_t sqpn, uint32_t dqpn, uint64_t len,
+                        uint64_t t0, int reliable, sv_wire_t *out)
+{
+    sv_port_stats_t *st = sv_port_stats(qp->port->index);
+    uint64_t mtu = qp->mtu, npkts, i, t = t0, t_last, t_nak, first = 0;
+    unsigned retries = 0;
+    sv_pkt_fate_t f;
+    int64_t lost;
+
+    npkts = (len + mtu - 1) / mtu;
+    if (npkts == 0) {
+        npkts = 1;
+    }
+    if (!sv_model_active()) {
+        sv_model_count(sport, dport, sqpn, dqpn, npkts,
+                       len + npkts * SV_PKT_HDR);
+        out->ts = t0;
+        out->ok = 1;
+        return;
+    }
+    for (;;) {
+        lost   = -1;
+        t_last = t;
+        t_nak  = 0;
+        for (i = first; i < npkts; ++i) {
+            uint64_t pay = (i + 1 < npkts) ? mtu : len - i * mtu;
+
+            sv_model_xmit(sport, dport, sqpn, dqpn,
+                          (uint32_t)(pay + SV_PKT_HDR), t, &f);
+            if (f.arrive_ns > t_last) {
+                t_last = f.arrive_ns;
+            }
+            if (f.dropped) {
+                if (lost < 0) {
+                    lost = i;
+                }
+            } else if ((lost >= 0) && (t_nak == 0)) {
+                t_nak = f.arrive_ns;   /* out of sequence: NAK */
+            }
+        }
+        if (lost < 0) {
+            out->ts = t_last;
+            out->ok = 1;
+            return;
+        }
+        if (!reliable) {
+            out->ts     = t_last;
+            out->prefix = (uint64_t)lost * mtu;
+            out->ok     = 0;
+            return;
+        }
+        if ((uint64_t)lost > first) {
+            retries = 0;               /* progress resets the retry count */
+        }
+        if ((t_nak == 0) &&
+            (qp->sq_posted - SV_LOAD(&qp->sq_retired) > 1)) {
+            /* A lost tail in a stream: the next message's first packet
+             * (the QP keeps the pipe full) draws the NAK, not the timer. */
+            t_nak = t_last;
+        }
+        if (t_nak != 0) {
+            t = t_nak;
+        } else {
+            t = t_last + qp->timeout_ns;
+            SV_ADD(&st->rc_timeouts, 1);
+        }
+        if (++retries > qp->attr.retry_cnt) {
+            out->ts = t;
+            out->ok = 0;
+            return;
+        }
+        SV_ADD(&st->rc_resends, npkts - lost);
+        first = lost;
+    }
+}
+
+static void sv_req_complete(sv_qp_t *qp, sv_swqe_t *w, enum ibv_wc_status s,
+                            uint64_t ts)
+{
+    sv_comp_send(qp, w, s, ts);
+}
+
+/* RC to a peer that no longer answers: all retries time out. */
+static void sv_req_dead(sv_qp_t *qp, sv_swqe_t *w, uint64_t now)
+{
+    SV_ADD(&sv_port_stats(qp->port->index)->rc_timeouts,
+           qp->attr.retry_cnt + 1);
+    sv_req_complete(qp, w, IBV_WC_RETRY_EXC_ERR,
+                    now + qp->timeout_ns * (qp->attr.retry_cnt + 1));
+}
+
+static void sv_req_drop(sv_qp_t *qp, sv_swqe_t *w, uint64_t ts)
+{
+    SV_ADD(&sv_port_stats(qp->port->index)->msg_drops, 1);
+    sv_req_complete(qp, w, IBV_WC_SUCCESS, ts);
+}
+
+static int sv_req_defer_timeout(sv_qp_t *qp, sv_swqe_t *w, uint64_t now)
+{
+    if (w->retries == 0) {
+        sv_req_dead(qp, w, now);
+        return SV_REQ_DONE;
+    }
+    --w->retries;
+    SV_ADD(&sv_port_stats(qp->port->index)->rc_timeouts, 1);
+    qp->next_try_ns = now + qp->timeout_ns;
+    return SV_REQ_DEFER;
+}
+
+static int sv_req_local_iov(sv_qp_t *qp, sv_swqe_t *w, struct iovec *iov,
+                            int *cnt)
+{
+    unsigned acc = (w->opcode == IBV_WR_RDMA_READ) ? IBV_ACCESS_LOCAL_WRITE :
+                   0;
+    sv_peer_t *self = sv_fabric_peer(qp->port->index);
+    uint64_t va;
+    uint32_t i;
+    int n = 0;
+
+    for (i = 0; i < w->num_sge; ++i) {
+        const struct ibv_sge *s = &w->sg[i];
+
+        if (s->length == 0) {
+            continue;
+        }
+        if (w->flags & IBV_SEND_INLINE) {
+            va = s->addr;
+        } else if (sv_mr_lookup(self, s->lkey, qp->pd->id, s->addr,
+                                s->length, acc, &va) != 0) {
+            return -1;
+        }
+        iov[n].iov_base = (void*)(uintptr_t)va;
+        iov[n].iov_len  = s->length;
+        ++n;
+    }
+    *cnt = n;
+    return 0;
+}
+
+static void sv_iov_trunc(struct iovec *iov, int *cnt, uint64_t len)
+{
+    int i;
+
+    for (i = 0; i < *cnt; ++i) {
+        if (len <= iov[i].iov_len) {
+            iov[i].iov_len = len;
+            *cnt = (len == 0) ? i : i + 1;
+            return;
+        }
+        len -= iov[i].iov_len;
+    }
+}
+
+static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w)
+{
+    enum ibv_qp_type type = qp->qp.qp_type;
+    struct iovec liov[SV_MAX_SGE];
+    sv_msg_t m = { .sqp = qp, .w = w, .liov = liov, .len = w->len };
+    unsigned sport = qp->port->index;
+    uint64_t now = sv_now_ns();
+    enum sv_resp r;
+    sv_wire_t wire;
+
+    if (!w->started) {
+        w->started  = 1;
+        w->retries  = qp->attr.retry_cnt;
+        w->rnr_left = qp->attr.rnr_retry;
+    }
+    if (sv_req_local_iov(qp, w, liov, &m.liovcnt) != 0) {
+        sv_req_complete(qp, w, IBV_WC_LOC_PROT_ERR, now);
+        return SV_REQ_DONE;
+    }
+    if ((w->len > SV_MAX_MSG) ||
+        ((type == IBV_QPT_UD) && (w->len > qp->mtu))) {
+        sv_req_complete(qp, w, IBV_WC_LOC_LEN_ERR, now);
+        return SV_REQ_DONE;
+    }
+    if (type == IBV_QPT_UD) {
+        m.dport = w->dport;
+        m.dqpn  = w->dqpn;
+    } else {
+        m.dport = qp->dport;
+        m.dqpn  = qp->attr.dest_qp_num;
+    }
+
+    m.peer = sv_fabric_peer(m.dport);
+    if ((m.peer == NULL) || !sv_fabric_peer_alive(m.peer)) {
+        if (type == IBV_QPT_RC) {
+            sv_req_dead(qp, w, now);
+        } else {
+            sv_req_drop(qp, w, now);
+        }
+        return SV_REQ_DONE;
+    }
+    m.dqp = sv_resp_qp(m.peer, m.dport, m.dqpn);
+
+    if (w->opcode == IBV_WR_RDMA_READ) {
+        /* request out, response back on the reverse path */
+        sv_req_wire(qp, sport, m.dport, qp->qp.qp_num, m.dqpn, 0, now, 1,
+                    &wire);
+        if (wire.ok) {
+            sv_req_wire(qp, m.dport, sport, m.dqpn, qp->qp.qp_num, w->len,
+                        wire.ts, 1, &wire);
+        }
+    } else {
+        sv_req_wire(qp, sport, m.dport, qp->qp.qp_num, m.dqpn, w->len, now,
+                    type == IBV_QPT_RC, &wire);
+    }
+    m.ts = wire.ts;
+    if (!wire.ok) {
+        if (type == IBV_QPT_RC) {
+            sv_req_complete(qp, w, IBV_WC_RETRY_EXC_ERR, wire.ts);
+            return SV_REQ_DONE;
+        }
+        if ((type == IBV_QPT_UC) && (m.dqp != NULL) && (wire.prefix > 0) &&
+            ((w->opcode == IBV_WR_RDMA_WRITE) ||
+             (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM))) {
+            /* the packets before the loss were placed */
+            m.partial = 1;
+            m.len     = wire.prefix;
+            sv_iov_trunc(liov, &m.liovcnt, m.len);
+            (void)sv_resp_write(&m);
+        }
+        sv_req_drop(qp, w, wire.ts);
+        return SV_REQ_DONE;
+    }
+
+    if (m.dqp == NULL) {
+        r = SV_RESP_NOT_READY;
+    } else if (w->opcode == IBV_WR_RDMA_READ) {
+        r = sv_resp_read(&m);
+    } else if ((w->opcode == IBV_WR_SEND) ||
+               (w->opcode == IBV_WR_SEND_WITH_IMM)) {
+        r = sv_resp_send(&m);
+    } else {
+        r = sv_resp_write(&m);
+    }
+
+    if (r == SV_RESP_OK) {
+        sv_req_complete(qp, w, IBV_WC_SUCCESS, m.ts);
+        return SV_REQ_DONE;
+    }
+    if (r == SV_RESP_DEAD) {
+        sv_fabric_peer_dead(m.peer);
+    }
+    if (type != IBV_QPT_RC) {
+        sv_req_drop(qp, w, m.ts);   /* UC/UD: silently discarded */
+        return SV_REQ_DONE;
+    }
+    switch (r) {
+    case SV_RESP_RNR:
+        SV_ADD(&sv_port_stats(sport)->rnr_naks, 1);
+        if (qp->attr.rnr_retry != 7) {
+            if (w->rnr_left == 0) {
+                sv_req_complete(qp, w, IBV_WC_RNR_RETRY_EXC_ERR, m.ts);
+                return SV_REQ_DONE;
+            }
+            --w->rnr_left;
+        }
+        qp->next_try_ns = m.ts +
+                          sv_rnr_ns[SV_LOAD_RELAXED(&m.dqp->min_rnr_timer) &
+                                    31];
+        return SV_REQ_DEFER;
+    case SV_RESP_NOT_READY:
+        return sv_req_defer_timeout(qp, w, now);
+    case SV_RESP_ACCESS:
+        sv_req_complete(qp, w, IBV_WC_REM_ACCESS_ERR, m.ts);
+        return SV_REQ_DONE;
+    case SV_RESP_INV_REQ:
+        sv_req_complete(qp, w, IBV_WC_REM_INV_REQ_ERR, m.ts);
+        return SV_REQ_DONE;
+    case SV_RESP_OP_ERR:
+        sv_req_complete(qp, w, IBV_WC_REM_OP_ERR, m.ts);
+        return SV_REQ_DONE;
+    default:
+        sv_req_dead(qp, w, now);
+        return SV_REQ_DONE;
+    }
+}
+
+static void sv_swqe_release(sv_swqe_t *w)
+{
+    free(w->sg_copy);
+    free(w->inl_copy);
+    w->sg_copy  = NULL;
+    w->inl_copy = NULL;
+}
+
+static void sv_req_pend_add(sv_qp_t *qp)
+{
+    sv_port_t *port = qp->port;
+
+    pthread_mutex_lock(&port->pend_lock);
+    if (!qp->on_pend_list) {
+        qp->on_pend_list = 1;
+        qp->pend_next    = port->pend_list;
+        port->pend_list  = qp;
+        __atomic_fetch_add(&port->npending, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&port->pend_lock);
+}
+
+/* Keep a copy of `w` (SGEs, inline data) at the tail of the deferred queue. */
+static int sv_req_defer(sv_qp_t *qp, sv_swqe_t *w)
+{
+    uint32_t size;
+    sv_swqe_t *d;
+    uint64_t off = 0;
+    uint32_t i;
+
+    if (qp->pend == NULL) {
+        size     = sv_roundup_pow2(qp->cap.max_send_wr + 1);
+        qp->pend = calloc(size, sizeof(*qp->pend));
+        if (qp->pend == NULL) {
+            return -1;
+        }
+        qp->pend_size = size;
+    }
+    d  = &qp->pend[qp->pend_tail & (qp->pend_size - 1)];
+    *d = *w;
+    d->sg_copy  = NULL;
+    d->inl_copy = NULL;
+    if (w->flags & IBV_SEND_INLINE) {
+        d->inl_copy = malloc(w->len ? w->len : 1);
+        d->sg_copy  = malloc(sizeof(struct ibv_sge));
+        if ((d->inl_copy == NULL) || (d->sg_copy == NULL)) {
+            sv_swqe_release(d);
+            return -1;
+        }
+        for (i = 0; i < w->num_sge; ++i) {
+            memcpy((char*)d->inl_copy + off, (void*)(uintptr_t)w->sg[i].addr,
+                   w->sg[i].length);
+            off += w->sg[i].length;
+        }
+        d->sg_copy->addr   = (uintptr_t)d->inl_copy;
+        d->sg_copy->length = w->len;
+        d->sg_copy->lkey   = 0;
+        d->num_sge         = 1;
+    } else if (w->num_sge > 0) {
+        d->sg_copy = malloc(w->num_sge * sizeof(struct ibv_sge));
+        if (d->sg_copy == NULL) {
+            return -1;
+        }
+        memcpy(d->sg_copy, w->sg, w->num_sge * sizeof(struct ibv_sge));
+    }
+    d->sg = d->sg_copy;
+    ++qp->pend_tail;
+    sv_req_pend_add(qp);
+    return 0;
+}
+
+/* Called with the SQ lock held. */
+static void sv_req_progress_locked(sv_qp_t *qp)
+{
+    sv_swqe_t *w;
+
+    while (qp->pend_head != qp->pend_tail) {
+        if (sv_now_ns() < qp->next_try_ns) {
+            return;
+        }
+        w = &qp->pend[qp->pend_head & (qp->pend_size - 1)];
+        ++qp->pend_head;
+        if (qp->attr.qp_state == IBV_QPS_ERR) {
+            sv_comp_send(qp, w, IBV_WC_WR_FLUSH_ERR, qp->sq_last_ts);
+        } else if (sv_req_execute(qp, w) == SV_REQ_DEFER) {
+            --qp->pend_head;
+            return;
+        }
+        sv_swqe_release(w);
+    }
+}
+
+void sv_req_progress(sv_qp_t *qp)
+{
+    if (pthread_spin_trylock(&qp->sq_lock) != 0) {
+        return;
+    }
+    sv_req_progress_locked(qp);
+    pthread_spin_unlock(&qp->sq_lock);
+}
+
+/* SQ lock held: complete (flush) or, in RESET, discard deferred work. */
+void sv_req_flush(sv_qp_t *qp)
+{
+    uint64_t now = sv_now_ns();
+    sv_swqe_t *w;
+
+    while (qp->pend_head != qp->pend_tail) {
+        w = &qp->pend[qp->pend_head++ & (qp->pend_size - 1)];
+        if (qp->attr.qp_state != IBV_QPS_RESET) {
+            sv_comp_send(qp, w, IBV_WC_WR_FLUSH_ERR, now);
+        }
+        sv_swqe_release(w);
+    }
+}
+
+/* Remote errors (a peer moved our QP to ERR) and deferred sends. */
+void sv_port_progress(sv_port_t *port)
+{
+    uint32_t err = SV_LOAD(&port->seg->err_pending);
+    sv_qp_t *qp, **pp;
+    unsigned i;
+
+    if (err != port->err_seen) {
+        port->err_seen = err;
+        pthread_mutex_lock(&port->lock);
+        for (i = SV_FIRST_QP_IDX; i < SV_MAX_QP; ++i) {
+            qp = port->qp[i];
+            if ((qp != NULL) && (qp->attr.qp_state != IBV_QPS_ERR) &&
+                (SV_LOAD(&qp->shm->state) == IBV_QPS_ERR)) {
+                uint8_t ev = SV_LOAD(&qp->shm->err_event);
+
+                sv_qp_to_err(qp, 0);
+                if (ev != 0) {
+                    sv_device_async_event(sv_ctx_of(qp->qp.context),
+                                          (enum ibv_event_type)(ev - 1),
+                                          &qp->qp);
+                }
+            }
+        }
+        pthread_mutex_unlock(&port->lock);
+    }
+    if (SV_LOAD(&port->srq_armed) != 0) {
+        sv_srq_check_limits(port);
+    }
+    if (SV_LOAD(&port->npending) == 0) {
+        return;
+    }
+    if (pthread_mutex_trylock(&port->pend_lock) != 0) {
+        return;
+    }
+    for (pp = &port->pend_list; (qp = *pp) != NULL;) {
+        sv_req_progress(qp);
+        if (qp->pend_head == qp->pend_tail) {
+            *pp = qp->pend_next;
+            qp->on_pend_list = 0;
+            __atomic_fetch_sub(&port->npending, 1, __ATOMIC_RELEASE);
+        } else {
+            pp = &qp->pend_next;
+        }
+    }
+    pthread_mutex_unlock(&port->pend_lock);
+}
+
+static int sv_req_check(sv_qp_t *qp, struct ibv_send_wr *wr, uint64_t *len)
+{
+    enum ibv_qp_type type = qp->qp.qp_type;
+    uint64_t total = 0;
+    int i;
+
+    if ((wr->num_sge < 0) || (wr->num_sge > SV_MAX_SGE) ||
+        (wr->send_flags & ~SV_SEND_FLAGS)) {
+        return EINVAL;
+    }
+    switch (wr->opcode) {
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM:
+        break;
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+        if (type == IBV_QPT_UD) {
+            return EINVAL;
+        }
+        break;
+    case IBV_WR_RDMA_READ:
+        if ((type != IBV_QPT_RC) || (wr->send_flags & IBV_SEND_INLINE)) {
+            return EINVAL;
+        }
+        break;
+    default:
+        return EINVAL;   /* atomics, MW binds, TSO: not supported */
+    }
+    for (i = 0; i < wr->num_sge; ++i) {
+        total += wr->sg_list[i].length;
+    }
+    if ((wr->send_flags & IBV_SEND_INLINE) &&
+        (total > qp->cap.max_inline_data)) {
+        return EINVAL;
+    }
+    if ((type == IBV_QPT_UD) && (wr->wr.ud.ah == NULL)) {
+        return EINVAL;
+    }
+    if (qp->sq_posted - __atomic_load_n(&qp->sq_retired, __ATOMIC_ACQUIRE) >=
+        qp->cap.max_send_wr) {
+        return ENOMEM;
+    }
+    *len = total;
+    return 0;
+}
+
+int sv_req_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+                     struct ibv_send_wr **bad)
+{
+    sv_qp_t *qp = sv_qp_of(ibqp);
+    sv_port_stats_t *st = sv_port_stats(qp->port->index);
+    uint64_t nwr = 0, bytes = 0;
+    sv_swqe_t w;
+    int ret = 0;
+
+    SV_ADD(&st->doorbells, 1);
+    if ((qp->port->seg->err_pending != qp->port->err_seen)) {
+        sv_port_progress(qp->port);
+    }
+    pthread_spin_lock(&qp->sq_lock);
+    if ((qp->attr.qp_state != IBV_QPS_RTS) &&
+        (qp->attr.qp_state != IBV_QPS_ERR) &&
+        (qp->attr.qp_state != IBV_QPS_SQD)) {
+        ret = EINVAL;
+        goto out;
+    }
+    if (qp->pend_head != qp->pend_tail) {
+        sv_req_progress_locked(qp);
+    }
+    for (; wr != NULL; wr = wr->next) {
+        memset(&w, 0, sizeof(w));
+        ret = sv_req_check(qp, wr, &w.len);
+        if (ret != 0) {
+            break;
+        }
+        w.wr_id   = wr->wr_id;
+        w.opcode  = wr->opcode;
+        w.flags   = wr->send_flags;
+        w.imm     = wr->imm_data;
+        w.num_sge = wr->num_sge;
+        w.sg      = wr->sg_list;
+        if (ibqp->qp_type == IBV_QPT_UD) {
+            sv_ah_t *ah = (sv_ah_t*)wr->wr.ud.ah;
+
+            w.dport = ah->dport;
+            w.dqpn  = wr->wr.ud.remote_qpn & 0xffffff;
+            w.qkey  = (wr->wr.ud.remote_qkey & SV_QKEY_PRIVILEGED) ?
+                      qp->attr.qkey : wr->wr.ud.remote_qkey;
+            w.sl    = ah->attr.sl;
+        } else {
+            w.raddr = wr->wr.rdma.remote_addr;
+            w.rkey  = wr->wr.rdma.rkey;
+            w.sl    = qp->attr.ah_attr.sl;
+        }
+        qp->sq_posted++;
+        nwr++;
+        bytes += w.len;
+        if (qp->attr.qp_state == IBV_QPS_ERR) {
+            sv_comp_send(qp, &w, IBV_WC_WR_FLUSH_ERR, sv_now_ns());
+        } else if ((qp->pend_head != qp->pend_tail) ||
+                   (sv_req_execute(qp, &w) == SV_REQ_DEFER)) {
+            if (sv_req_defer(qp, &w) != 0) {
+                qp->sq_posted--;
+                ret = ENOMEM;
+                break;
+            }
+        }
+    }
+out:
+    pthread_spin_unlock(&qp->sq_lock);
+    SV_ADD(&st->wrs, nwr);
+    SV_ADD(&st->msg_bytes, bytes);
+    if (ret != 0) {
+        *bad = wr;
+    }
+    return ret;
+}

@@ -1,0 +1,154 @@
+/*
+ * Counters: per port (in the fabric port table, next to the model's wire
+ * counters) and per core path.  SOFTVERBS_STATS=FILE writes this process's
+ * ports and all paths at exit; softverbs-stat prints a live fabric.
+ * Format: one "key value" per line, '#' starts a comment.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "sv_fabric.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SV_STATS_CLOSED_MAX 64
+
+typedef struct sv_stats_snap {
+    unsigned            port, dev;
+    sv_port_stats_t     st;
+    sv_model_counters_t tx, rx;
+} sv_stats_snap_t;
+
+static pthread_mutex_t sv_stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static sv_stats_snap_t sv_stats_closed[SV_STATS_CLOSED_MAX];
+static unsigned        sv_stats_nclosed;
+
+/* A port about to be freed: keep its counters for the exit dump. */
+void sv_stats_port_closed(unsigned port, unsigned dev)
+{
+    sv_stats_snap_t *s;
+
+    pthread_mutex_lock(&sv_stats_lock);
+    if (sv_stats_nclosed < SV_STATS_CLOSED_MAX) {
+        s       = &sv_stats_closed[sv_stats_nclosed++];
+        s->port = port;
+        s->dev  = dev;
+        s->st   = sv_fabric->port[port].stats;
+        sv_model_port_counters(port, &s->tx, &s->rx);
+    }
+    pthread_mutex_unlock(&sv_stats_lock);
+}
+
+static void sv_stats_print_port(FILE *f, const sv_stats_snap_t *s,
+                                const char *state, int pid)
+{
+#define SV_STATS_PRINT(_name) \
+    fprintf(f, "port.%u.%s %llu\n", s->port, #_name, \
+            (unsigned long long)s->st._name);
+
+    fprintf(f, "port.%u.dev sv%u\n", s->port, s->dev);
+    fprintf(f, "port.%u.lid %u\n", s->port, s->port + 1);
+    fprintf(f, "port.%u.pid %d\n", s->port, pid);
+    fprintf(f, "port.%u.state %s\n", s->port, state);
+    SV_PORT_STATS_FIELDS(SV_STATS_PRINT)
+    fprintf(f, "port.%u.tx_pkts %llu\n", s->port,
+            (unsigned long long)s->tx.pkts);
+    fprintf(f, "port.%u.tx_bytes %llu\n", s->port,
+            (unsigned long long)s->tx.bytes);
+    fprintf(f, "port.%u.tx_drops %llu\n", s->port,
+            (unsigned long long)s->tx.drops);
+    fprintf(f, "port.%u.rx_pkts %llu\n", s->port,
+            (unsigned long long)s->rx.pkts);
+    fprintf(f, "port.%u.rx_bytes %llu\n", s->port,
+            (unsigned long long)s->rx.bytes);
+    fprintf(f, "port.%u.rx_drops %llu\n", s->port,
+            (unsigned long long)s->rx.drops);
+#undef SV_STATS_PRINT
+}
+
+/* all_ports: every port in use (softverbs-stat); else this process's. */
+void sv_stats_dump(FILE *f, int all_ports)
+{
+    sv_port_entry_t *e;
+    sv_model_counters_t c;
+    sv_stats_snap_t s;
+    unsigned i, n;
+
+    fprintf(f, "# softverbs counters (src/softverbs/README.md)\n");
+    fprintf(f, "fabric %s\n", sv_fabric_name);
+    if (!all_ports) {
+        fprintf(f, "pid %d\n", getpid());
+    }
+    fprintf(f, "model.active %d\n", sv_model_active());
+    fprintf(f, "model.mtu %u\n", sv_model_mtu());
+    fprintf(f, "model.paths %u\n", sv_model_num_paths());
+
+    pthread_mutex_lock(&sv_stats_lock);
+    for (i = 0; !all_ports && (i < sv_stats_nclosed); ++i) {
+        sv_stats_print_port(f, &sv_stats_closed[i], "closed", getpid());
+    }
+    pthread_mutex_unlock(&sv_stats_lock);
+    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
+        e = &sv_fabric->port[i];
+        if (SV_LOAD(&e->state) != SV_PORT_USED) {
+            continue;
+        }
+        if (!all_ports && (e->pid != getpid())) {
+            continue;
+        }
+        s.port = i;
+        s.dev  = e->dev;
+        s.st   = e->stats;
+        sv_model_port_counters(i, &s.tx, &s.rx);
+        sv_stats_print_port(f, &s,
+                            sv_fabric_pid_alive(e->pid, e->starttime) ?
+                            "open" : "dead", e->pid);
+        if (all_ports) {
+            fprintf(f, "port.%u.comm %s\n", i, e->comm);
+        }
+    }
+    n = sv_model_num_paths();
+    for (i = 0; i < n; ++i) {
+        sv_model_path_counters(i, &c);
+        fprintf(f, "path.%u.pkts %llu\n", i, (unsigned long long)c.pkts);
+        fprintf(f, "path.%u.bytes %llu\n", i, (unsigned long long)c.bytes);
+        fprintf(f, "path.%u.drops %llu\n", i, (unsigned long long)c.drops);
+    }
+}
+
+/* SOFTVERBS_STATS=FILE ("%p" in FILE becomes the pid; "-" is stderr). */
+__attribute__((destructor)) static void sv_stats_at_exit(void)
+{
+    const char *spec = getenv("SOFTVERBS_STATS");
+    char path[4096], *p;
+    size_t len = 0;
+    FILE *f;
+
+    if ((spec == NULL) || (*spec == '\0') || (sv_fabric == NULL)) {
+        return;
+    }
+    for (; *spec && (len + 16 < sizeof(path)); ++spec) {
+        if ((spec[0] == '%') && (spec[1] == 'p')) {
+            len += snprintf(path + len, sizeof(path) - len, "%d", getpid());
+            ++spec;
+        } else {
+            path[len++] = *spec;
+        }
+    }
+    path[len] = '\0';
+    p = path;
+    if (strcmp(p, "-") == 0) {
+        sv_stats_dump(stderr, 0);
+        return;
+    }
+    f = fopen(p, "w");
+    if (f == NULL) {
+        sv_log("SOFTVERBS_STATS: cannot write %s", p);
+        return;
+    }
+    sv_stats_dump(f, 0);
+    fclose(f);
+}

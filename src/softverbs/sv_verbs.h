@@ -1,0 +1,336 @@
+/*
+ * softverbs objects (what the verbs handles point to) and the internal
+ * interfaces between the files: sv_<object>_<verb>.
+ */
+#ifndef SV_VERBS_H_
+#define SV_VERBS_H_
+
+#include "sv_fabric.h"
+
+#include <infiniband/verbs.h>
+#include <sys/uio.h>
+
+/* rdma-core's struct verbs_device: mlx5dv_is_supported() and friends read
+ * `ops` right after struct ibv_device. */
+typedef struct sv_device {
+    struct ibv_device dev;
+    const void       *ops;
+    int               refcount;
+    void             *entry[2];
+    void             *sysfs;
+    uint64_t          core_support;
+    unsigned          index;
+} sv_device_t;
+
+/* A device opened in this process: one fabric port, shared by contexts. */
+typedef struct sv_port {
+    unsigned          index;      /* fabric port, LID - 1 */
+    uint32_t          gen;
+    unsigned          dev;
+    int               refcnt;     /* contexts */
+    int               nobjs;      /* live objects: keep the segment */
+    int               fd;
+    sv_seg_t         *seg;
+    pthread_mutex_t   lock;       /* tables and cursors below */
+    uint32_t          next_qp, next_mr, next_cq, next_srq;
+    uint32_t          next_pd, next_token;
+    struct sv_qp     *qp[SV_MAX_QP];
+    struct sv_cq     *cq[SV_MAX_CQ];
+    struct sv_srq    *srq[SV_MAX_SRQ];
+    uint8_t           mr_gen[SV_MAX_MR];
+    uint32_t          err_seen;   /* last seg->err_pending handled */
+    uint32_t          npending;   /* QPs with deferred send work */
+    uint32_t          srq_armed;  /* SRQs with a limit armed */
+    pthread_mutex_t   pend_lock;
+    struct sv_qp     *pend_list;
+} sv_port_t;
+
+typedef struct sv_context {
+    struct verbs_context vctx;    /* ends with struct ibv_context */
+    sv_port_t           *port;
+    pthread_mutex_t      async_lock;
+    struct ibv_async_event events[64];
+    unsigned             ev_head, ev_tail;
+} sv_context_t;
+
+typedef struct sv_pd {
+    struct ibv_pd pd;
+    uint32_t      id;
+    int           nobjs;
+} sv_pd_t;
+
+typedef struct sv_mr {
+    struct ibv_mr mr;
+    uint32_t      idx;
+} sv_mr_t;
+
+typedef struct sv_ah {
+    struct ibv_ah      ah;
+    struct ibv_ah_attr attr;
+    unsigned           dport;
+} sv_ah_t;
+
+typedef struct sv_chan {
+    struct ibv_comp_channel ch;
+    uint32_t                id;
+} sv_chan_t;
+
+typedef struct sv_cq {
+    struct ibv_cq_ex   ex;         /* starts like struct ibv_cq */
+    sv_port_t         *port;
+    uint32_t           idx;
+    uint32_t           token;      /* tells events of a reused index apart */
+    sv_cq_ring_t      *q;
+    sv_cqe_t          *ring;
+    uint32_t           size;
+    uint64_t           ring_off;
+    size_t             ring_bytes;
+    uint64_t           wc_flags;
+    pthread_spinlock_t lock;
+    sv_cqe_t           cur;        /* ibv_cq_ex iteration */
+    int                nqps;
+    int                overrun_seen;
+    uint64_t           stall_head;  /* reserved slot not published ... */
+    uint64_t           stall_ns;    /* ... since then */
+} sv_cq_t;
+
+typedef struct sv_srq {
+    struct ibv_srq     srq;
+    sv_port_t         *port;
+    uint32_t           idx;
+    sv_srq_shm_t      *shm;
+    void              *ring;
+    uint64_t           ring_off;
+    size_t             ring_bytes;
+    uint32_t           max_wr, max_sge;
+    pthread_spinlock_t lock;
+    sv_pd_t           *pd;
+    int                nqps;
+    int                armed;      /* limit event pending */
+} sv_srq_t;
+
+/* A send work request, as executed or as kept for a later retry. */
+typedef struct sv_swqe {
+    uint64_t              wr_id;
+    uint32_t              opcode;     /* enum ibv_wr_opcode */
+    uint32_t              flags;      /* enum ibv_send_flags */
+    uint32_t              imm;        /* network order */
+    uint32_t              num_sge;
+    uint64_t              raddr;
+    uint32_t              rkey;
+    uint32_t              qkey;       /* UD */
+    unsigned              dport;
+    uint32_t              dqpn;
+    uint8_t               sl;
+    uint8_t               retries;    /* timeouts / NAK rounds left */
+    uint8_t               rnr_left;
+    uint8_t               started;
+    uint64_t              len;
+    const struct ibv_sge *sg;
+    struct ibv_sge       *sg_copy;    /* owned copies when deferred */
+    void                 *inl_copy;
+} sv_swqe_t;
+
+enum { SV_QP_EX = 1 };
+
+typedef struct sv_qp {
+    union {
+        struct ibv_qp    qp;
+        struct ibv_qp_ex qpx;
+    };
+    uint32_t           comp_mask;     /* SV_QP_EX: qpx is valid */
+    sv_port_t         *port;
+    uint32_t           idx;
+    sv_qp_shm_t       *shm;
+    sv_pd_t           *pd;
+    sv_cq_t           *scq, *rcq;
+    sv_srq_t          *srq;
+    struct ibv_qp_cap  cap;
+    int                sq_sig_all;
+    struct ibv_qp_attr attr;          /* what ibv_query_qp reports */
+    uint64_t           rq_ring_off;
+    size_t             rq_ring_bytes;
+    void              *rq_ring;
+    pthread_spinlock_t sq_lock, rq_lock;
+    uint64_t           sq_posted, sq_retired;
+    uint32_t           sq_unsig;      /* unsignaled WRs since last CQE */
+    uint64_t           sq_last_ts;
+    /* connection (RC/UC) */
+    unsigned           dport;
+    uint32_t           mtu;
+    uint64_t           timeout_ns;
+    /* deferred send work: RNR waits, retries to a QP not ready yet */
+    sv_swqe_t         *pend;
+    uint32_t           pend_size, pend_head, pend_tail;
+    uint64_t           next_try_ns;
+    struct sv_qp      *pend_next;
+    int                on_pend_list;
+    /* ibv_wr_* builder */
+    struct ibv_send_wr *wrx;
+    struct ibv_sge     *wrx_sge;
+    char               *wrx_inl;
+    uint32_t            wrx_n, wrx_cap, wrx_inl_used;
+    int                 wrx_err;
+} sv_qp_t;
+
+#define sv_ctx_of(_c)  ((sv_context_t*)verbs_get_ctx(_c))
+#define sv_pd_of(_p)   ((sv_pd_t*)(_p))
+#define sv_cq_of(_c)   ((sv_cq_t*)(_c))
+#define sv_qp_of(_q)   ((sv_qp_t*)(_q))
+#define sv_srq_of(_s)  ((sv_srq_t*)(_s))
+
+static inline uint32_t sv_qpn(unsigned port, uint32_t idx)
+{
+    return ((uint32_t)port << 16) | idx;   /* port in bits 23..16 */
+}
+
+static inline uint16_t sv_port_lid(unsigned port)
+{
+    return (uint16_t)(port + 1);
+}
+
+static inline uint32_t sv_mr_key(uint32_t idx, uint8_t gen)
+{
+    return ((idx + 1) << 8) | gen;
+}
+
+static inline uint32_t sv_mr_key_idx(uint32_t key)
+{
+    return (key >> 8) - 1;     /* may be out of range: callers check */
+}
+
+/* sv_device.c */
+struct ibv_device **sv_device_list(int *num);
+struct ibv_context *sv_device_open(struct ibv_device *dev);
+int  sv_device_close(struct ibv_context *ctx);
+int  sv_device_query(struct ibv_context *ctx, struct ibv_device_attr *attr);
+int  sv_device_query_ex(struct ibv_context *ctx,
+                        const struct ibv_query_device_ex_input *in,
+                        struct ibv_device_attr_ex *attr, size_t size);
+int  sv_port_query(struct ibv_context *ctx, uint8_t port,
+                   struct ibv_port_attr *attr, size_t size);
+int  sv_port_gid(struct ibv_context *ctx, uint8_t port, int index,
+                 union ibv_gid *gid);
+void sv_port_gid_of(unsigned port, union ibv_gid *gid);
+int  sv_port_of_gid(const union ibv_gid *gid);
+int  sv_device_pkey(struct ibv_context *ctx, uint8_t port, int index,
+                    __be16 *pkey);
+void sv_device_async_event(sv_context_t *ctx, enum ibv_event_type type,
+                           void *obj);
+int  sv_device_get_async_event(struct ibv_context *ctx,
+                               struct ibv_async_event *ev);
+int  sv_device_query_rt_values(struct ibv_context *ctx,
+                               struct ibv_values_ex *values);
+int  sv_device_is(struct ibv_device *dev);
+int  sv_port_get_obj(sv_port_t *port);
+void sv_port_put_obj(sv_port_t *port);
+void sv_port_progress(sv_port_t *port);
+
+/* sv_pd / sv_mr.c */
+struct ibv_pd *sv_pd_alloc(struct ibv_context *ctx);
+int  sv_pd_dealloc(struct ibv_pd *pd);
+struct ibv_mr *sv_mr_reg(struct ibv_pd *pd, void *addr, size_t len,
+                         uint64_t iova, unsigned access);
+int  sv_mr_dereg(struct ibv_mr *mr);
+int  sv_mr_rereg(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+                 size_t len, int access);
+int  sv_mr_lookup(const sv_peer_t *peer, uint32_t key, uint32_t pd_id,
+                  uint64_t addr, uint64_t len, unsigned access,
+                  uint64_t *vaddr);
+
+/* sv_cq.c */
+struct ibv_comp_channel *sv_chan_create(struct ibv_context *ctx);
+int  sv_chan_destroy(struct ibv_comp_channel *ch);
+struct ibv_cq_ex *sv_cq_create(struct ibv_context *ctx,
+                               struct ibv_cq_init_attr_ex *attr);
+int  sv_cq_destroy(struct ibv_cq *cq);
+int  sv_cq_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int  sv_cq_req_notify(struct ibv_cq *cq, int solicited);
+int  sv_cq_get_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
+                     void **cq_context);
+void sv_cq_ack_events(struct ibv_cq *cq, unsigned n);
+void sv_cq_signal(pid_t pid, uint32_t chan_id, uint32_t cq_idx,
+                  uint32_t token);
+
+/* sv_srq.c */
+struct ibv_srq *sv_srq_create(struct ibv_pd *pd,
+                              struct ibv_srq_init_attr *attr);
+int  sv_srq_modify(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
+int  sv_srq_query(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int  sv_srq_destroy(struct ibv_srq *srq);
+int  sv_srq_post_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+                      struct ibv_recv_wr **bad);
+void sv_srq_check_limits(sv_port_t *port);
+
+/* sv_qp.c */
+struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
+                            struct ibv_qp_init_attr_ex *attr);
+int  sv_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+int  sv_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+                 struct ibv_qp_init_attr *init);
+int  sv_qp_destroy(struct ibv_qp *qp);
+int  sv_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+                     struct ibv_recv_wr **bad);
+void sv_qp_to_err(sv_qp_t *qp, int sq_locked);
+void sv_qp_flush_rq(sv_qp_t *qp);
+void sv_qp_wr_init(sv_qp_t *qp);
+sv_qp_t *sv_qp_lookup(sv_port_t *port, uint32_t qpn);
+
+/* sv_ah.c */
+struct ibv_ah *sv_ah_create(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int  sv_ah_destroy(struct ibv_ah *ah);
+int  sv_ah_init_from_wc(struct ibv_context *ctx, uint8_t port,
+                        struct ibv_wc *wc, struct ibv_grh *grh,
+                        struct ibv_ah_attr *attr);
+int  sv_ah_dport(const struct ibv_ah_attr *attr, unsigned *dport);
+
+/* sv_req.c: requester */
+int  sv_req_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+                      struct ibv_send_wr **bad);
+void sv_req_progress(sv_qp_t *qp);
+void sv_req_flush(sv_qp_t *qp);
+
+/* sv_resp.c: responder, runs in the sender's process on the target */
+enum sv_resp {
+    SV_RESP_OK,
+    SV_RESP_RNR,        /* no receive WQE */
+    SV_RESP_NOT_READY,  /* target QP not in RTR/RTS or not ours: dropped */
+    SV_RESP_ACCESS,     /* bad rkey, bounds or rights */
+    SV_RESP_INV_REQ,    /* receive buffer too small, bad opcode */
+    SV_RESP_OP_ERR,     /* target's receive WQE is bad */
+    SV_RESP_DEAD        /* target process gone */
+};
+
+typedef struct sv_msg {
+    sv_qp_t          *sqp;
+    sv_peer_t        *peer;
+    sv_qp_shm_t      *dqp;
+    unsigned          dport;
+    uint32_t          dqpn;
+    const sv_swqe_t  *w;
+    struct iovec     *liov;
+    int               liovcnt;
+    uint64_t          len;
+    uint64_t          ts;       /* arrival of the last packet */
+    int               partial;  /* UC: only a prefix arrived, no CQE */
+} sv_msg_t;
+
+sv_qp_shm_t *sv_resp_qp(sv_peer_t *peer, unsigned dport, uint32_t dqpn);
+enum sv_resp sv_resp_write(sv_msg_t *m);
+enum sv_resp sv_resp_send(sv_msg_t *m);
+enum sv_resp sv_resp_read(sv_msg_t *m);
+ssize_t sv_copy(const sv_peer_t *peer, int to_peer, const struct iovec *liov,
+                int lcnt, const struct iovec *riov, int rcnt);
+
+/* sv_comp.c: completions */
+int  sv_comp_push(sv_peer_t *peer, unsigned port, unsigned cq_idx,
+                  sv_cqe_t *cqe, int solicited);
+void sv_comp_send(sv_qp_t *qp, const sv_swqe_t *w, enum ibv_wc_status st,
+                  uint64_t ts);
+void sv_comp_recv_flush(sv_qp_t *qp, uint64_t wr_id);
+
+/* sv_stats.c */
+void sv_stats_port_closed(unsigned port, unsigned dev);
+void sv_stats_dump(FILE *f, int all_ports);
+
+#endif

@@ -1,0 +1,7 @@
+# Tests with label 'bench' (included by test/CTestTestfile.cmake).
+
+# softverbs (model off) 1 MiB RDMA WRITE stream beside UCX's cma transport
+add_test(NAME bench_sv_write_vs_cma
+         COMMAND ${UCCL_SRCDIR}/test/bench/sv_write_vs_cma.sh)
+set_tests_properties(bench_sv_write_vs_cma PROPERTIES LABELS "bench"
+                     TIMEOUT 1200 ENVIRONMENT "SOFTVERBS_LIB=${SOFTVERBS_LIB}")

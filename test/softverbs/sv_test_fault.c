@@ -1,0 +1,345 @@
+/*
+ * Errors a NIC reports: bad keys, bounds and access rights, a receive buffer
+ * too small, a deregistered region, and a peer killed mid-transfer.
+ */
+#include "sv_test.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MB (1024 * 1024)
+
+/* ---------------------------------------------------------------------- */
+/* Bad keys                                                                */
+
+enum {
+    BK_RKEY,        /* RC WRITE with a wrong rkey */
+    BK_LKEY,        /* RC WRITE from a wrong lkey */
+    BK_BOUNDS,      /* RC WRITE past the end of the remote region */
+    BK_READ_ACCESS, /* RC READ of a region without REMOTE_READ */
+    BK_DEREG,       /* RC WRITE with the rkey of a deregistered region */
+    BK_RECV_LEN,    /* RC SEND larger than the receive buffer */
+    BK_UC_RKEY,     /* UC WRITE with a wrong rkey: silently dropped */
+    BK_LAST
+};
+
+static const char *bk_name[BK_LAST] = {
+    [BK_RKEY]        = "wrong rkey",
+    [BK_LKEY]        = "wrong lkey",
+    [BK_BOUNDS]      = "remote bounds",
+    [BK_READ_ACCESS] = "READ without REMOTE_READ",
+    [BK_DEREG]       = "deregistered rkey",
+    [BK_RECV_LEN]    = "SEND > receive buffer",
+    [BK_UC_RKEY]     = "UC wrong rkey",
+};
+
+#define BK_LEN 65536
+
+/* After an error the QP is in ERR: a further post is either refused or
+ * flushed, never executed. */
+static void svt_check_flushed(svt_t *t, struct ibv_qp *qp, struct ibv_cq *cq,
+                              struct ibv_mr *mr, const svt_info_t *peer,
+                              const char *what)
+{
+    struct ibv_sge sge = { .addr = (uintptr_t)mr->addr, .length = 64,
+                           .lkey = mr->lkey };
+    struct ibv_send_wr wr = {
+        .wr_id = 0xf1, .sg_list = &sge, .num_sge = 1,
+        .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+        .wr.rdma = { .remote_addr = peer->addr, .rkey = peer->rkey } };
+    struct ibv_send_wr *bad;
+    struct ibv_wc wc;
+    int ret;
+
+    SVT_CHECK(t, svt_qp_state(t, qp) == IBV_QPS_ERR, "%s: QP state %d, "
+              "expected ERR", what, svt_qp_state(t, qp));
+    ret = ibv_post_send(qp, &wr, &bad);
+    if (ret == 0) {
+        svt_poll_n(t, cq, &wc, 1, 5000, "post after ERR");
+        svt_check_wc(t, &wc, IBV_WC_WR_FLUSH_ERR, -1, 0xf1, qp, -1,
+                     "WR posted to a QP in ERR");
+    }
+}
+
+void svt_bad_keys(svt_t *t)
+{
+    struct ibv_mr *mr, *mr_ro, *mr_gone = NULL;
+    struct ibv_send_wr wr[2];
+    struct ibv_recv_wr rwr;
+    struct ibv_sge sge[2];
+    struct ibv_wc wc[2];
+    svt_info_t mine, peer;
+    struct ibv_qp *qp;
+    struct ibv_cq *cq;
+    uint32_t gone_rkey;
+    int c, i;
+
+    svt_open(t);
+    cq = svt_cq(t, 256);
+    mr = svt_mr(t, BK_LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                           IBV_ACCESS_REMOTE_READ);
+    /* target: a region without remote read, and one deregistered below */
+    mr_ro   = svt_mr(t, BK_LEN, IBV_ACCESS_LOCAL_WRITE |
+                                IBV_ACCESS_REMOTE_WRITE);
+    mr_gone = svt_mr(t, BK_LEN, IBV_ACCESS_LOCAL_WRITE |
+                                IBV_ACCESS_REMOTE_WRITE);
+    gone_rkey = mr_gone->rkey;
+    svt_mr_free(mr_gone);
+    if (t->role == 0) {
+        svt_fill(t, mr->addr, BK_LEN, 8);
+    }
+
+    for (c = 0; c < BK_LAST; ++c) {
+        qp = svt_qp(t, (c == BK_UC_RKEY) ? IBV_QPT_UC : IBV_QPT_RC, cq, cq,
+                    NULL, 16, 2, 0);
+        svt_info_init(t, &mine);
+        mine.qpn[0] = qp->qp_num;
+        mine.rkey   = mr->rkey;
+        mine.addr   = (uintptr_t)mr->addr;
+        mine.len    = BK_LEN;
+        mine.rkey2  = mr_ro->rkey;
+        mine.addr2  = (uintptr_t)mr_ro->addr;
+        mine.len2   = gone_rkey;  /* the stale key travels in len2 */
+        svt_xchg(t, &mine, &peer, sizeof(mine));
+        /* short timeout: an error must not hide behind retries */
+        svt_connect_rc(t, qp, &peer, peer.qpn[0], 12, 3);
+        if ((t->role == 1) && (c == BK_RECV_LEN)) {
+            sge[0] = (struct ibv_sge){ .addr = (uintptr_t)mr->addr,
+                                       .length = 100, .lkey = mr->lkey };
+            rwr    = (struct ibv_recv_wr){ .wr_id = 0xbb, .sg_list = sge,
+                                           .num_sge = 1 };
+            svt_post_recv(t, qp, &rwr);
+        }
+        svt_barrier(t);
+
+        if (t->role == 0) {
+            /* the bad WR, then a good one chained behind it */
+            sge[0] = (struct ibv_sge){ .addr = (uintptr_t)mr->addr,
+                                       .length = 1000, .lkey = mr->lkey };
+            sge[1] = sge[0];
+            wr[0]  = (struct ibv_send_wr){
+                .wr_id = 0xb0 + c, .sg_list = &sge[0], .num_sge = 1,
+                .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+                .next = &wr[1],
+                .wr.rdma = { .remote_addr = peer.addr, .rkey = peer.rkey } };
+            wr[1]  = wr[0];
+            wr[1].wr_id   = 0xc0 + c;
+            wr[1].sg_list = &sge[1];
+            wr[1].next    = NULL;
+            switch (c) {
+            case BK_RKEY:
+            case BK_UC_RKEY:
+                wr[0].wr.rdma.rkey = peer.rkey ^ 0x5a5a00;
+                break;
+            case BK_LKEY:
+                sge[0].lkey = mr->lkey ^ 0x5a5a00;
+                break;
+            case BK_BOUNDS:
+                wr[0].wr.rdma.remote_addr = peer.addr + BK_LEN - 10;
+                break;
+            case BK_READ_ACCESS:
+                wr[0].opcode       = IBV_WR_RDMA_READ;
+                wr[0].wr.rdma.rkey = peer.rkey2;
+                wr[0].wr.rdma.remote_addr = peer.addr2;
+                break;
+            case BK_DEREG:
+                wr[0].wr.rdma.rkey = (uint32_t)peer.len2;
+                break;
+            case BK_RECV_LEN:
+                wr[0].opcode = IBV_WR_SEND;
+                sge[0].length = 200;
+                break;
+            }
+            svt_post_send(t, qp, &wr[0]);
+            svt_poll_n(t, cq, wc, 2, 10000, bk_name[c]);
+            if (c == BK_UC_RKEY) {
+                /* UC has no acknowledgements: the sender sees success */
+                svt_check_wc(t, &wc[0], IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+                             0xb0 + c, qp, -1, bk_name[c]);
+                svt_check_wc(t, &wc[1], IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+                             0xc0 + c, qp, -1, "UC WRITE after the bad one");
+            } else {
+                svt_check_wc(t, &wc[0],
+                             (c == BK_LKEY) ? IBV_WC_LOC_PROT_ERR :
+                             (c == BK_RECV_LEN) ? IBV_WC_REM_INV_REQ_ERR :
+                                                  IBV_WC_REM_ACCESS_ERR,
+                             -1, 0xb0 + c, qp, -1, bk_name[c]);
+                svt_check_wc(t, &wc[1], IBV_WC_WR_FLUSH_ERR, -1, 0xc0 + c, qp,
+                             -1, "WR chained after the failed one");
+                svt_check_flushed(t, qp, cq, mr, &peer, bk_name[c]);
+            }
+            SVT_LOG(t, "%-26s -> %s, then %s", bk_name[c],
+                    ibv_wc_status_str(wc[0].status),
+                    ibv_wc_status_str(wc[1].status));
+            svt_barrier(t);
+        } else {
+            svt_barrier(t);
+            if (c == BK_RECV_LEN) {
+                svt_poll_n(t, cq, wc, 1, 5000, "receive of a too long SEND");
+                svt_check_wc(t, &wc[0], IBV_WC_LOC_LEN_ERR, -1, 0xbb, qp, -1,
+                             "receive of a too long SEND");
+            } else if (c == BK_UC_RKEY) {
+                /* the good WRITE landed, the bad one did not */
+                svt_verify(t, mr->addr, 1000, 8, "UC WRITE after a bad one");
+                memset(mr->addr, 0, BK_LEN);
+            } else {
+                for (i = 0; i < BK_LEN; ++i) {
+                    SVT_CHECK(t, ((uint8_t *)mr->addr)[i] == 0,
+                              "%s: target memory modified at offset %d",
+                              bk_name[c], i);
+                }
+                for (i = 0; i < BK_LEN; ++i) {
+                    SVT_CHECK(t, ((uint8_t *)mr_ro->addr)[i] == 0,
+                              "%s: protected region modified", bk_name[c]);
+                }
+            }
+            /* drain whatever the responder reported (an RC responder
+             * error may flush its own receive queue) */
+            while (svt_poll(t, cq, wc, 2, 50) > 0) {
+            }
+        }
+        svt_barrier(t);
+        SVT_CHECK(t, ibv_destroy_qp(qp) == 0, "ibv_destroy_qp: %s",
+                  strerror(errno));
+    }
+    if (t->role == 1) {
+        SVT_LOG(t, "target memory untouched by every failed access");
+    }
+    svt_barrier(t);
+    svt_mr_free(mr_ro);
+    svt_mr_free(mr);
+    SVT_CHECK(t, ibv_destroy_cq(cq) == 0, "ibv_destroy_cq");
+    svt_close(t);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Killed peer                                                             */
+
+void svt_killed_peer(svt_t *t)
+{
+    const double limit = svt_env_long("SVT_KILL_LIMIT_S", 10);
+    struct ibv_qp *rc, *uc;
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    struct ibv_wc wc[16];
+    svt_info_t mine, peer;
+    struct ibv_mr *mr;
+    struct ibv_cq *cq;
+    unsigned posted = 0, ok = 0, flushed = 0, i;
+    uint64_t t_kill = 0, t_err = 0;
+    int outstanding = 0, n, j, status, err_seen = 0;
+
+    svt_open(t);
+    cq = svt_cq(t, 256);
+    mr = svt_mr(t, 16 * MB, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    rc = svt_qp(t, IBV_QPT_RC, cq, cq, NULL, 64, 1, 0);
+    uc = svt_qp(t, IBV_QPT_UC, cq, cq, NULL, 64, 1, 0);
+    svt_info_init(t, &mine);
+    mine.qpn[0] = rc->qp_num;
+    mine.qpn[1] = uc->qp_num;
+    mine.rkey   = mr->rkey;
+    mine.addr   = (uintptr_t)mr->addr;
+    svt_xchg(t, &mine, &peer, sizeof(mine));
+    /* timeout 14 (67 ms), 7 retries: about half a second to give up */
+    svt_connect_rc(t, rc, &peer, peer.qpn[0], 14, 7);
+    svt_connect(t, uc, &peer, peer.qpn[1]);
+    svt_barrier(t);
+
+    if (t->role == 1) {
+        /* the target just sits there until it is killed */
+        for (;;) {
+            pause();
+        }
+    }
+
+    svt_fill(t, mr->addr, 16 * MB, 4);
+    while (!err_seen) {
+        while (outstanding < 8) {
+            sge = (struct ibv_sge){
+                .addr = (uintptr_t)mr->addr + (posted % 16) * MB,
+                .length = MB, .lkey = mr->lkey };
+            wr  = (struct ibv_send_wr){
+                .wr_id = posted, .sg_list = &sge, .num_sge = 1,
+                .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+                .wr.rdma = { .remote_addr = peer.addr + (posted % 16) * MB,
+                             .rkey = peer.rkey } };
+            svt_post_send(t, rc, &wr);
+            ++posted;
+            ++outstanding;
+        }
+        n = svt_poll_some(t, cq, wc, 16, 1000);
+        if ((n == 0) && t_kill &&
+            ((svt_now_ns() - t_kill) / 1e9 > limit)) {
+            SVT_CHECK(t, 0, "no error completion %.0f s after the peer was "
+                      "killed (%u WRITEs ok, %d outstanding)", limit, ok,
+                      outstanding);
+        }
+        for (j = 0; j < n; ++j, --outstanding) {
+            if (wc[j].status == IBV_WC_SUCCESS) {
+                SVT_CHECK(t, !err_seen, "success after the error");
+                ++ok;
+                continue;
+            }
+            SVT_CHECK(t, t_kill != 0, "error %s before the peer was killed",
+                      ibv_wc_status_str(wc[j].status));
+            svt_check_wc(t, &wc[j], IBV_WC_RETRY_EXC_ERR, -1, ~0ull, rc, -1,
+                         "first error after the peer died");
+            t_err    = svt_now_ns();
+            err_seen = 1;
+            /* everything behind it is flushed */
+            for (++j, --outstanding; j < n; ++j, --outstanding) {
+                svt_check_wc(t, &wc[j], IBV_WC_WR_FLUSH_ERR, -1, ~0ull, rc,
+                             -1, "WR behind RETRY_EXC_ERR");
+                ++flushed;
+            }
+            break;
+        }
+        if ((ok >= 40) && !t_kill) {
+            svt_kill_child(t);
+            while (waitpid(t->child, &status, 0) < 0) {
+            }
+            t_kill = svt_now_ns();
+            SVT_LOG(t, "peer killed (SIGKILL) after %u 1 MiB WRITEs", ok);
+        }
+    }
+    while (outstanding > 0) {
+        n = svt_poll_some(t, cq, wc, 16, 5000);
+        SVT_CHECK(t, n > 0, "%d WRs neither completed nor flushed",
+                  outstanding);
+        for (j = 0; j < n; ++j, --outstanding, ++flushed) {
+            svt_check_wc(t, &wc[j], IBV_WC_WR_FLUSH_ERR, -1, ~0ull, rc, -1,
+                         "WR behind RETRY_EXC_ERR");
+        }
+    }
+    SVT_CHECK(t, svt_qp_state(t, rc) == IBV_QPS_ERR, "RC QP state %d after "
+              "RETRY_EXC_ERR, expected ERR", svt_qp_state(t, rc));
+    SVT_LOG(t, "RETRY_EXC_ERR %.2f s after the kill, then %u flushed; "
+            "QP in ERR", (t_err - t_kill) / 1e9, flushed);
+
+    /* UC to the dead peer: dropped, but the sender completes */
+    for (i = 0; i < 4; ++i) {
+        sge = (struct ibv_sge){ .addr = (uintptr_t)mr->addr, .length = 4096,
+                                .lkey = mr->lkey };
+        wr  = (struct ibv_send_wr){
+            .wr_id = 0x900 + i, .sg_list = &sge, .num_sge = 1,
+            .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+            .wr.rdma = { .remote_addr = peer.addr, .rkey = peer.rkey } };
+        svt_post_send(t, uc, &wr);
+    }
+    svt_poll_n(t, cq, wc, 4, 5000, "UC WRITE to a dead peer");
+    for (i = 0; i < 4; ++i) {
+        svt_check_wc(t, &wc[i], IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0x900 + i,
+                     uc, -1, "UC WRITE to a dead peer");
+    }
+    SVT_LOG(t, "UC WRITEs to the dead peer complete (dropped on the wire)");
+
+    SVT_CHECK(t, ibv_destroy_qp(rc) == 0, "ibv_destroy_qp");
+    SVT_CHECK(t, ibv_destroy_qp(uc) == 0, "ibv_destroy_qp");
+    svt_mr_free(mr);
+    SVT_CHECK(t, ibv_destroy_cq(cq) == 0, "ibv_destroy_cq");
+    svt_close(t);
+}

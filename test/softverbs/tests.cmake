@@ -1,0 +1,56 @@
+# Tests with label 'softverbs' (included by test/CTestTestfile.cmake).
+#
+# Every two-process test gets its own SOFTVERBS_FABRIC so tests can run in
+# parallel; the fabric model is configured per test with SOFTVERBS_*.
+
+set(SV_BIN ${UCCL_BUILDDIR}/test/softverbs)
+set(SV_RUN ${UCCL_SRCDIR}/test/softverbs/sv_run.sh)
+
+add_test(NAME sv_model COMMAND ${SV_BIN}/sv_model_test)
+set_tests_properties(sv_model PROPERTIES LABELS "softverbs" TIMEOUT 60)
+
+# sv_verbs(NAME SUBTEST [VAR=VALUE...])
+# A fabric keeps the model configuration of the run that created it, so the
+# name carries a hash of the variables: changing them gives a fresh fabric.
+function(sv_verbs name sub)
+    add_test(NAME ${name} COMMAND ${SV_RUN} ${SV_BIN}/sv_verbs_test ${sub})
+    string(MD5 h "${ARGN}")
+    string(SUBSTRING "${h}" 0 8 h)
+    set(env "SOFTVERBS_LIB=${SOFTVERBS_LIB}" "SOFTVERBS_FABRIC=t_${name}_${h}"
+            "SVT_TIMEOUT=100" ${ARGN})
+    set_tests_properties(${name} PROPERTIES LABELS "softverbs" TIMEOUT 120
+                         ENVIRONMENT "${env}")
+endfunction()
+
+# each verb and QP type, model off (fast path) ...
+foreach(sub rc_write rc_write_imm rc_send rc_read uc ud srq inline_unsig
+            bad_keys)
+    sv_verbs(sv_${sub} ${sub})
+endforeach()
+# ... and through the timed model: rates, delay, several paths
+foreach(sub rc_write rc_send rc_read uc ud srq)
+    sv_verbs(sv_${sub}_model ${sub} SOFTVERBS_LINK_GBPS=25
+             SOFTVERBS_DELAY_US=5 SOFTVERBS_PATH_SKEW_US=10)
+endforeach()
+
+sv_verbs(sv_order order SOFTVERBS_LINK_GBPS=20 SOFTVERBS_DELAY_US=5
+         SOFTVERBS_PATH_SKEW_US=20)
+sv_verbs(sv_loss loss SOFTVERBS_LOSS=0.05 SOFTVERBS_SEED=1234)
+sv_verbs(sv_rc_loss rc_loss SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=99)
+# 1 Gbit/s: the sender must compute every packet's fate faster than the link
+# drains it, even under ASan on a busy 2-core machine
+sv_verbs(sv_rate rate SOFTVERBS_LINK_GBPS=1 SVT_RATE_MSGS=64)
+sv_verbs(sv_reorder reorder SOFTVERBS_PATHS=8 SOFTVERBS_DELAY_US=2
+         SOFTVERBS_PATH_SKEW_US=50)
+sv_verbs(sv_killed_peer killed_peer)
+# chained posting counted as one doorbell, read from the SOFTVERBS_STATS dump
+add_test(NAME sv_doorbell COMMAND ${UCCL_SRCDIR}/test/softverbs/sv_doorbell.sh
+         ${SV_BIN}/sv_verbs_test)
+set_tests_properties(sv_doorbell PROPERTIES LABELS "softverbs" TIMEOUT 120
+    ENVIRONMENT "SOFTVERBS_LIB=${SOFTVERBS_LIB};SOFTVERBS_FABRIC=t_sv_doorbell")
+
+# UCX's own rc_verbs / ud_verbs and perftest over softverbs
+add_test(NAME sv_ucx_verbs COMMAND ${UCCL_SRCDIR}/test/softverbs/ucx_verbs.sh)
+set_tests_properties(sv_ucx_verbs PROPERTIES LABELS "softverbs" TIMEOUT 900
+    SKIP_RETURN_CODE 77
+    ENVIRONMENT "SOFTVERBS_LIB=${SOFTVERBS_LIB}")
