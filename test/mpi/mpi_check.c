@@ -1,0 +1,224 @@
+/*
+ * mpi_check [-m MAX_BYTES] [-s SEED] [-k RANK]
+ *
+ * Runs point-to-point, every collective the project promises and one-sided
+ * operations over sizes up to MAX_BYTES (default 64M), checking each result
+ * against a value computed independently. A mismatch prints what differed
+ * and aborts the job (non-zero exit). -k RANK makes that rank SIGKILL itself
+ * in the middle of the collectives (the killed-rank test).
+ */
+#include "mpi_check.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void mc_fail(mc_t *mc, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "mpi_check rank %d/%d FAIL: ", mc->rank, mc->size);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (seed %llu)\n", (unsigned long long)mc->seed);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1);
+}
+
+void mc_report(mc_t *mc, const char *op, const size_t *sizes, size_t n,
+               const char *unit)
+{
+    char list[512] = "";
+    size_t i, len = 0;
+
+    if (mc->rank != 0) {
+        return;
+    }
+    for (i = 0; (i < n) && (len + 32 < sizeof(list)); ++i) {
+        if (sizes[i] >= MC_MIB && !(sizes[i] % MC_MIB)) {
+            len += snprintf(list + len, sizeof(list) - len, " %zuM",
+                            sizes[i] / MC_MIB);
+        } else {
+            len += snprintf(list + len, sizeof(list) - len, " %zu", sizes[i]);
+        }
+    }
+    printf("ok %-34s %s:%s\n", op, unit, list);
+    fflush(stdout);
+}
+
+void *mc_alloc(mc_t *mc, size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+
+    if (p == NULL) {
+        mc_fail(mc, "out of memory allocating %zu bytes", bytes);
+    }
+    return p;
+}
+
+size_t mc_cap(const mc_t *mc, const size_t *sizes, size_t n, size_t *out)
+{
+    size_t i, k = 0;
+
+    for (i = 0; i < n; ++i) {
+        if (sizes[i] <= mc->max_bytes) {
+            out[k++] = sizes[i];
+        }
+    }
+    return k;
+}
+
+void mc_maybe_die(mc_t *mc, const char *where)
+{
+    if (mc->rank == mc->kill_rank) {
+        printf("mpi_check rank %d: killing myself with SIGKILL during %s\n",
+               mc->rank, where);
+        fflush(stdout);
+        raise(SIGKILL);
+    }
+}
+
+static inline uint64_t mc_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x  = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x  = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static inline uint64_t mc_key(const mc_t *mc, int op, int rank)
+{
+    return mc_mix(mc->seed ^ ((uint64_t)op << 40) ^ ((uint64_t)rank << 20));
+}
+
+int mc_val(const mc_t *mc, int op, int rank, size_t i)
+{
+    return (int)(mc_mix(mc_key(mc, op, rank) + i) & 0xfffff);
+}
+
+uint8_t mc_byte(const mc_t *mc, int op, int rank, size_t i)
+{
+    return (uint8_t)(mc_mix(mc_key(mc, op, rank) + i) >> 13);
+}
+
+void mc_fill_int(const mc_t *mc, int *buf, size_t count, int op, int rank,
+                 size_t first)
+{
+    uint64_t key = mc_key(mc, op, rank);
+    size_t i;
+
+    for (i = 0; i < count; ++i) {
+        buf[i] = (int)(mc_mix(key + first + i) & 0xfffff);
+    }
+}
+
+void mc_fill_byte(const mc_t *mc, uint8_t *buf, size_t len, int op, int rank)
+{
+    uint64_t key = mc_key(mc, op, rank);
+    size_t i;
+
+    for (i = 0; i < len; ++i) {
+        buf[i] = (uint8_t)(mc_mix(key + i) >> 13);
+    }
+}
+
+void mc_check_int(mc_t *mc, const int *buf, size_t count, int op, int rank,
+                  size_t first, const char *what)
+{
+    uint64_t key = mc_key(mc, op, rank);
+    size_t i;
+    int exp;
+
+    for (i = 0; i < count; ++i) {
+        exp = (int)(mc_mix(key + first + i) & 0xfffff);
+        if (buf[i] != exp) {
+            mc_fail(mc, "%s: element %zu of %zu is %d, expected %d (data of "
+                    "rank %d)", what, i, count, buf[i], exp, rank);
+        }
+    }
+    mc->compared += count;
+}
+
+void mc_check_byte(mc_t *mc, const uint8_t *buf, size_t len, int op,
+                   int rank, const char *what)
+{
+    uint64_t key = mc_key(mc, op, rank);
+    size_t i;
+    uint8_t exp;
+
+    for (i = 0; i < len; ++i) {
+        exp = (uint8_t)(mc_mix(key + i) >> 13);
+        if (buf[i] != exp) {
+            mc_fail(mc, "%s: byte %zu of %zu is 0x%02x, expected 0x%02x "
+                    "(data of rank %d)", what, i, len, buf[i], exp, rank);
+        }
+    }
+    mc->compared += len;
+}
+
+static size_t mc_parse_size(const char *s)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 0);
+
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; ++end; break;
+    case 'm': case 'M': v <<= 20; ++end; break;
+    }
+    if ((*end != '\0') || (v < 4096) || (v > 1024 * MC_MIB)) {
+        fprintf(stderr, "mpi_check: bad size '%s' (4k..1024M)\n", s);
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    mc_t mc = { .seed = 1, .max_bytes = 64 * MC_MIB, .kill_rank = -1 };
+    double t0;
+    long total;
+    int c;
+
+    while ((c = getopt(argc, argv, "m:s:k:h")) != -1) {
+        switch (c) {
+        case 'm': mc.max_bytes = mc_parse_size(optarg); break;
+        case 's': mc.seed      = strtoull(optarg, NULL, 0); break;
+        case 'k': mc.kill_rank = atoi(optarg); break;
+        default:
+            fprintf(stderr, "usage: mpi_check [-m MAX_BYTES] [-s SEED] "
+                    "[-k RANK]\n");
+            return 2;
+        }
+    }
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &mc.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mc.size);
+    if (mc.rank == 0) {
+        printf("mpi_check: %d ranks, sizes up to %zu bytes, seed %llu, "
+               "UCX_TLS=%s, pml=%s, osc=%s\n", mc.size, mc.max_bytes,
+               (unsigned long long)mc.seed,
+               getenv("UCX_TLS") ? getenv("UCX_TLS") : "(all)",
+               getenv("OMPI_MCA_pml") ? getenv("OMPI_MCA_pml") : "(default)",
+               getenv("OMPI_MCA_osc") ? getenv("OMPI_MCA_osc") : "(default)");
+        fflush(stdout);
+    }
+    t0 = MPI_Wtime();
+
+    mc_p2p(&mc);
+    mc_coll(&mc);
+    mc_rma(&mc);
+
+    MPI_Reduce(&mc.compared, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (mc.rank == 0) {
+        printf("mpi_check: PASS, %d ranks compared %ld values in %.1f s\n",
+               mc.size, total, MPI_Wtime() - t0);
+    }
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,53 @@
+# Tests with label 'mpi' (included by test/CTestTestfile.cmake).
+#
+# Open MPI jobs through uccl-run (pml ucx, osc ucx), UCX_TLS from
+# UCCL_TEST_TLS (default uccl,self), each under timeout(1) in run_mpi.sh.
+# mpi_check covers point-to-point, the collectives and one-sided operations;
+# its sizes per operation are listed in mpi_check_*.c and printed by the
+# test. N=2 and N=4 go to 64 MiB buffers; N=8 (8 ranks on this machine's
+# cores) and the loss, killed-rank and two-host jobs stop at 16 MiB.
+if(UCCL_MPICC)
+    set(MPI_RUN ${UCCL_SRCDIR}/test/mpi/run_mpi.sh)
+    set(MPI_CHECK ${UCCL_BUILDDIR}/test/mpi/mpi_check)
+    # Sanitizer builds: Open MPI's own allocations are not ours to report.
+    set(MPI_ENV "ASAN_OPTIONS=detect_leaks=0")
+
+    # mpi_add(NAME NP TIMEOUT [ENV VAR=VALUE...] [ARGS PROG_ARGS...])
+    # (ctest drops empty arguments, so nothing here is positional-optional)
+    function(mpi_add name np timeout)
+        cmake_parse_arguments(T "" "" "ENV;ARGS" ${ARGN})
+        add_test(NAME ${name} COMMAND ${MPI_RUN} ${UCCL_RUN} ${np} ${MPI_CHECK}
+                 ${T_ARGS})
+        math(EXPR inner "${timeout} - 20")
+        set(env ${MPI_ENV} UCCL_TEST_TIMEOUT=${inner} UCCL_TEST_FABRIC=${name}
+            ${T_ENV})
+        set_tests_properties(${name} PROPERTIES LABELS "mpi"
+            TIMEOUT ${timeout} PROCESSORS 2 ENVIRONMENT "${env}")
+    endfunction()
+
+    mpi_add(mpi_np2 2 300)
+    mpi_add(mpi_np4 4 300)
+    mpi_add(mpi_np8 8 400 ARGS -m 16M)
+    # 1% of packets lost in the softverbs fabric (no effect on tcp).
+    mpi_add(mpi_np4_loss 4 400 ENV SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=7
+            ARGS -m 16M)
+    # Rank 1 SIGKILLs itself in MPI_Allreduce: mpirun must report it and
+    # end the job with an error well before the limit.
+    mpi_add(mpi_killed_rank 4 150 ENV UCCL_TEST_EXPECT=fail ARGS -m 16M -k 1)
+
+    add_test(NAME mpi_netns COMMAND ${UCCL_SRCDIR}/test/mpi/netns.sh
+             ${UCCL_RUN} ${MPI_CHECK} -m 16M)
+    set_tests_properties(mpi_netns PROPERTIES LABELS "mpi" TIMEOUT 300
+        SKIP_RETURN_CODE 77 RUN_SERIAL ON ENVIRONMENT
+        "${MPI_ENV};UCCL_TEST_TIMEOUT=270;UCCL_TEST_FABRIC=mpi_netns")
+endif()
+
+# The MPI example, run as examples/README.md says.
+if(UCCL_MPICC)
+    add_test(NAME mpi_example_allreduce_bw
+             COMMAND ${UCCL_SRCDIR}/test/ucp/run_example.sh ${UCCL_RUN}
+                     ${UCCL_BUILDDIR} mpi_allreduce_bw)
+    set_tests_properties(mpi_example_allreduce_bw PROPERTIES LABELS "mpi"
+        TIMEOUT 300 PROCESSORS 2 ENVIRONMENT
+        "${MPI_ENV};UCCL_TEST_TIMEOUT=280;UCCL_TEST_FABRIC=mpi_example_ar")
+endif()
