@@ -144,10 +144,13 @@ static void sv_req_drop(sv_qp_t *qp, sv_swqe_t *w, uint64_t ts)
     sv_req_complete(qp, w, IBV_WC_SUCCESS, ts);
 }
 
+/* The target did not answer (QP missing or not in RTR): retry after the
+ * QP timeout; the last try's timer ends it with RETRY_EXC_ERR. */
 static int sv_req_defer_timeout(sv_qp_t *qp, sv_swqe_t *w, uint64_t now)
 {
     if (w->retries == 0) {
-        sv_req_dead(qp, w, now);
+        SV_ADD(&sv_port_stats(qp->port->index)->rc_timeouts, 1);
+        sv_req_complete(qp, w, IBV_WC_RETRY_EXC_ERR, now + qp->timeout_ns);
         return SV_REQ_DONE;
     }
     --w->retries;
@@ -377,8 +380,10 @@ static int sv_req_defer(sv_qp_t *qp, sv_swqe_t *w)
             return -1;
         }
         for (i = 0; i < w->num_sge; ++i) {
-            memcpy((char*)d->inl_copy + off, (void*)(uintptr_t)w->sg[i].addr,
-                   w->sg[i].length);
+            if (w->sg[i].length > 0) {
+                memcpy((char*)d->inl_copy + off,
+                       (void*)(uintptr_t)w->sg[i].addr, w->sg[i].length);
+            }
             off += w->sg[i].length;
         }
         d->sg_copy->addr   = (uintptr_t)d->inl_copy;

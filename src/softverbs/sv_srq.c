@@ -178,7 +178,9 @@ int sv_srq_post_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
                          (size_t)(tail & (srq->max_wr - 1)) * wqe_size);
         s->wr_id   = wr->wr_id;
         s->num_sge = wr->num_sge;
-        memcpy(s->sge, wr->sg_list, wr->num_sge * sizeof(struct ibv_sge));
+        if (wr->num_sge > 0) {
+            memcpy(s->sge, wr->sg_list, wr->num_sge * sizeof(*s->sge));
+        }
         ++tail;
     }
     SV_STORE(&q->tail, tail);

@@ -181,7 +181,9 @@ static void sv_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t n,
     }
     wr->sg_list = &qp->wrx_sge[(qp->wrx_n - 1) * SV_MAX_SGE];
     wr->num_sge = n;
-    memcpy(wr->sg_list, sg, n * sizeof(*sg));
+    if (n > 0) {
+        memcpy(wr->sg_list, sg, n * sizeof(*sg));
+    }
 }
 
 static void sv_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr,
@@ -215,7 +217,9 @@ static void sv_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n,
     /* copied now: inline data may be reused as soon as this returns */
     dst = qp->wrx_inl + qp->wrx_inl_used;
     for (i = 0; i < n; ++i) {
-        memcpy(dst, buf[i].addr, buf[i].length);
+        if (buf[i].length > 0) {
+            memcpy(dst, buf[i].addr, buf[i].length);
+        }
         dst += buf[i].length;
     }
     wr->sg_list          = &qp->wrx_sge[(qp->wrx_n - 1) * SV_MAX_SGE];
