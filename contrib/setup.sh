@@ -85,6 +85,19 @@ fi
 [ -f "$cache/ucx-$ucx_ver/src/uct/base/uct_md.h" ] || {
     echo "setup.sh: UCX $ucx_ver source not found in $cache" >&2; exit 1; }
 
+# UCX's ib md (rc_verbs/ud_verbs, not uccl) lists a device only if
+# /dev/infiniband/<dev> opens: give softverbs devices a node to open
+# (uccl-run does the same at every run; /dev does not survive a reboot).
+if ! ls /sys/class/infiniband/* >/dev/null 2>&1; then
+    $SUDO mkdir -p /dev/infiniband
+    i=0
+    while [ $i -lt 16 ]; do
+        [ -c /dev/infiniband/uverbs_sv$i ] ||
+            $SUDO mknod -m 666 /dev/infiniband/uverbs_sv$i c 1 3
+        i=$((i + 1))
+    done
+fi
+
 # Build and install.
 if [ ! -x "$top/configure" ] || [ "$top/configure.ac" -nt "$top/configure" ]; then
     log "autogen"
