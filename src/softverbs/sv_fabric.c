@@ -9,13 +9,17 @@
 
 #include "sv_fabric.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <stddef.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -137,13 +141,59 @@ static int sv_fabric_valid_name(const char *s)
     return 1;
 }
 
-static int sv_fabric_any_alive(sv_fabric_hdr_t *f, size_t mapped)
+/*
+ * Lock a fabric. Robust: a holder that died leaves it EOWNERDEAD, and what it
+ * guards stays coherent (entries change with single stores). Bounded, so a
+ * garbage header can never hang us.
+ */
+static int sv_fabric_lock_hdr(sv_fabric_hdr_t *f)
+{
+    struct timespec ts;
+    int ret;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += SV_FABRIC_LOCK_S;
+    ret = pthread_mutex_timedlock(&f->lock, &ts);
+    if (ret == EOWNERDEAD) {
+        sv_debug_log("fabric '%s': lock holder died, recovering",
+                     sv_fabric_name);
+        ret = pthread_mutex_consistent(&f->lock);
+    }
+    if (ret != 0) {
+        sv_log("fabric '%s': cannot take its lock: %s", sv_fabric_name,
+               strerror(ret));
+    }
+    return ret;
+}
+
+static int sv_fabric_lock(void)
+{
+    return sv_fabric_lock_hdr(sv_fabric);
+}
+
+static void sv_fabric_unlock(void)
+{
+    pthread_mutex_unlock(&sv_fabric->lock);
+}
+
+/* Remove what a dead owner left: its segment (the model resets the links). */
+static void sv_fabric_port_reclaim(sv_fabric_hdr_t *f, unsigned i)
+{
+    sv_port_entry_t *e = &f->port[i];
+    char name[128];
+
+    sv_fabric_seg_name(name, sizeof(name), i, e->gen);
+    shm_unlink(name);
+    sv_debug_log("reclaimed port %u of dead pid %d", i, e->pid);
+    e->pid = 0;
+    SV_STORE(&e->state, SV_PORT_FREE);
+}
+
+/* Read-only: does a live process hold a port? (any layout version) */
+static int sv_fabric_ports_alive(const sv_fabric_hdr_t *f)
 {
     unsigned i;
 
-    if (mapped < sizeof(*f)) {
-        return 0;
-    }
     for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
         if ((f->port[i].state == SV_PORT_USED) &&
             sv_fabric_pid_alive(f->port[i].pid, f->port[i].starttime)) {
@@ -153,113 +203,298 @@ static int sv_fabric_any_alive(sv_fabric_hdr_t *f, size_t mapped)
     return 0;
 }
 
-static int sv_fabric_create(const char *shm)
+/* Under the lock: reclaim ports and members of dead processes; returns how
+ * many ports and members other live processes hold. */
+static unsigned sv_fabric_sweep(sv_fabric_hdr_t *f)
 {
+    pid_t self = getpid();
+    unsigned i, alive = 0;
+    sv_member_t *m;
+
+    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
+        if ((f->port[i].state != SV_PORT_USED) || (f->port[i].pid == self)) {
+            continue;
+        }
+        if (sv_fabric_pid_alive(f->port[i].pid, f->port[i].starttime)) {
+            ++alive;
+        } else {
+            sv_fabric_port_reclaim(f, i);
+        }
+    }
+    for (i = 0; i < SV_MAX_MEMBERS; ++i) {
+        m = &f->member[i];
+        if ((m->pid == 0) || (m->pid == self)) {
+            continue;
+        }
+        if (sv_fabric_pid_alive(m->pid, m->starttime)) {
+            ++alive;
+        } else {
+            memset(m, 0, sizeof(*m));
+        }
+    }
+    return alive;
+}
+
+/*
+ * Under the lock: unlink files of this fabric that no port entry accounts
+ * for, left by processes that died before anyone reclaimed them (or by an
+ * older version), and the temporaries of creators that died.
+ */
+static void sv_fabric_scrub(sv_fabric_hdr_t *f)
+{
+    char prefix[96], rest[16], name[300];
+    unsigned port, gen;
+    struct dirent *d;
+    size_t plen;
+    DIR *dir;
+    int pid;
+
+    plen = snprintf(prefix, sizeof(prefix), "softverbs.%s.", sv_fabric_name);
+    dir  = opendir("/dev/shm");
+    if (dir == NULL) {
+        return;
+    }
+    while ((d = readdir(dir)) != NULL) {
+        if (strncmp(d->d_name, prefix, plen) != 0) {
+            continue;
+        }
+        if (sscanf(d->d_name + plen, "%u.%u%15s", &port, &gen, rest) == 2) {
+            if ((port < SV_MODEL_MAX_PORTS) &&
+                (f->port[port].state == SV_PORT_USED) &&
+                (f->port[port].gen == gen)) {
+                continue;
+            }
+        } else if ((sscanf(d->d_name + plen, "new.%d%15s", &pid, rest) != 1) ||
+                   sv_fabric_pid_alive(pid, 0)) {
+            continue;
+        }
+        snprintf(name, sizeof(name), "/%s", d->d_name);
+        shm_unlink(name);
+        sv_debug_log("removed orphan %s", name);
+    }
+    closedir(dir);
+}
+
+/* Under the lock (or before publishing): fresh identity and model from this
+ * process's environment, no members. Port generations keep counting so that
+ * segment names are never reused. */
+static int sv_fabric_setup(sv_fabric_hdr_t *f)
+{
+    int ret = sv_model_attach(f->model, 1);
+
+    if (ret < 0) {
+        return ret;
+    }
+    if (getrandom(&f->id, sizeof(f->id), 0) != sizeof(f->id)) {
+        f->id = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ sv_now_ns();
+    }
+    memset(f->member, 0, sizeof(f->member));
+    f->size = sizeof(*f);
+    f->abi  = SV_ABI_VERSION;
+    f->gone = 0;
+    return 0;
+}
+
+static int sv_fabric_member = -1;
+
+/* Under the lock: count this process in, so nobody takes the fabric for
+ * abandoned before it opens a device. A full table only loses that. */
+static void sv_fabric_member_add(sv_fabric_hdr_t *f)
+{
+    unsigned i;
+
+    for (i = 0; i < SV_MAX_MEMBERS; ++i) {
+        if (f->member[i].pid == 0) {
+            f->member[i].starttime = sv_fabric_pid_starttime(getpid());
+            f->member[i].pid       = getpid();
+            sv_fabric_member       = i;
+            return;
+        }
+    }
+}
+
+static void sv_fabric_shm_path(char *buf, size_t len, const char *shm)
+{
+    snprintf(buf, len, "/dev/shm%s", shm);
+}
+
+/*
+ * Build a fabric under a private name and publish it at `shm`: link() when
+ * there is nothing there (EEXIST: someone was faster, join theirs), rename()
+ * over a corrupt file the caller holds flock() on.
+ */
+static int sv_fabric_create(const char *shm, int replace)
+{
+    char tmp[128], tpath[160], path[160];
     pthread_mutexattr_t ma;
     sv_fabric_hdr_t *f;
     int fd, ret;
 
-    fd = shm_open(shm, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    snprintf(tmp, sizeof(tmp), "%s.new.%d", shm, (int)getpid());
+    sv_fabric_shm_path(tpath, sizeof(tpath), tmp);
+    sv_fabric_shm_path(path, sizeof(path), shm);
+    shm_unlink(tmp);    /* a leftover of an earlier process with our pid */
+    fd = shm_open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) {
         return -errno;
     }
     fchmod(fd, 0666);   /* umask must not lock out other users' processes */
     if (ftruncate(fd, sizeof(*f)) != 0) {
         ret = -errno;
+        close(fd);
         goto err_unlink;
     }
     f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
     if (f == MAP_FAILED) {
         ret = -errno;
         goto err_unlink;
     }
-    close(fd);
 
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
     pthread_mutex_init(&f->lock, &ma);
     pthread_mutexattr_destroy(&ma);
-    if (getrandom(&f->id, sizeof(f->id), 0) != sizeof(f->id)) {
-        f->id = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ sv_now_ns();
-    }
-    f->size  = sizeof(*f);
-    f->abi   = SV_ABI_VERSION;
-    f->magic = SV_FABRIC_MAGIC;
-    ret = sv_model_attach(f->model, 1);
+    ret = sv_fabric_setup(f);
     if (ret < 0) {
-        munmap(f, sizeof(*f));
-        shm_unlink(shm);
-        return ret;
+        goto err_unmap;
     }
-    SV_STORE(&f->ready, 1);
+    sv_fabric_member_add(f);
+    f->magic = SV_FABRIC_MAGIC;
+    f->ready = 1;
+
+    ret = replace ? rename(tpath, path) : link(tpath, path);
+    if (ret != 0) {
+        ret = (errno == EEXIST) ? -EAGAIN : -errno;
+        sv_fabric_member = -1;
+        goto err_unmap;
+    }
+    if (!replace) {
+        shm_unlink(tmp);
+    }
+    if (sv_fabric_lock_hdr(f) == 0) {
+        sv_fabric_scrub(f);
+        pthread_mutex_unlock(&f->lock);
+    }
     sv_fabric = f;
     return 0;
 
+err_unmap:
+    munmap(f, sizeof(*f));
 err_unlink:
-    close(fd);
-    shm_unlink(shm);
+    shm_unlink(tmp);
     return ret;
 }
 
-/* 0: joined, -EAGAIN: stale or racing, retry; other: fatal */
+/*
+ * Not a fabric of ours (truncated, foreign, garbage): replace it, once, even
+ * if several processes find it at the same time. flock() on the bad file
+ * serializes them and dies with its holder; whoever comes second finds
+ * another file at the name and joins it.
+ */
+static int sv_fabric_replace(int fd, const char *shm, const char *why)
+{
+    struct stat mine, now;
+    char path[160];
+    int ret;
+
+    sv_fabric_shm_path(path, sizeof(path), shm);
+    if (flock(fd, LOCK_EX) != 0) {
+        ret = -errno;
+        close(fd);
+        return ret;
+    }
+    if ((fstat(fd, &mine) != 0) || (stat(path, &now) != 0) ||
+        (mine.st_ino != now.st_ino) || (mine.st_dev != now.st_dev)) {
+        close(fd);
+        return -EAGAIN;
+    }
+    sv_log("%s is not a usable fabric (%s): replacing it", path, why);
+    ret = sv_fabric_create(shm, 1);
+    close(fd);
+    return ret;
+}
+
+/* 0: joined or created, -EAGAIN: retry, other: fatal */
 static int sv_fabric_join(const char *shm)
 {
     sv_fabric_hdr_t *f;
+    const char *why;
     struct stat st;
-    int fd, i, ret;
+    size_t len;
+    int fd, ret;
 
     fd = shm_open(shm, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) {
-        return (errno == ENOENT) ? -EAGAIN : -errno;
+        return (errno == ENOENT) ? sv_fabric_create(shm, 0) : -errno;
     }
-    for (i = 0; i < 200; ++i) {    /* the creator sizes it right away */
-        if (fstat(fd, &st) != 0) {
-            ret = -errno;
-            close(fd);
-            return ret;
-        }
-        if ((size_t)st.st_size >= sizeof(*f)) {
-            break;
-        }
-        usleep(5000);
-    }
-    if ((size_t)st.st_size != sizeof(*f)) {
+    if (fstat(fd, &st) != 0) {
+        ret = -errno;
         close(fd);
-        goto stale;
+        return ret;
     }
-    f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
+    /* the port table sits at the same place in every version */
+    len = ((size_t)st.st_size < sizeof(*f)) ? (size_t)st.st_size : sizeof(*f);
+    if (len < offsetof(sv_fabric_hdr_t, member)) {
+        return sv_fabric_replace(fd, shm, "truncated");
+    }
+    f = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (f == MAP_FAILED) {
-        return -errno;
+        ret = -errno;
+        close(fd);
+        return ret;
     }
-    for (i = 0; (i < 200) && !SV_LOAD(&f->ready); ++i) {
-        usleep(5000);
-    }
-    if (!SV_LOAD(&f->ready) || (f->magic != SV_FABRIC_MAGIC) ||
-        (f->abi != SV_ABI_VERSION) || (f->size != sizeof(*f))) {
-        if (sv_fabric_any_alive(f, sizeof(*f)) && SV_LOAD(&f->ready)) {
-            munmap(f, sizeof(*f));
+    why = (f->magic != SV_FABRIC_MAGIC) ? "bad magic" :
+          ((f->abi != SV_ABI_VERSION) || (f->size != sizeof(*f)) ||
+           ((size_t)st.st_size != sizeof(*f))) ? "other version" :
+          !f->ready ? "not initialized" : NULL;
+    if (why != NULL) {
+        ret = (f->magic == SV_FABRIC_MAGIC) && sv_fabric_ports_alive(f);
+        munmap(f, len);
+        if (ret) {
+            close(fd);
             sv_log("fabric '%s' in use by a different softverbs version",
                    sv_fabric_name);
             return -EPROTO;
         }
-        munmap(f, sizeof(*f));
-        goto stale;
+        return sv_fabric_replace(fd, shm, why);
     }
-    ret = sv_model_attach(f->model, 0);
+    ret = sv_fabric_lock_hdr(f);
+    if (ret != 0) {
+        munmap(f, sizeof(*f));
+        if (ret == ENOTRECOVERABLE) {
+            return sv_fabric_replace(fd, shm, "lock not recoverable");
+        }
+        close(fd);
+        return -ret;
+    }
+    close(fd);
+    if (f->gone) {
+        /* its last user left and unlinked it: look again */
+        pthread_mutex_unlock(&f->lock);
+        munmap(f, sizeof(*f));
+        return -EAGAIN;
+    }
+    if (sv_fabric_sweep(f) == 0) {
+        /* abandoned: start over with our configuration and clock */
+        sv_debug_log("fabric '%s' has nobody alive: re-created",
+                     sv_fabric_name);
+        sv_fabric_scrub(f);
+        ret = sv_fabric_setup(f);
+    } else {
+        ret = sv_model_attach(f->model, 0);
+    }
+    if (ret == 0) {
+        sv_fabric_member_add(f);
+    }
+    pthread_mutex_unlock(&f->lock);
     if (ret < 0) {
         munmap(f, sizeof(*f));
         return ret;
     }
     sv_fabric = f;
     return 0;
-
-stale:
-    /* nobody alive uses it: a crashed creator or an old layout */
-    sv_debug_log("removing stale fabric %s", shm);
-    shm_unlink(shm);
-    return -EAGAIN;
 }
 
 static int sv_fabric_init_once_ret;
@@ -284,14 +519,8 @@ static void sv_fabric_init_once(void)
     snprintf(sv_fabric_name, sizeof(sv_fabric_name), "%s", name);
     snprintf(shm, sizeof(shm), "/softverbs.%s", name);
 
-    for (i = 0; (i < 20) && (ret == -EAGAIN); ++i) {
+    for (i = 0; (i < 100) && (ret == -EAGAIN); ++i) {
         ret = sv_fabric_join(shm);
-        if (ret == -EAGAIN) {
-            ret = sv_fabric_create(shm);
-            if (ret == -EEXIST) {
-                ret = -EAGAIN;   /* lost the race: join theirs */
-            }
-        }
     }
     if (ret < 0) {
         sv_log("cannot join fabric '%s': %s", name, strerror(-ret));
@@ -305,18 +534,6 @@ int sv_fabric_init(void)
     return sv_fabric_init_once_ret;
 }
 
-static int sv_fabric_lock(void)
-{
-    int ret = pthread_mutex_lock(&sv_fabric->lock);
-
-    if (ret == EOWNERDEAD) {
-        /* the holder died in the middle: the table itself stays coherent
-         * (entries are claimed with single stores) */
-        pthread_mutex_consistent(&sv_fabric->lock);
-        ret = 0;
-    }
-    return ret;
-}
 
 static int sv_heap_create(unsigned port, int fd, uint64_t size)
 {
@@ -432,17 +649,6 @@ static uint64_t sv_seg_size(void)
     return (uint64_t)mb << 20;
 }
 
-/* Remove what a dead owner left: its segment (the model resets the links). */
-static void sv_fabric_port_reclaim(unsigned i)
-{
-    sv_port_entry_t *e = &sv_fabric->port[i];
-    char name[128];
-
-    sv_fabric_seg_name(name, sizeof(name), i, e->gen);
-    shm_unlink(name);
-    sv_debug_log("reclaimed port %u of dead pid %d", i, e->pid);
-}
-
 int sv_fabric_port_alloc(unsigned dev, unsigned *port_p, uint32_t *gen_p,
                          sv_seg_t **seg_p, int *fd_p)
 {
@@ -458,15 +664,7 @@ int sv_fabric_port_alloc(unsigned dev, unsigned *port_p, uint32_t *gen_p,
         return -EIO;
     }
     /* sweep every port of a dead process: its segment is memory */
-    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
-        e = &sv_fabric->port[i];
-        if ((e->state == SV_PORT_USED) && (e->pid != getpid()) &&
-            !sv_fabric_pid_alive(e->pid, e->starttime)) {
-            sv_fabric_port_reclaim(i);
-            e->pid = 0;
-            SV_STORE(&e->state, SV_PORT_FREE);
-        }
-    }
+    (void)sv_fabric_sweep(sv_fabric);
     for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
         e = &sv_fabric->port[i];
         if (e->state == SV_PORT_FREE) {
@@ -474,7 +672,7 @@ int sv_fabric_port_alloc(unsigned dev, unsigned *port_p, uint32_t *gen_p,
         }
     }
     if (i == SV_MODEL_MAX_PORTS) {
-        pthread_mutex_unlock(&sv_fabric->lock);
+        sv_fabric_unlock();
         sv_log("fabric '%s' has no free port (%d in use)", sv_fabric_name,
                SV_MODEL_MAX_PORTS);
         return -ENOSPC;
@@ -483,7 +681,7 @@ int sv_fabric_port_alloc(unsigned dev, unsigned *port_p, uint32_t *gen_p,
     e->pid       = getpid();
     e->gen      += 1;
     e->state     = SV_PORT_USED;  /* claimed: nobody else takes it */
-    pthread_mutex_unlock(&sv_fabric->lock);
+    sv_fabric_unlock();
 
     sv_model_port_reset(i);
     memset(&e->stats, 0, sizeof(e->stats));
@@ -583,7 +781,7 @@ void sv_fabric_port_free(unsigned port, uint32_t gen, sv_seg_t *seg, int fd)
             e->pid = 0;
             SV_STORE(&e->state, SV_PORT_FREE);
         }
-        pthread_mutex_unlock(&sv_fabric->lock);
+        sv_fabric_unlock();
     }
 }
 
@@ -642,12 +840,15 @@ sv_peer_t *sv_fabric_peer(unsigned port)
     if (port >= SV_MODEL_MAX_PORTS) {
         return NULL;
     }
+    p = &sv_peers[port];
+    if (p->self && (p->seg != NULL)) {
+        return p;    /* ours, even after the exit handler released it */
+    }
     e = &sv_fabric->port[port];
     if (SV_LOAD(&e->state) != SV_PORT_USED) {
         return NULL;
     }
     gen = SV_LOAD(&e->gen);
-    p   = &sv_peers[port];
     if ((p->seg != NULL) && (p->gen == gen)) {
         return p;
     }
@@ -683,4 +884,64 @@ int sv_fabric_peer_alive(sv_peer_t *p)
         return 0;
     }
     return 1;
+}
+
+/*
+ * At exit: unlink our port segments (peers keep their mappings; a peer that
+ * maps one later finds nothing and takes the port for gone), leave, and
+ * unlink the fabric if nobody alive is left in it. Mappings stay: other
+ * threads may still run until the process is gone.
+ */
+static void sv_fabric_leave(void)
+{
+    sv_fabric_hdr_t *f = sv_fabric;
+    pid_t self = getpid();
+    unsigned i, own = 0;
+    char name[128];
+    int member;
+
+    if (f == NULL) {
+        return;
+    }
+    member = (sv_fabric_member >= 0) &&
+             (f->member[sv_fabric_member].pid == self);
+    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
+        own += (SV_LOAD(&f->port[i].state) == SV_PORT_USED) &&
+               (f->port[i].pid == self);
+    }
+    if ((!member && !own) || (sv_fabric_lock() != 0)) {
+        return;    /* e.g. softverbs-stat, or a fork that opened nothing */
+    }
+    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
+        if ((f->port[i].state != SV_PORT_USED) || (f->port[i].pid != self)) {
+            continue;
+        }
+        sv_fabric_seg_name(name, sizeof(name), i, f->port[i].gen);
+        shm_unlink(name);
+        if (sv_peers[i].self && (sv_peers[i].seg != NULL)) {
+            SV_STORE(&sv_peers[i].seg->magic, 0);
+        }
+        f->port[i].pid = 0;
+        SV_STORE(&f->port[i].state, SV_PORT_FREE);
+    }
+    if (member) {
+        memset(&f->member[sv_fabric_member], 0, sizeof(f->member[0]));
+        sv_fabric_member = -1;
+    }
+    if (sv_fabric_sweep(f) == 0) {
+        /* joiners that opened the file before the unlink see `gone` */
+        f->gone = 1;
+        snprintf(name, sizeof(name), "/softverbs.%s", sv_fabric_name);
+        shm_unlink(name);
+        sv_debug_log("fabric '%s': last to leave, removed", sv_fabric_name);
+    }
+    sv_fabric_unlock();
+}
+
+void sv_stats_exit_dump(void);
+
+__attribute__((destructor)) static void sv_fabric_at_exit(void)
+{
+    sv_stats_exit_dump();    /* reads our ports before they are released */
+    sv_fabric_leave();
 }

@@ -57,14 +57,31 @@ typedef struct sv_port_entry {
     sv_port_stats_t stats __attribute__((aligned(64)));
 } __attribute__((aligned(64))) sv_port_entry_t;
 
+/* A process that joined the fabric (it may not have opened a device yet). */
+typedef struct sv_member {
+    int32_t  pid;
+    uint32_t pad;
+    uint64_t starttime;
+} sv_member_t;
+
+#define SV_MAX_MEMBERS 256
+
+/*
+ * Published complete (built under another name, then linked in place), so a
+ * file at the fabric's name is either a whole fabric or garbage.  `lock`
+ * (robust) guards ports, members and re-initialisation; `gone` is set under
+ * it by the last process to leave, right before it unlinks the file.
+ */
 typedef struct sv_fabric_hdr {
     uint64_t         magic;
     uint32_t         abi;
     uint32_t         ready;
     uint64_t         id;         /* random, part of every GID */
     uint64_t         size;
-    pthread_mutex_t  lock;       /* robust: port allocation */
+    pthread_mutex_t  lock;
+    uint32_t         gone;
     sv_port_entry_t  port[SV_MODEL_MAX_PORTS];
+    sv_member_t      member[SV_MAX_MEMBERS];
     char             model[SV_MODEL_SHM_SIZE] __attribute__((aligned(4096)));
 } sv_fabric_hdr_t;
 

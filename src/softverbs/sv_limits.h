@@ -7,7 +7,7 @@
 
 #include "sv_model.h"
 
-#define SV_ABI_VERSION       3           /* bump when any shm layout changes */
+#define SV_ABI_VERSION       4           /* bump when any shm layout changes */
 
 #define SV_DEF_DEVICES       2           /* SOFTVERBS_DEVICES */
 #define SV_MAX_DEVICES       16
@@ -40,6 +40,7 @@
 #define SV_PKEY_DEFAULT      0xffff
 #define SV_QKEY_PRIVILEGED   0x80000000u
 
+#define SV_FABRIC_LOCK_S     10          /* give up on a stuck fabric lock */
 #define SV_PEER_CHECK_NS     (10ull * 1000 * 1000) /* liveness cache */
 #define SV_CQ_SCAN           64          /* reorder window of ibv_poll_cq */
 #define SV_RC_TIMEOUT_MIN_NS 8192        /* attr.timeout 0/1 floor */

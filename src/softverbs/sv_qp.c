@@ -446,9 +446,11 @@ int sv_qp_modify(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
         qp->attr.en_sqd_async_notify = a->en_sqd_async_notify;
     }
 
+    if (mask & IBV_QP_STATE) {
+        ibqp->state = next;
+    }
     if (next != cur || (mask & IBV_QP_STATE)) {
         qp->attr.qp_state = next;
-        ibqp->state       = next;
         if (next == IBV_QPS_ERR) {
             sv_qp_to_err(qp, 0);
         } else {
@@ -480,6 +482,9 @@ int sv_qp_query(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask,
     init->cap        = qp->cap;
     init->qp_type    = ibqp->qp_type;
     init->sq_sig_all = qp->sq_sig_all;
+    if (mask & IBV_QP_STATE) {
+        ibqp->state = a->qp_state;   /* as libibverbs' ibv_query_qp does */
+    }
     return 0;
 }
 
@@ -550,8 +555,9 @@ void sv_qp_flush_rq(sv_qp_t *qp)
 
 void sv_qp_to_err(sv_qp_t *qp, int sq_locked)
 {
+    /* ibv_qp.state is the user's: only modify/query write it (libibverbs
+     * semantics, UCX asserts on it); the real state is ours and in shm */
     qp->attr.qp_state = IBV_QPS_ERR;
-    qp->qp.state      = IBV_QPS_ERR;
     SV_STORE(&qp->shm->state, IBV_QPS_ERR);
     if (!sq_locked) {
         pthread_spin_lock(&qp->sq_lock);

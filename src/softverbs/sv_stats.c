@@ -120,7 +120,8 @@ void sv_stats_dump(FILE *f, int all_ports)
 }
 
 /* SOFTVERBS_STATS=FILE ("%p" in FILE becomes the pid; "-" is stderr). */
-__attribute__((destructor)) static void sv_stats_at_exit(void)
+/* Called by the fabric's exit handler, before it releases our ports. */
+void sv_stats_exit_dump(void)
 {
     const char *spec = getenv("SOFTVERBS_STATS");
     char path[4096], *p;

@@ -315,6 +315,9 @@ void svt_killed_peer(svt_t *t)
                          "WR behind RETRY_EXC_ERR");
         }
     }
+    SVT_CHECK(t, rc->state == IBV_QPS_RTS, "ibv_qp.state %d after "
+              "RETRY_EXC_ERR: only ibv_modify_qp/ibv_query_qp may change it",
+              rc->state);
     SVT_CHECK(t, svt_qp_state(t, rc) == IBV_QPS_ERR, "RC QP state %d after "
               "RETRY_EXC_ERR, expected ERR", svt_qp_state(t, rc));
     SVT_LOG(t, "RETRY_EXC_ERR %.2f s after the kill, then %u flushed; "
@@ -342,4 +345,60 @@ void svt_killed_peer(svt_t *t)
     svt_mr_free(mr);
     SVT_CHECK(t, ibv_destroy_cq(cq) == 0, "ibv_destroy_cq");
     svt_close(t);
+}
+
+/* ---------------------------------------------------------------------- */
+/* ibv_qp.state belongs to the user                                        */
+
+/* An error completion (requester) and a remote error (responder) move the
+ * QPs to ERR inside the NIC; as with libibverbs, the ibv_qp.state field only
+ * follows ibv_modify_qp and ibv_query_qp (UCX asserts on it). */
+void svt_qp_state_field(svt_t *t)
+{
+    struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+    struct ibv_recv_wr rwr = { .wr_id = 7, .num_sge = 0 };
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    struct ibv_wc wc;
+    svt_pair_t p;
+
+    svt_pair_setup(t, &p, IBV_QPT_RC, 65536, 16, 1, 0);
+    if (t->role == 1) {
+        svt_post_recv(t, p.qp, &rwr);
+    }
+    svt_barrier(t);
+    if (t->role == 0) {
+        svt_sge(&sge, p.mr, 0, 64);
+        wr = (struct ibv_send_wr){
+            .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+            .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+            .wr.rdma = { .remote_addr = p.peer.addr,
+                         .rkey = p.peer.rkey ^ 0x5a5a00 } };
+        svt_post_send(t, p.qp, &wr);
+        svt_poll_n(t, p.cq, &wc, 1, 5000, "WRITE with a wrong rkey");
+        svt_check_wc(t, &wc, IBV_WC_REM_ACCESS_ERR, -1, 1, p.qp, -1,
+                     "WRITE with a wrong rkey");
+    } else {
+        /* the remote error moved our QP to ERR: the receive is flushed */
+        svt_poll_n(t, p.cq, &wc, 1, 5000, "receive behind a remote error");
+        svt_check_wc(t, &wc, IBV_WC_WR_FLUSH_ERR, -1, 7, p.qp, -1,
+                     "receive behind a remote error");
+    }
+    SVT_LOG(t, "QP in ERR inside; ibv_qp.state %d (RTS is %d)", p.qp->state,
+            IBV_QPS_RTS);
+    SVT_CHECK(t, p.qp->state == IBV_QPS_RTS, "ibv_qp.state %d after an "
+              "internal move to ERR: only ibv_modify_qp/ibv_query_qp may "
+              "change it", p.qp->state);
+    SVT_CHECK(t, svt_qp_state(t, p.qp) == IBV_QPS_ERR, "ibv_query_qp: %d, "
+              "expected ERR", svt_qp_state(t, p.qp));
+    SVT_CHECK(t, p.qp->state == IBV_QPS_ERR, "ibv_qp.state %d after "
+              "ibv_query_qp, expected ERR", p.qp->state);
+    SVT_CHECK(t, ibv_modify_qp(p.qp, &a, IBV_QP_STATE) == 0,
+              "ibv_modify_qp(RESET): %s", strerror(errno));
+    SVT_CHECK(t, (p.qp->state == IBV_QPS_RESET) &&
+              (svt_qp_state(t, p.qp) == IBV_QPS_RESET),
+              "after ibv_modify_qp(RESET): field %d, query %d", p.qp->state,
+              svt_qp_state(t, p.qp));
+    svt_barrier(t);
+    svt_pair_destroy(t, &p);
 }

@@ -40,6 +40,8 @@ static const svt_case_t svt_cases[] = {
       "wrong rkey/lkey/bounds/access: error completions and QP in ERR" },
     { "killed_peer",  svt_killed_peer,
       "kill -9 the target mid-transfer: RETRY_EXC_ERR, no hang" },
+    { "qp_state",     svt_qp_state_field,
+      "internal moves to ERR leave ibv_qp.state to modify/query" },
     { "doorbell",     svt_doorbell,
       "a chain of 16 WRs is one doorbell in the SOFTVERBS_STATS dump" },
 };

@@ -16,8 +16,9 @@ function(sv_verbs name sub)
     add_test(NAME ${name} COMMAND ${SV_RUN} ${SV_BIN}/sv_verbs_test ${sub})
     string(MD5 h "${ARGN}")
     string(SUBSTRING "${h}" 0 8 h)
+    # SVT_SHM_CHECK: the run must leave nothing of its fabric in /dev/shm
     set(env "SOFTVERBS_LIB=${SOFTVERBS_LIB}" "SOFTVERBS_FABRIC=t_${name}_${h}"
-            "SVT_TIMEOUT=100" ${ARGN})
+            "SVT_TIMEOUT=100" "SVT_SHM_CHECK=1" ${ARGN})
     set_tests_properties(${name} PROPERTIES LABELS "softverbs" TIMEOUT 120
                          ENVIRONMENT "${env}")
 endfunction()
@@ -43,6 +44,23 @@ sv_verbs(sv_rate rate SOFTVERBS_LINK_GBPS=1 SVT_RATE_MSGS=64)
 sv_verbs(sv_reorder reorder SOFTVERBS_PATHS=8 SOFTVERBS_DELAY_US=2
          SOFTVERBS_PATH_SKEW_US=50)
 sv_verbs(sv_killed_peer killed_peer)
+# errors move QPs to ERR inside; ibv_qp.state follows only modify/query
+sv_verbs(sv_qp_state qp_state)
+
+# a fabric left by killed processes is re-created with the next run's model;
+# clean runs leave nothing in /dev/shm
+add_test(NAME sv_fabric_life
+         COMMAND ${UCCL_SRCDIR}/test/softverbs/sv_fabric_life.sh
+                 ${SV_BIN}/sv_verbs_test ${SV_BIN}/sv_fabric_tool)
+set_tests_properties(sv_fabric_life PROPERTIES LABELS "softverbs" TIMEOUT 300
+    ENVIRONMENT "SOFTVERBS_LIB=${SOFTVERBS_LIB};SOFTVERBS_FABRIC=t_sv_life")
+# dead lock holders and corrupt fabric files
+add_test(NAME sv_fabric_robust
+         COMMAND ${UCCL_SRCDIR}/test/softverbs/sv_fabric_robust.sh
+                 ${SV_BIN}/sv_fabric_tool)
+set_tests_properties(sv_fabric_robust PROPERTIES LABELS "softverbs"
+    TIMEOUT 200 SKIP_RETURN_CODE 77
+    ENVIRONMENT "SOFTVERBS_LIB=${SOFTVERBS_LIB};SOFTVERBS_FABRIC=t_sv_robust")
 # chained posting counted as one doorbell, read from the SOFTVERBS_STATS dump
 add_test(NAME sv_doorbell COMMAND ${UCCL_SRCDIR}/test/softverbs/sv_doorbell.sh
          ${SV_BIN}/sv_verbs_test)
