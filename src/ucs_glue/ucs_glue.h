@@ -36,6 +36,15 @@ extern uct_component_t uct_uccl_component;
 extern uct_tl_t        uct_uccl_tl;
 
 /**
+ * Fill rcache parameters from the MD's rcache config (the parameter set and
+ * the config layout change between UCX releases).
+ */
+void uct_uccl_glue_rcache_params(ucs_rcache_params_t *params,
+                                 const uct_md_rcache_config_t *config,
+                                 size_t region_size, int ucm_events,
+                                 void *context, const ucs_rcache_ops_t *ops);
+
+/**
  * Compare the UCX release loaded at run time with the one the transport was
  * built for. Prints one error line and returns 0 when they differ.
  */

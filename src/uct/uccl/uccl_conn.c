@@ -1,0 +1,685 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * Connections: P data QP pairs between two ifaces, set up by a request/reply
+ * over the UD control QPs (retried until answered, idempotent on
+ * duplicates), failed when the peer stops answering.
+ */
+#include "uccl_iface.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/sys/string.h>
+#include <ucs/datastruct/mpool.inl>
+#include <string.h>
+
+
+static void uct_uccl_conn_ah_attr(uct_uccl_iface_t *iface,
+                                  const uct_uccl_device_addr_t *dev,
+                                  struct ibv_ah_attr *ah_attr)
+{
+    memset(ah_attr, 0, sizeof(*ah_attr));
+    ah_attr->port_num = iface->port_num;
+    ah_attr->dlid     = dev->lid;
+    if (dev->is_global || (iface->port->gid_index >= 0 && dev->lid == 0)) {
+        ah_attr->is_global      = 1;
+        ah_attr->grh.sgid_index = ucs_max(iface->port->gid_index, 0);
+        ah_attr->grh.hop_limit  = 64;
+        memcpy(ah_attr->grh.dgid.raw, dev->gid, sizeof(dev->gid));
+    }
+}
+
+static ucs_status_t uct_uccl_conn_qp_init(uct_uccl_conn_t *conn,
+                                          uct_uccl_qp_t *path)
+{
+    uct_uccl_iface_t *iface         = conn->iface;
+    struct ibv_qp_init_attr qp_init = {};
+    struct ibv_qp_attr attr         = {};
+    khiter_t it;
+    int ret;
+
+    qp_init.send_cq          = iface->send_cq;
+    qp_init.recv_cq          = iface->recv_cq;
+    qp_init.srq              = iface->srq;
+    qp_init.qp_type          = conn->rc ? IBV_QPT_RC : IBV_QPT_UC;
+    qp_init.cap.max_send_wr  = iface->config.tx_queue_len;
+    qp_init.cap.max_send_sge = 3;
+    qp_init.sq_sig_all       = 1;
+    path->qp = ibv_create_qp(iface->md->pd, &qp_init);
+    if (path->qp == NULL) {
+        ucs_error("uccl: cannot create a %s data QP: %m",
+                  conn->rc ? "RC" : "UC");
+        return UCS_ERR_IO_ERROR;
+    }
+
+    attr.qp_state        = IBV_QPS_INIT;
+    attr.pkey_index      = 0;
+    attr.port_num        = iface->port_num;
+    attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                           (conn->rc ? IBV_ACCESS_REMOTE_READ : 0);
+    if (ibv_modify_qp(path->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+        ucs_error("uccl: data QP 0x%x to INIT failed: %m", path->qp->qp_num);
+        goto err_destroy;
+    }
+
+    it = kh_put(uct_uccl_qpn, &iface->qpn_hash, path->qp->qp_num, &ret);
+    if (ret <= 0) {
+        ucs_error("uccl: QPN 0x%x already known", path->qp->qp_num);
+        goto err_destroy;
+    }
+    kh_val(&iface->qpn_hash, it) = path;
+    return UCS_OK;
+
+err_destroy:
+    ibv_destroy_qp(path->qp);
+    path->qp = NULL;
+    return UCS_ERR_IO_ERROR;
+}
+
+static ucs_status_t uct_uccl_conn_qp_connect(uct_uccl_conn_t *conn,
+                                             uct_uccl_qp_t *path,
+                                             enum ibv_mtu mtu)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    struct ibv_qp_attr attr = {};
+    int mask;
+
+    attr.qp_state    = IBV_QPS_RTR;
+    attr.path_mtu    = mtu;
+    attr.dest_qp_num = path->remote_qpn;
+    attr.rq_psn      = conn->remote_psn;
+    uct_uccl_conn_ah_attr(iface, &conn->remote_dev, &attr.ah_attr);
+    mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+           IBV_QP_RQ_PSN;
+    if (conn->rc) {
+        attr.max_dest_rd_atomic = ucs_min(iface->md->dev_attr.max_qp_rd_atom,
+                                          16);
+        attr.min_rnr_timer      = 1;
+        mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+    }
+    if (ibv_modify_qp(path->qp, &attr, mask)) {
+        ucs_error("uccl: data QP 0x%x to RTR failed: %m", path->qp->qp_num);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RTS;
+    attr.sq_psn   = conn->psn;
+    mask          = IBV_QP_STATE | IBV_QP_SQ_PSN;
+    if (conn->rc) {
+        attr.timeout       = 14;
+        attr.retry_cnt     = 7;
+        attr.rnr_retry     = 7;
+        attr.max_rd_atomic = ucs_max(ucs_min(iface->md->dev_attr.max_qp_rd_atom,
+                                             16), 1);
+        mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                IBV_QP_MAX_QP_RD_ATOMIC;
+    }
+    if (ibv_modify_qp(path->qp, &attr, mask)) {
+        ucs_error("uccl: data QP 0x%x to RTS failed: %m", path->qp->qp_num);
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
+                                  const uct_uccl_device_addr_t *dev,
+                                  uint32_t remote_ctl_qpn,
+                                  uct_uccl_conn_t **conn_p)
+{
+    uct_uccl_tracker_params_t tparams;
+    uct_uccl_path_params_t pparams;
+    uct_uccl_cc_params_t ccparams;
+    struct ibv_ah_attr ah_attr;
+    uct_uccl_conn_t *conn;
+    ucs_status_t status;
+    unsigned i;
+
+    conn = ucs_calloc(1, sizeof(*conn), "uccl_conn");
+    if (conn == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    conn->iface          = iface;
+    conn->passive        = passive;
+    conn->rc             = iface->rc_mode;
+    conn->state          = UCT_UCCL_CONN_CONNECTING;
+    conn->remote_id      = UCT_UCCL_CONN_ID_NONE;
+    conn->remote_ctl_qpn = remote_ctl_qpn;
+    conn->remote_dev     = *dev;
+    conn->num_paths      = iface->config.num_paths;
+    conn->psn            = ucs_generate_uuid((uintptr_t)conn) & 0xffffff;
+    conn->init_csn       = ucs_generate_uuid((uintptr_t)conn + 1) &
+                           UCT_UCCL_SEQ_MASK;
+    conn->rc_csn         = conn->init_csn;
+    conn->next_am_seq    = 0;
+    ucs_queue_head_init(&conn->tx_queue);
+    ucs_queue_head_init(&conn->pending_q);
+    ucs_list_head_init(&conn->ops);
+    ucs_list_head_init(&conn->flushes);
+    ucs_list_head_init(&conn->zombies);
+    ucs_list_head_init(&conn->rc_inflight);
+
+    tparams.size          = ucs_roundup_pow2(ucs_max(iface->config.sack_window,
+                                                     64));
+    tparams.init_csn      = conn->init_csn;
+    tparams.dupack_thresh = iface->config.dupack_thresh;
+    tparams.reorder_csns  = iface->config.reorder_thresh;
+    status = uct_uccl_tracker_init(&conn->tracker, &tparams);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    status = uct_uccl_rto_init(&conn->rto, &iface->config.rto);
+    if (status != UCS_OK) {
+        goto err_tracker;
+    }
+
+    pparams.num_paths       = conn->num_paths;
+    pparams.seed            = ucs_generate_uuid((uintptr_t)conn + 2);
+    pparams.init_rtt_ns     = 50000;
+    pparams.loss_penalty_ns = 100000;
+    pparams.max_penalty_ns  = 10000000;
+    pparams.halflife_shift  = 24;  /* ~17 ms */
+    pparams.small_size      = UCT_UCCL_SMALL_MSG;
+    pparams.explore_shift   = 4;
+    status = uct_uccl_paths_init(&conn->sel, &pparams);
+    if (status != UCS_OK) {
+        goto err_tracker;
+    }
+
+    memset(&ccparams, 0, sizeof(ccparams));
+    ccparams.window_bytes = iface->config.cc_window;
+    ccparams.chunk_size   = iface->config.chunk_size;
+    ccparams.mtu          = 128 << iface->config.mtu;
+    ccparams.num_paths    = conn->num_paths;
+    ccparams.min_window_bytes = iface->config.chunk_size;
+    status = uct_uccl_cc_init(&conn->cc, iface->config.cc, &ccparams);
+    if (status != UCS_OK) {
+        ucs_error("uccl: congestion control '%s' failed to start: %s",
+                  iface->config.cc, ucs_status_string(status));
+        goto err_paths;
+    }
+    conn->cc_valid = 1;
+
+    uct_uccl_conn_ah_attr(iface, dev, &ah_attr);
+    conn->ah = ibv_create_ah(iface->md->pd, &ah_attr);
+    if (conn->ah == NULL) {
+        ucs_error("uccl: cannot create an address handle to lid %u: %m",
+                  dev->lid);
+        status = UCS_ERR_UNREACHABLE;
+        goto err_cc;
+    }
+
+    conn->paths = ucs_calloc(conn->num_paths, sizeof(*conn->paths),
+                             "uccl_paths");
+    if (conn->paths == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err_ah;
+    }
+
+    conn->id = ucs_ptr_array_insert(&iface->conn_ids, conn);
+    ucs_list_add_tail(&iface->conns, &conn->list);
+
+    for (i = 0; i < conn->num_paths; ++i) {
+        conn->paths[i].conn  = conn;
+        conn->paths[i].index = i;
+        status = uct_uccl_conn_qp_init(conn, &conn->paths[i]);
+        if (status != UCS_OK) {
+            uct_uccl_conn_destroy(conn);
+            return status;
+        }
+    }
+
+    *conn_p = conn;
+    return UCS_OK;
+
+err_ah:
+    ibv_destroy_ah(conn->ah);
+err_cc:
+    uct_uccl_cc_cleanup(&conn->cc);
+err_paths:
+    uct_uccl_paths_cleanup(&conn->sel);
+err_tracker:
+    uct_uccl_tracker_cleanup(&conn->tracker);
+err_free:
+    ucs_free(conn);
+    return status;
+}
+
+void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    uct_uccl_qp_t *path;
+    khiter_t it;
+    unsigned i;
+
+    if (iface->config.stats_dump) {
+        uct_uccl_conn_dump_stats(conn, stderr);
+    }
+    uct_uccl_tx_purge(conn, UCS_ERR_CANCELED);
+    uct_uccl_rx_conn_cleanup(conn);
+    uct_uccl_tx_orphan(conn);
+
+    if (conn->in_sched) {
+        ucs_list_del(&conn->sched);
+    }
+    if (conn->ack_pending) {
+        ucs_list_del(&conn->ack_link);
+    }
+
+    for (i = 0; i < conn->num_paths; ++i) {
+        path = &conn->paths[i];
+        if (path->qp == NULL) {
+            continue;
+        }
+        it = kh_get(uct_uccl_qpn, &iface->qpn_hash, path->qp->qp_num);
+        if (it != kh_end(&iface->qpn_hash)) {
+            kh_del(uct_uccl_qpn, &iface->qpn_hash, it);
+        }
+        ibv_destroy_qp(path->qp);
+    }
+
+    if (conn->sack_valid) {
+        uct_uccl_sack_cleanup(&conn->sack);
+    }
+    if (conn->reorder_valid) {
+        uct_uccl_reorder_cleanup(&conn->reorder);
+    }
+    uct_uccl_cc_cleanup(&conn->cc);
+    uct_uccl_paths_cleanup(&conn->sel);
+    uct_uccl_tracker_cleanup(&conn->tracker);
+    ibv_destroy_ah(conn->ah);
+    ucs_ptr_array_remove(&iface->conn_ids, conn->id);
+    ucs_list_del(&conn->list);
+    ucs_free(conn->paths);
+    ucs_free(conn);
+}
+
+static void uct_uccl_conn_pkt_fill(uct_uccl_conn_t *conn,
+                                   uct_uccl_conn_pkt_t *pkt,
+                                   uct_uccl_ctl_type_t type,
+                                   ucs_status_t status)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    unsigned i;
+
+    memset(pkt, 0, sizeof(*pkt));
+    uct_uccl_wire_hdr_init(&pkt->hdr, type,
+                           uct_uccl_wire_conn_size(conn->num_paths));
+    pkt->magic       = UCT_UCCL_WIRE_MAGIC;
+    pkt->iface_uuid  = iface->uuid;
+    pkt->src_conn_id = conn->id;
+    pkt->dst_conn_id = conn->remote_id;
+    pkt->status      = status;
+    pkt->mode        = conn->rc ? UCT_UCCL_MODE_RC : UCT_UCCL_MODE_UC;
+    pkt->num_paths   = conn->num_paths;
+    pkt->mtu         = 128 << iface->config.mtu;
+    pkt->lid         = iface->port->lid;
+    pkt->ctl_qpn     = iface->ctl.qp->qp_num;
+    pkt->chunk_size  = iface->config.chunk_size;
+    pkt->rx_buf_size = iface->config.rx_buf_size;
+    pkt->sack_bits   = iface->config.rx_window;
+    pkt->init_csn    = conn->init_csn;
+    pkt->init_am_seq = 0;
+    pkt->psn         = conn->psn;
+    memcpy(pkt->gid, iface->port->gid.raw, sizeof(pkt->gid));
+    for (i = 0; i < conn->num_paths; ++i) {
+        pkt->qpn[i] = conn->paths[i].qp->qp_num;
+    }
+}
+
+static ucs_status_t uct_uccl_conn_send_pkt(uct_uccl_conn_t *conn,
+                                           uct_uccl_ctl_type_t type,
+                                           ucs_status_t status)
+{
+    char buf[UCT_UCCL_WIRE_CTL_MAX];
+    uct_uccl_conn_pkt_t *pkt = (uct_uccl_conn_pkt_t*)buf;
+
+    uct_uccl_conn_pkt_fill(conn, pkt, type, status);
+    return uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,
+                                   pkt, pkt->hdr.length);
+}
+
+ucs_status_t uct_uccl_conn_start(uct_uccl_conn_t *conn)
+{
+    uint64_t now = uct_uccl_now_ns();
+
+    conn->conn_start    = now;
+    conn->conn_next_try = now + conn->iface->config.conn_retry_ns;
+    conn->conn_tries    = 1;
+    /* a lost or unsent request is retried by the timer */
+    (void)uct_uccl_conn_send_pkt(conn, UCT_UCCL_CTL_CONN_REQ, UCS_OK);
+    return UCS_OK;
+}
+
+/* Peer's parameters from a REQ (passive) or REP (initiator) */
+static ucs_status_t uct_uccl_conn_apply_peer(uct_uccl_conn_t *conn,
+                                             const uct_uccl_conn_pkt_t *pkt)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    enum ibv_mtu mtu        = iface->config.mtu;
+    ucs_status_t status;
+    unsigned i;
+
+    conn->remote_id         = pkt->src_conn_id;
+    conn->remote_uuid       = pkt->iface_uuid;
+    conn->remote_psn        = pkt->psn & 0xffffff;
+    conn->remote_chunk_size = pkt->rx_buf_size;
+    conn->remote_dev.lid    = pkt->lid;
+    memcpy(conn->remote_dev.gid, pkt->gid, sizeof(conn->remote_dev.gid));
+    while ((mtu > IBV_MTU_256) && ((128u << mtu) > pkt->mtu)) {
+        --mtu;
+    }
+
+    /* never send more than the peer can receive in one SRQ buffer, nor keep
+     * more in flight than its SACK window */
+    uct_uccl_tracker_set_limit(&conn->tracker,
+                               ucs_min(pkt->sack_bits,
+                                       iface->config.sack_window));
+
+    if (!conn->rc) {
+        status = uct_uccl_sack_init(&conn->sack, iface->config.sack_window,
+                                    pkt->init_csn & UCT_UCCL_SEQ_MASK);
+        if (status != UCS_OK) {
+            return status;
+        }
+        conn->sack_valid = 1;
+    }
+    status = uct_uccl_reorder_init(&conn->reorder,
+                                   ucs_roundup_pow2(iface->config.sack_window),
+                                   pkt->init_am_seq & UCT_UCCL_SEQ_MASK);
+    if (status != UCS_OK) {
+        return status;
+    }
+    conn->reorder_valid = 1;
+
+    for (i = 0; i < conn->num_paths; ++i) {
+        conn->paths[i].remote_qpn = pkt->qpn[i] & 0xffffff;
+        status = uct_uccl_conn_qp_connect(conn, &conn->paths[i], mtu);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    conn->state         = UCT_UCCL_CONN_CONNECTED;
+    conn->last_progress = uct_uccl_now_ns();
+    return UCS_OK;
+}
+
+static int uct_uccl_conn_pkt_compatible(uct_uccl_iface_t *iface,
+                                        const uct_uccl_conn_pkt_t *pkt)
+{
+    return (pkt->mode == (iface->rc_mode ? UCT_UCCL_MODE_RC :
+                                           UCT_UCCL_MODE_UC)) &&
+           (pkt->rx_buf_size >= UCT_UCCL_SEND_HDR_MAX + 1024) &&
+           (pkt->sack_bits >= 64);
+}
+
+static void uct_uccl_conn_handle_req(uct_uccl_iface_t *iface,
+                                     const uct_uccl_conn_pkt_t *pkt)
+{
+    uct_uccl_device_addr_t dev = {};
+    uct_uccl_conn_t *conn;
+    ucs_status_t status;
+
+    /* a duplicate request: answer again with the same conn */
+    ucs_list_for_each(conn, &iface->conns, list) {
+        if (conn->passive && (conn->remote_uuid == pkt->iface_uuid) &&
+            (conn->remote_id == pkt->src_conn_id)) {
+            ucs_debug("uccl: duplicate CONN_REQ for conn %u", conn->id);
+            (void)uct_uccl_conn_send_pkt(conn, UCT_UCCL_CTL_CONN_REP,
+                                         (conn->state ==
+                                          UCT_UCCL_CONN_FAILED) ?
+                                         conn->fail_status : UCS_OK);
+            return;
+        }
+    }
+
+    dev.lid       = pkt->lid;
+    dev.is_global = iface->port->is_global;
+    memcpy(dev.gid, pkt->gid, sizeof(dev.gid));
+
+    if (pkt->num_paths != iface->config.num_paths) {
+        /* the initiator decides: use its path count */
+        ucs_debug("uccl: peer uses %u paths, we %u", pkt->num_paths,
+                  iface->config.num_paths);
+    }
+
+    if (!uct_uccl_conn_pkt_compatible(iface, pkt)) {
+        ucs_error("uccl: rejecting a connection from a peer in %s mode "
+                  "(we are in %s mode; set UCX_UCCL_MODE alike)",
+                  pkt->mode == UCT_UCCL_MODE_RC ? "rc" : "uc",
+                  iface->rc_mode ? "rc" : "uc");
+        ++iface->stats.bad_ctl;
+        return;
+    }
+
+    {
+        unsigned saved = iface->config.num_paths;
+
+        iface->config.num_paths = pkt->num_paths;
+        status = uct_uccl_conn_create(iface, 1, &dev, pkt->ctl_qpn, &conn);
+        iface->config.num_paths = saved;
+    }
+    if (status != UCS_OK) {
+        return;
+    }
+
+    status = uct_uccl_conn_apply_peer(conn, pkt);
+    if (status != UCS_OK) {
+        uct_uccl_conn_destroy(conn);
+        return;
+    }
+
+    ucs_debug("uccl: passive conn %u <- peer conn %u (%u paths)", conn->id,
+              conn->remote_id, conn->num_paths);
+    (void)uct_uccl_conn_send_pkt(conn, UCT_UCCL_CTL_CONN_REP, UCS_OK);
+}
+
+static uct_uccl_conn_t *uct_uccl_conn_lookup(uct_uccl_iface_t *iface,
+                                             uint32_t id)
+{
+    uct_uccl_conn_t *conn;
+
+    if (!ucs_ptr_array_lookup(&iface->conn_ids, id, conn)) {
+        return NULL;
+    }
+    return conn;
+}
+
+static void uct_uccl_conn_handle_rep(uct_uccl_iface_t *iface,
+                                     const uct_uccl_conn_pkt_t *pkt)
+{
+    uct_uccl_conn_t *conn = uct_uccl_conn_lookup(iface, pkt->dst_conn_id);
+    ucs_status_t status;
+
+    if ((conn == NULL) || conn->passive) {
+        ++iface->stats.unknown_conn;
+        return;
+    }
+
+    if (conn->state != UCT_UCCL_CONN_CONNECTING) {
+        return; /* duplicate reply */
+    }
+
+    if ((pkt->status != UCS_OK) || (pkt->num_paths != conn->num_paths) ||
+        !uct_uccl_conn_pkt_compatible(iface, pkt)) {
+        ucs_error("uccl: peer rejected connection %u: %s", conn->id,
+                  ucs_status_string(pkt->status != UCS_OK ? pkt->status :
+                                    UCS_ERR_UNSUPPORTED));
+        uct_uccl_conn_fail(conn, UCS_ERR_UNREACHABLE);
+        return;
+    }
+
+    status = uct_uccl_conn_apply_peer(conn, pkt);
+    if (status != UCS_OK) {
+        uct_uccl_conn_fail(conn, status);
+        return;
+    }
+
+    ucs_debug("uccl: conn %u connected to peer conn %u after %u tries",
+              conn->id, conn->remote_id, conn->conn_tries);
+    /* what waited for the connection: queued chunks, pending requests */
+    if ((conn->tx_queued > 0) || !ucs_queue_is_empty(&conn->pending_q)) {
+        uct_uccl_iface_sched_add(iface, conn);
+    }
+    uct_uccl_tx_check_flush(conn); /* flushes requested while connecting */
+}
+
+static void uct_uccl_conn_handle_disconnect(uct_uccl_iface_t *iface,
+                                            const uct_uccl_disconnect_t *pkt)
+{
+    uct_uccl_conn_t *conn = uct_uccl_conn_lookup(iface, pkt->dst_conn_id);
+
+    if ((conn == NULL) || !conn->passive ||
+        (conn->remote_id != pkt->src_conn_id)) {
+        ++iface->stats.unknown_conn;
+        return;
+    }
+
+    ucs_debug("uccl: peer closed conn %u", conn->id);
+    uct_uccl_conn_destroy(conn);
+}
+
+void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
+                              size_t len)
+{
+    const uct_uccl_ctl_hdr_t *hdr = pkt, *rec;
+    const uct_uccl_ack_batch_t *batch;
+    ucs_status_t status;
+    unsigned i;
+
+    status = uct_uccl_wire_ctl_check(pkt, len);
+    if (status != UCS_OK) {
+        ++iface->stats.bad_ctl;
+        ucs_debug("uccl: dropped a malformed control packet (%zu bytes): %s",
+                  len, ucs_status_string(status));
+        return;
+    }
+
+    switch (hdr->type) {
+    case UCT_UCCL_CTL_CONN_REQ:
+        uct_uccl_conn_handle_req(iface, pkt);
+        break;
+    case UCT_UCCL_CTL_CONN_REP:
+        uct_uccl_conn_handle_rep(iface, pkt);
+        break;
+    case UCT_UCCL_CTL_ACK:
+        uct_uccl_tx_handle_ack(iface, pkt);
+        break;
+    case UCT_UCCL_CTL_ACK_BATCH:
+        batch = pkt;
+        rec   = uct_uccl_wire_batch_first(batch);
+        for (i = 0; i < batch->count; ++i) {
+            uct_uccl_tx_handle_ack(iface, (const uct_uccl_ack_t*)rec);
+            rec = uct_uccl_wire_batch_next(rec);
+        }
+        break;
+    case UCT_UCCL_CTL_DISCONNECT:
+        uct_uccl_conn_handle_disconnect(iface, pkt);
+        break;
+    default:
+        /* keepalive and future types: nothing to do */
+        break;
+    }
+}
+
+void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+    uct_uccl_ep_t *ep       = conn->ep;
+    unsigned i;
+
+    if (conn->state == UCT_UCCL_CONN_FAILED) {
+        return;
+    }
+
+    ucs_debug("uccl: conn %u failed: %s", conn->id,
+              ucs_status_string(status));
+    conn->state       = UCT_UCCL_CONN_FAILED;
+    conn->fail_status = status;
+
+    /* stop the wire: outstanding WRs flush back with errors */
+    for (i = 0; i < conn->num_paths; ++i) {
+        if (conn->paths[i].qp != NULL) {
+            (void)ibv_modify_qp(conn->paths[i].qp, &attr, IBV_QP_STATE);
+        }
+    }
+
+    uct_uccl_tx_purge(conn, status);
+    if (ep != NULL) {
+        /* UCX may destroy the ep (and this conn) from the callback */
+        uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
+                                status);
+    }
+}
+
+void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now)
+{
+    uct_uccl_conn_t *conn, *tmp;
+
+    ucs_list_for_each_safe(conn, tmp, &iface->conns, list) {
+        if (conn->state == UCT_UCCL_CONN_CONNECTING) {
+            if (conn->passive || (now < conn->conn_next_try)) {
+                continue;
+            }
+            if (now - conn->conn_start >= iface->config.conn_timeout_ns) {
+                ucs_error("uccl: no reply to %u connection requests",
+                          conn->conn_tries);
+                uct_uccl_conn_fail(conn, UCS_ERR_UNREACHABLE);
+                /* the callback may have destroyed anything: start over */
+                return;
+            }
+            ++conn->conn_tries;
+            conn->conn_next_try = now + iface->config.conn_retry_ns;
+            (void)uct_uccl_conn_send_pkt(conn, UCT_UCCL_CTL_CONN_REQ, UCS_OK);
+        } else if (conn->state == UCT_UCCL_CONN_CONNECTED) {
+            uct_uccl_tx_timers(conn, now);
+            if (conn->state == UCT_UCCL_CONN_FAILED) {
+                return;
+            }
+        }
+    }
+}
+
+void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn)
+{
+    uct_uccl_disconnect_t pkt;
+
+    if ((conn->state != UCT_UCCL_CONN_CONNECTED) ||
+        (conn->remote_id == UCT_UCCL_CONN_ID_NONE)) {
+        return;
+    }
+
+    memset(&pkt, 0, sizeof(pkt));
+    uct_uccl_wire_hdr_init(&pkt.hdr, UCT_UCCL_CTL_DISCONNECT, sizeof(pkt));
+    pkt.dst_conn_id = conn->remote_id;
+    pkt.src_conn_id = conn->id;
+    pkt.reason      = UCS_OK;
+    (void)uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,
+                                  &pkt, sizeof(pkt));
+}
+
+void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
+{
+    const uct_uccl_conn_stats_t *s = &conn->stats;
+
+    fprintf(stream, "uccl[%d]   conn %u%s peer %u %s paths %u: chunks_tx %lu "
+            "bytes_tx %lu chunks_rx %lu retx %lu fast_retx %lu timeouts %lu "
+            "retx_bytes %lu dup_rx %lu acks_tx %lu acks_rx %lu sq_full %lu "
+            "am_held %lu "
+            "srtt_us %.1f rto_us %.1f cwnd %lu inflight %u\n",
+            getpid(), conn->id, conn->passive ? " (passive)" : "",
+            conn->remote_id,
+            (conn->state == UCT_UCCL_CONN_CONNECTED) ? "connected" :
+            (conn->state == UCT_UCCL_CONN_FAILED) ? "failed" : "connecting",
+            conn->num_paths, s->chunks_tx, s->bytes_tx, s->chunks_rx, s->retx,
+            s->fast_retx, s->timeouts, s->retx_bytes, s->dup_rx, s->acks_tx,
+            s->acks_rx,
+            s->sq_full, s->am_held, conn->rto.srtt_ns / 1e3,
+            uct_uccl_rto_current(&conn->rto) / 1e3, conn->cc.cwnd_bytes,
+            conn->rc ? conn->rc_outstanding :
+                       uct_uccl_tracker_outstanding(&conn->tracker));
+}

@@ -1,0 +1,618 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * Endpoint operations. Every operation becomes chunks queued on the conn;
+ * the engine posts them from progress (so they chain). Nothing can be queued
+ * before the conn is up or when its queue is full: UCS_ERR_NO_RESOURCE, and
+ * UCX retries through the pending queue.
+ */
+#include "uccl_iface.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/type/class.h>
+#include <uct/base/uct_iov.inl>
+#include <ucs/datastruct/mpool.inl>
+#include <string.h>
+
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_uccl_ep_check(uct_uccl_conn_t *conn, unsigned nchunks)
+{
+    if (ucs_unlikely(conn->state != UCT_UCCL_CONN_CONNECTED)) {
+        return (conn->state == UCT_UCCL_CONN_FAILED) ? conn->fail_status :
+                                                       UCS_ERR_NO_RESOURCE;
+    }
+    /* keep the order of what waits in the pending queue */
+    if (ucs_unlikely(!conn->in_dispatch &&
+                     !ucs_queue_is_empty(&conn->pending_q))) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    /* an operation larger than the queue limit goes when the queue is empty,
+     * so it is never starved */
+    if (ucs_unlikely((conn->tx_queued + nchunks >
+                      conn->iface->config.max_queued) &&
+                     (conn->tx_queued > 0))) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return UCS_OK;
+}
+
+static inline size_t uct_uccl_conn_chunk_size(uct_uccl_conn_t *conn)
+{
+    return ucs_min(conn->iface->config.chunk_size,
+                   conn->remote_chunk_size - UCT_UCCL_SEND_HDR_MAX);
+}
+
+static uct_uccl_op_t *uct_uccl_op_get(uct_uccl_conn_t *conn,
+                                      uct_uccl_op_type_t type,
+                                      uct_completion_t *comp)
+{
+    uct_uccl_op_t *op = ucs_mpool_get_inline(&conn->iface->op_mp);
+
+    if (op == NULL) {
+        return NULL;
+    }
+
+    op->type       = type;
+    op->pending    = 0;
+    op->status     = UCS_OK;
+    op->comp       = comp;
+    op->done_valid = 0;
+    op->buf        = NULL;
+    op->unpack_cb  = NULL;
+    op->length     = 0;
+    op->id         = conn->next_op_id++;
+    ucs_list_add_tail(&conn->ops, &op->list);
+    return op;
+}
+
+static uct_uccl_chunk_t *uct_uccl_ep_am_chunk(uct_uccl_conn_t *conn,
+                                              uint8_t id)
+{
+    uct_uccl_chunk_t *chunk = uct_uccl_chunk_get(conn->iface);
+    uct_uccl_am_hdr_t *hdr;
+
+    if (ucs_unlikely(chunk == NULL)) {
+        return NULL;
+    }
+
+    hdr               = &chunk->hdr.am;
+    hdr->type         = UCT_UCCL_KIND_AM;
+    hdr->am_id        = id;
+    hdr->rsvd         = 0;
+    hdr->am_seq       = conn->next_am_seq;
+    conn->next_am_seq = uct_uccl_seq_add(conn->next_am_seq, 1);
+    chunk->kind       = UCT_UCCL_KIND_AM;
+    chunk->hdr_len    = sizeof(*hdr);
+    chunk->last       = 1;
+    chunk->laddr      = (uintptr_t)chunk->data;
+    chunk->payload_lkey = chunk->lkey;
+    return chunk;
+}
+
+ucs_status_t uct_uccl_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                  const void *payload, unsigned length)
+{
+    uct_uccl_ep_t *ep       = ucs_derived_of(tl_ep, uct_uccl_ep_t);
+    uct_uccl_conn_t *conn   = ep->conn;
+    uct_uccl_chunk_t *chunk;
+    ucs_status_t status;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_LENGTH(length + sizeof(header), 0,
+                     conn->iface->config.seg_size - sizeof(uct_uccl_am_hdr_t),
+                     "am_short");
+    status = uct_uccl_ep_check(conn, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    chunk = uct_uccl_ep_am_chunk(conn, id);
+    if (ucs_unlikely(chunk == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    *(uint64_t*)chunk->data = header;
+    memcpy(chunk->data + sizeof(header), payload, length);
+    chunk->length       = length + sizeof(header);
+    chunk->hdr.am.length = chunk->length;
+    UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, chunk->length);
+    uct_uccl_tx_enqueue(conn, chunk);
+    return UCS_OK;
+}
+
+ssize_t uct_uccl_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                             uct_pack_callback_t pack_cb, void *arg,
+                             unsigned flags)
+{
+    uct_uccl_ep_t *ep       = ucs_derived_of(tl_ep, uct_uccl_ep_t);
+    uct_uccl_conn_t *conn   = ep->conn;
+    uct_uccl_chunk_t *chunk;
+    ucs_status_t status;
+    size_t length;
+
+    UCT_CHECK_AM_ID(id);
+    status = uct_uccl_ep_check(conn, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    chunk = uct_uccl_ep_am_chunk(conn, id);
+    if (ucs_unlikely(chunk == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    length = pack_cb(chunk->data, arg);
+    ucs_assertv(length <= conn->iface->config.seg_size -
+                          sizeof(uct_uccl_am_hdr_t),
+                "am_bcopy packed %zu bytes", length);
+    chunk->length        = length;
+    chunk->hdr.am.length = length;
+    UCT_TL_EP_STAT_OP(&ep->super, AM, BCOPY, length);
+    uct_uccl_tx_enqueue(conn, chunk);
+    return length;
+}
+
+ucs_status_t uct_uccl_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                  const void *header, unsigned header_length,
+                                  const uct_iov_t *iov, size_t iovcnt,
+                                  unsigned flags, uct_completion_t *comp)
+{
+    uct_uccl_ep_t *ep       = ucs_derived_of(tl_ep, uct_uccl_ep_t);
+    uct_uccl_conn_t *conn   = ep->conn;
+    size_t seg              = conn->iface->config.seg_size -
+                              sizeof(uct_uccl_am_hdr_t);
+    const uct_uccl_mem_t *memh;
+    uct_uccl_chunk_t *chunk;
+    ucs_status_t status;
+    size_t length;
+    uct_uccl_op_t *op;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_PARAM(iovcnt <= 1, "uccl am_zcopy takes one iov, got %zu",
+                    iovcnt);
+    length = (iovcnt > 0) ? uct_iov_get_length(iov) : 0;
+    UCT_CHECK_LENGTH(header_length + length, 0, seg, "am_zcopy");
+    status = uct_uccl_ep_check(conn, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    memh = (length > 0) ? iov->memh : NULL;
+    if ((length > 0) && (memh == UCT_MEM_HANDLE_NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    op = uct_uccl_op_get(conn, UCT_UCCL_OP_ZCOPY, comp);
+    if (op == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    chunk = uct_uccl_ep_am_chunk(conn, id);
+    if (ucs_unlikely(chunk == NULL)) {
+        ucs_list_del(&op->list);
+        ucs_mpool_put_inline(op);
+        --conn->next_op_id;
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    memcpy(chunk->data, header, header_length);
+    chunk->extra_len     = header_length;
+    chunk->length        = length;
+    chunk->laddr         = (length > 0) ? (uintptr_t)iov->buffer : 0;
+    chunk->payload_lkey  = (length > 0) ? memh->lkey : 0;
+    chunk->hdr.am.length = header_length + length;
+    chunk->op            = op;
+    op->pending          = 1;
+    UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY, header_length + length);
+    uct_uccl_tx_enqueue(conn, chunk);
+    return UCS_INPROGRESS;
+}
+
+static uct_uccl_chunk_t *uct_uccl_ep_put_chunk(uct_uccl_conn_t *conn,
+                                               uint64_t remote_addr,
+                                               uct_rkey_t rkey)
+{
+    uct_uccl_chunk_t *chunk = uct_uccl_chunk_get(conn->iface);
+
+    if (ucs_unlikely(chunk == NULL)) {
+        return NULL;
+    }
+    chunk->kind         = UCT_UCCL_KIND_PUT;
+    chunk->last         = 1;
+    chunk->raddr        = remote_addr;
+    chunk->rkey         = rkey;
+    chunk->laddr        = (uintptr_t)chunk->data;
+    chunk->payload_lkey = chunk->lkey;
+    return chunk;
+}
+
+ucs_status_t uct_uccl_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                   unsigned length, uint64_t remote_addr,
+                                   uct_rkey_t rkey)
+{
+    uct_uccl_ep_t *ep       = ucs_derived_of(tl_ep, uct_uccl_ep_t);
+    uct_uccl_conn_t *conn   = ep->conn;
+    uct_uccl_chunk_t *chunk;
+    ucs_status_t status;
+
+    UCT_CHECK_LENGTH(length, 0, conn->iface->config.seg_size, "put_short");
+    status = uct_uccl_ep_check(conn, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    chunk = uct_uccl_ep_put_chunk(conn, remote_addr, rkey);
+    if (ucs_unlikely(chunk == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    memcpy(chunk->data, buffer, length);
+    chunk->length = length;
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
+    uct_uccl_tx_enqueue(conn, chunk);
+    return UCS_OK;
+}
+
+ssize_t uct_uccl_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                              void *arg, uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_uccl_ep_t *ep       = ucs_derived_of(tl_ep, uct_uccl_ep_t);
+    uct_uccl_conn_t *conn   = ep->conn;
+    uct_uccl_chunk_t *chunk;
+    ucs_status_t status;
+
+    status = uct_uccl_ep_check(conn, 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    chunk = uct_uccl_ep_put_chunk(conn, remote_addr, rkey);
+    if (ucs_unlikely(chunk == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    chunk->length = pack_cb(chunk->data, arg);
+    ucs_assertv(chunk->length <= conn->iface->config.seg_size,
+                "put_bcopy packed %u bytes", chunk->length);
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, chunk->length);
+    uct_uccl_tx_enqueue(conn, chunk);
+    return chunk->length;
+}
+
+/* Cut [buffer, +length) into chunks of one op; kind PUT (WRITE_WITH_IMM)
+ * or READ (RC GET). All or nothing: the queue room was checked. */
+static ucs_status_t
+uct_uccl_ep_zcopy_chunks(uct_uccl_conn_t *conn, uct_uccl_op_t *op, int read,
+                         void *buffer, size_t length, uint32_t lkey,
+                         uint64_t remote_addr, uct_rkey_t rkey)
+{
+    size_t chunk_size = uct_uccl_conn_chunk_size(conn);
+    uct_uccl_chunk_t *chunk;
+    size_t offset = 0;
+
+    do {
+        chunk = uct_uccl_chunk_get(conn->iface);
+        if (ucs_unlikely(chunk == NULL)) {
+            /* the chunks already queued complete the op with an error */
+            op->status = UCS_ERR_NO_MEMORY;
+            return UCS_ERR_NO_MEMORY;
+        }
+        chunk->kind         = UCT_UCCL_KIND_PUT;
+        chunk->flags       |= read ? UCT_UCCL_CHUNK_F_READ : 0;
+        chunk->length       = ucs_min(chunk_size, length - offset);
+        chunk->laddr        = (uintptr_t)buffer + offset;
+        chunk->payload_lkey = lkey;
+        chunk->raddr        = remote_addr + offset;
+        chunk->rkey         = rkey;
+        chunk->op           = op;
+        offset             += chunk->length;
+        chunk->last         = (offset >= length);
+        ++op->pending;
+        uct_uccl_tx_enqueue(conn, chunk);
+    } while (offset < length);
+
+    return UCS_OK;
+}
+
+static inline unsigned uct_uccl_ep_nchunks(uct_uccl_conn_t *conn,
+                                           size_t length)
+{
+    return ucs_max(ucs_div_round_up(length, uct_uccl_conn_chunk_size(conn)),
+                   1);
+}
+
+ucs_status_t uct_uccl_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                   size_t iovcnt, uint64_t remote_addr,
+                                   uct_rkey_t rkey, uct_completion_t *comp)
+{
+    uct_uccl_ep_t *ep     = ucs_derived_of(tl_ep, uct_uccl_ep_t);
+    uct_uccl_conn_t *conn = ep->conn;
+    const uct_uccl_mem_t *memh;
+    ucs_status_t status;
+    uct_uccl_op_t *op;
+    size_t length;
+
+    UCT_CHECK_PARAM(iovcnt == 1, "uccl put_zcopy takes one iov, got %zu",
+                    iovcnt);
+    length = uct_iov_get_length(iov);
+    memh   = iov->memh;
+    if ((length > 0) && (memh == UCT_MEM_HANDLE_NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = uct_uccl_ep_check(conn, uct_uccl_ep_nchunks(conn, length));
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    op = uct_uccl_op_get(conn, UCT_UCCL_OP_ZCOPY, comp);
+    if (op == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, ZCOPY, length);
+    ++op->pending; /* hold the op while its chunks are queued */
+    (void)uct_uccl_ep_zcopy_chunks(conn, op, 0, iov->buffer, length,
+                                   (length > 0) ? memh->lkey : 0, remote_addr,
+                                   rkey);
+    uct_uccl_op_part_done(conn, op, UCS_OK);
+    return UCS_INPROGRESS;
+}
+
+static ucs_status_t
+uct_uccl_ep_get(uct_uccl_ep_t *ep, uct_uccl_op_t *op, void *buffer,
+                size_t length, uint32_t lkey, uint32_t reply_rkey,
+                uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_uccl_conn_t *conn = ep->conn;
+    uct_uccl_get_req_t *req;
+    uct_uccl_chunk_t *chunk;
+
+    if (conn->rc) {
+        ++op->pending;
+        (void)uct_uccl_ep_zcopy_chunks(conn, op, 1, buffer, length, lkey,
+                                       remote_addr, rkey);
+        uct_uccl_op_part_done(conn, op, UCS_OK);
+        return UCS_INPROGRESS;
+    }
+
+    /* UC has no READ: the peer's engine writes the data back */
+    chunk = uct_uccl_chunk_get(conn->iface);
+    if (chunk == NULL) {
+        op->pending = 1;
+        uct_uccl_op_part_done(conn, op, UCS_ERR_NO_MEMORY);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    req = &chunk->hdr.get_req;
+    memset(req, 0, sizeof(*req));
+    req->type        = UCT_UCCL_KIND_GET_REQ;
+    req->rkey        = rkey;
+    req->remote_addr = remote_addr;
+    req->length      = length;
+    req->reply_addr  = (uintptr_t)buffer;
+    req->reply_rkey  = reply_rkey;
+    req->op_id       = op->id;
+    chunk->kind      = UCT_UCCL_KIND_GET_REQ;
+    chunk->hdr_len   = sizeof(*req);
+    chunk->last      = 1;
+    op->pending      = 1; /* completes with GET_DONE */
+    ++conn->gets_waiting;
+    uct_uccl_tx_enqueue(conn, chunk);
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t uct_uccl_ep_get_bcopy(uct_ep_h tl_ep,
+                                   uct_unpack_callback_t unpack_cb,
+                                   void *arg, size_t length,
+                                   uint64_t remote_addr, uct_rkey_t rkey,
+                                   uct_completion_t *comp)
+{
+    uct_uccl_ep_t *ep     = ucs_derived_of(tl_ep, uct_uccl_ep_t);
+    uct_uccl_conn_t *conn = ep->conn;
+    ucs_status_t status;
+    uct_uccl_op_t *op;
+    uct_uccl_chunk_t *buf;
+
+    UCT_CHECK_LENGTH(length, 0, conn->iface->config.seg_size, "get_bcopy");
+    status = uct_uccl_ep_check(conn, conn->rc ?
+                                     uct_uccl_ep_nchunks(conn, length) : 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    buf = uct_uccl_chunk_get(conn->iface);
+    if (buf == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    op = uct_uccl_op_get(conn, UCT_UCCL_OP_GET_BCOPY, comp);
+    if (op == NULL) {
+        uct_uccl_iface_chunk_put(buf);
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    buf->flags     |= UCT_UCCL_CHUNK_F_OP_BUF;
+    op->buf         = buf;
+    op->unpack_cb   = unpack_cb;
+    op->unpack_arg  = arg;
+    op->length      = length;
+    UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
+    return uct_uccl_ep_get(ep, op, buf->data, length, buf->lkey, buf->own_rkey,
+                           remote_addr, rkey);
+}
+
+ucs_status_t uct_uccl_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                   size_t iovcnt, uint64_t remote_addr,
+                                   uct_rkey_t rkey, uct_completion_t *comp)
+{
+    uct_uccl_ep_t *ep     = ucs_derived_of(tl_ep, uct_uccl_ep_t);
+    uct_uccl_conn_t *conn = ep->conn;
+    const uct_uccl_mem_t *memh;
+    ucs_status_t status;
+    uct_uccl_op_t *op;
+    size_t length;
+
+    UCT_CHECK_PARAM(iovcnt == 1, "uccl get_zcopy takes one iov, got %zu",
+                    iovcnt);
+    length = uct_iov_get_length(iov);
+    memh   = iov->memh;
+    if (memh == UCT_MEM_HANDLE_NULL) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = uct_uccl_ep_check(conn, conn->rc ?
+                                     uct_uccl_ep_nchunks(conn, length) : 1);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    op = uct_uccl_op_get(conn, UCT_UCCL_OP_GET_ZCOPY, comp);
+    if (op == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    UCT_TL_EP_STAT_OP(&ep->super, GET, ZCOPY, length);
+    return uct_uccl_ep_get(ep, op, iov->buffer, length, memh->lkey,
+                           memh->rkey, remote_addr, rkey);
+}
+
+ucs_status_t uct_uccl_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                               uct_completion_t *comp)
+{
+    uct_uccl_ep_t *ep     = ucs_derived_of(tl_ep, uct_uccl_ep_t);
+    uct_uccl_conn_t *conn = ep->conn;
+    uct_uccl_op_t *op;
+
+    if (conn->state == UCT_UCCL_CONN_FAILED) {
+        return (flags & UCT_FLUSH_FLAG_CANCEL) ? UCS_OK : conn->fail_status;
+    }
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        uct_uccl_tx_purge(conn, UCS_ERR_CANCELED);
+        return UCS_OK;
+    }
+
+    if (!ucs_queue_is_empty(&conn->pending_q)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (uct_uccl_tx_is_flushed(conn) &&
+        (conn->state == UCT_UCCL_CONN_CONNECTED)) {
+        UCT_TL_EP_STAT_FLUSH(&ep->super);
+        return UCS_OK;
+    }
+
+    if (comp != NULL) {
+        op = ucs_mpool_get_inline(&conn->iface->op_mp);
+        if (op == NULL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        op->type       = UCT_UCCL_OP_FLUSH;
+        op->pending    = 1;
+        op->status     = UCS_OK;
+        op->comp       = comp;
+        op->buf        = NULL;
+        op->done_valid = 0;
+        ucs_list_add_tail(&conn->flushes, &op->list);
+    }
+
+    UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t uct_uccl_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    uct_uccl_ep_t *ep     = ucs_derived_of(tl_ep, uct_uccl_ep_t);
+    uct_uccl_conn_t *conn = ep->conn;
+
+    /* the next chunk waits until everything before it completed */
+    if ((conn->tx_queued > 0) || !uct_uccl_tx_is_flushed(conn)) {
+        conn->fence = 1;
+    }
+    UCT_TL_EP_STAT_FENCE(&ep->super);
+    return UCS_OK;
+}
+
+ucs_status_t uct_uccl_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                     unsigned flags)
+{
+    uct_uccl_ep_t *ep     = ucs_derived_of(tl_ep, uct_uccl_ep_t);
+    uct_uccl_conn_t *conn = ep->conn;
+
+    if ((conn->state == UCT_UCCL_CONN_CONNECTED) &&
+        ucs_queue_is_empty(&conn->pending_q) &&
+        (conn->tx_queued < conn->iface->config.max_queued)) {
+        return UCS_ERR_BUSY;
+    }
+
+    uct_pending_req_queue_push(&conn->pending_q, req);
+    UCT_TL_EP_STAT_PEND(&ep->super);
+    return UCS_OK;
+}
+
+void uct_uccl_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                               void *arg)
+{
+    uct_uccl_ep_t *ep     = ucs_derived_of(tl_ep, uct_uccl_ep_t);
+    uct_uccl_conn_t *conn = ep->conn;
+    uct_pending_req_priv_queue_t *priv;
+
+    uct_pending_queue_purge(priv, &conn->pending_q, 1, cb, arg);
+}
+
+void uct_uccl_ep_dispatch_pending(uct_uccl_conn_t *conn)
+{
+    uct_pending_req_priv_queue_t *priv;
+
+    if ((conn->ep == NULL) || ucs_queue_is_empty(&conn->pending_q)) {
+        return;
+    }
+
+    conn->in_dispatch = 1;
+    uct_pending_queue_dispatch(priv, &conn->pending_q,
+                               (conn->state == UCT_UCCL_CONN_CONNECTED) &&
+                               (conn->tx_queued <
+                                conn->iface->config.max_queued));
+    conn->in_dispatch = 0;
+}
+
+static UCS_CLASS_INIT_FUNC(uct_uccl_ep_t, const uct_ep_params_t *params)
+{
+    uct_uccl_iface_t *iface = ucs_derived_of(params->iface, uct_uccl_iface_t);
+    const uct_uccl_device_addr_t *dev;
+    const uct_uccl_iface_addr_t *addr;
+    ucs_status_t status;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+
+    if (!(params->field_mask & UCT_EP_PARAM_FIELD_DEV_ADDR) ||
+        !(params->field_mask & UCT_EP_PARAM_FIELD_IFACE_ADDR)) {
+        ucs_error("uccl: ep create needs the peer's device and iface address");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    dev  = (const void*)params->dev_addr;
+    addr = (const void*)params->iface_addr;
+    if (dev->is_global != iface->port->is_global) {
+        return UCS_ERR_UNREACHABLE;
+    }
+
+    status = uct_uccl_conn_create(iface, 0, dev, addr->ctl_qpn, &self->conn);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    self->conn->ep = self;
+    return uct_uccl_conn_start(self->conn);
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_uccl_ep_t)
+{
+    uct_uccl_conn_t *conn = self->conn;
+
+    conn->ep = NULL;
+    uct_uccl_conn_send_disconnect(conn);
+    uct_uccl_conn_destroy(conn);
+}
+
+UCS_CLASS_DEFINE(uct_uccl_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_uccl_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(uct_uccl_ep_t, uct_ep_t);

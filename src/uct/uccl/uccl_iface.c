@@ -1,0 +1,1128 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ */
+#include "uccl_iface.h"
+
+#include <ucs/arch/cpu.h>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/string.h>
+#include <ucs/type/class.h>
+#include <ucs/datastruct/mpool.inl>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+
+static const char *uct_uccl_mode_names[] = {
+    [UCT_UCCL_MODE_CFG_AUTO] = "auto",
+    [UCT_UCCL_MODE_CFG_UC]   = "uc",
+    [UCT_UCCL_MODE_CFG_RC]   = "rc",
+    [UCT_UCCL_MODE_CFG_LAST] = NULL
+};
+
+static ucs_config_field_t uct_uccl_iface_config_table[] = {
+    {"", "", NULL, ucs_offsetof(uct_uccl_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    {"NUM_PATHS", "32",
+     "Data QPs (network paths) per connection. Chunks are sprayed over them;\n"
+     "the fabric hashes QP numbers onto its paths.",
+     ucs_offsetof(uct_uccl_iface_config_t, num_paths), UCS_CONFIG_TYPE_UINT},
+
+    {"MODE", "auto",
+     "Data QP type: uc (software reliability: SACK, selective retransmission,\n"
+     "timeouts), rc (the NIC recovers losses), auto (uc when the device\n"
+     "supports it, else rc).",
+     ucs_offsetof(uct_uccl_iface_config_t, mode),
+     UCS_CONFIG_TYPE_ENUM(uct_uccl_mode_names)},
+
+    {"CHUNK_SIZE", "64k",
+     "Large PUT/GET are cut into chunks of this size; each chunk is one RDMA\n"
+     "WRITE_WITH_IMM (or READ) on one path, acknowledged and resent alone.",
+     ucs_offsetof(uct_uccl_iface_config_t, chunk_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"SEG_SIZE", "8k",
+     "Largest active message and bcopy operation (bytes copied into a\n"
+     "registered buffer).",
+     ucs_offsetof(uct_uccl_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"TX_QUEUE_LEN", "64",
+     "Send queue length of each data QP. The engine never posts more work\n"
+     "requests than this on a QP; the rest waits in software.",
+     ucs_offsetof(uct_uccl_iface_config_t, tx_queue_len), UCS_CONFIG_TYPE_UINT},
+
+    {"SRQ_SIZE", "256",
+     "Receive buffers in the shared receive queue of the iface (each one\n"
+     "chunk plus a header, for AMs and retransmitted chunks).",
+     ucs_offsetof(uct_uccl_iface_config_t, srq_size), UCS_CONFIG_TYPE_UINT},
+
+    {"SRQ_FLOW", "y",
+     "Tell peers to keep at most SRQ_SIZE chunks in flight to this iface, so\n"
+     "one sender cannot run the receive queue dry (n: only SACK_WINDOW\n"
+     "limits them; UC then drops and resends, RC waits).",
+     ucs_offsetof(uct_uccl_iface_config_t, srq_flow), UCS_CONFIG_TYPE_BOOL},
+
+    {"CQ_SIZE", "8192",
+     "Entries of the send and of the receive completion queue (shared by all\n"
+     "data QPs of the iface).",
+     ucs_offsetof(uct_uccl_iface_config_t, cq_size), UCS_CONFIG_TYPE_UINT},
+
+    {"MAX_QUEUED", "512",
+     "Chunks a connection may hold unsent before operations return\n"
+     "UCS_ERR_NO_RESOURCE (and go to the pending queue).",
+     ucs_offsetof(uct_uccl_iface_config_t, max_queued), UCS_CONFIG_TYPE_UINT},
+
+    {"SACK_WINDOW", "4096",
+     "Chunks in flight per connection and direction (receiver SACK window,\n"
+     "power of two, 64..16384).",
+     ucs_offsetof(uct_uccl_iface_config_t, sack_window), UCS_CONFIG_TYPE_UINT},
+
+    {"MAX_RETRIES", "12",
+     "Retransmission timeouts in a row without progress after which the\n"
+     "connection fails (together with PEER_TIMEOUT).",
+     ucs_offsetof(uct_uccl_iface_config_t, max_retries), UCS_CONFIG_TYPE_UINT},
+
+    {"PEER_TIMEOUT", "3s",
+     "Time without any acknowledged progress after which a connection that\n"
+     "also spent MAX_RETRIES fails and its endpoint reports an error.",
+     ucs_offsetof(uct_uccl_iface_config_t, peer_timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"RTO_INIT", "10ms",
+     "Retransmission timeout before the first RTT sample.",
+     ucs_offsetof(uct_uccl_iface_config_t, rto_init), UCS_CONFIG_TYPE_TIME},
+
+    {"RTO_MIN", "1ms",
+     "Lower bound of the retransmission timeout (RTO = srtt + 4 * rttvar).",
+     ucs_offsetof(uct_uccl_iface_config_t, rto_min), UCS_CONFIG_TYPE_TIME},
+
+    {"RTO_MAX", "200ms",
+     "Upper bound of the retransmission timeout, backoff included.",
+     ucs_offsetof(uct_uccl_iface_config_t, rto_max), UCS_CONFIG_TYPE_TIME},
+
+    {"CONN_RETRY", "20ms",
+     "Interval between connection requests while no reply arrived.",
+     ucs_offsetof(uct_uccl_iface_config_t, conn_retry), UCS_CONFIG_TYPE_TIME},
+
+    {"CONN_TIMEOUT", "10s",
+     "Connection set-up fails when no reply arrived within this time.",
+     ucs_offsetof(uct_uccl_iface_config_t, conn_timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"DUPACK_THRESH", "8",
+     "Duplicate ACKs after which every SACK hole is resent (fast\n"
+     "retransmit).",
+     ucs_offsetof(uct_uccl_iface_config_t, dupack_thresh),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"REORDER_THRESH", "3",
+     "A SACK hole this many chunks below the highest acknowledged one, and\n"
+     "older than the smoothed RTT plus twice its variation, is resent\n"
+     "without waiting for the timeout (0: only DUPACK_THRESH).",
+     ucs_offsetof(uct_uccl_iface_config_t, reorder_thresh),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"ACK_EVERY", "4",
+     "The receiver acknowledges at least every this many chunks; otherwise\n"
+     "ACKs are coalesced to one per connection per progress call.",
+     ucs_offsetof(uct_uccl_iface_config_t, ack_every), UCS_CONFIG_TYPE_UINT},
+
+    {"CC", "fixed",
+     "Congestion control algorithm, chosen at run time by name:\n"
+     "  fixed - a constant window of CC_WINDOW bytes, no pacing.",
+     ucs_offsetof(uct_uccl_iface_config_t, cc), UCS_CONFIG_TYPE_STRING},
+
+    {"CC_WINDOW", "2m",
+     "Bytes in flight per connection allowed by the fixed window (and the\n"
+     "initial window of adaptive algorithms).",
+     ucs_offsetof(uct_uccl_iface_config_t, cc_window),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"PATH_BURST", "4",
+     "Consecutive chunks sent on a path before the next path choice: they\n"
+     "go out as one chain (one doorbell).",
+     ucs_offsetof(uct_uccl_iface_config_t, path_burst), UCS_CONFIG_TYPE_UINT},
+
+    {"ACK_DELAY", "20us",
+     "Longest time a receiver holds an ACK to coalesce it with later ones\n"
+     "(an out-of-order or duplicate arrival, or ACK_EVERY chunks, send it\n"
+     "at once).",
+     ucs_offsetof(uct_uccl_iface_config_t, ack_delay), UCS_CONFIG_TYPE_TIME},
+
+    {"DRR_QUANTUM", "1m",
+     "Bytes a connection may post per scheduler round (deficit round robin\n"
+     "over connections with work).",
+     ucs_offsetof(uct_uccl_iface_config_t, drr_quantum),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"STATS_DUMP", "n",
+     "Print per-connection counters (chunks sent, retransmitted, timeouts,\n"
+     "RTT, window) and iface error counters to stderr when a connection or\n"
+     "the iface closes, and on SIGUSR2 (from the next progress call) when\n"
+     "the process has no SIGUSR2 handler of its own.",
+     ucs_offsetof(uct_uccl_iface_config_t, stats_dump), UCS_CONFIG_TYPE_BOOL},
+
+    UCT_IFACE_MPOOL_CONFIG_FIELDS("TX_", -1, 128, "send",
+                                  ucs_offsetof(uct_uccl_iface_config_t, tx_mp),
+                                  ""),
+
+    {NULL}
+};
+
+
+/* ------------------------------------------------------------------------ */
+/* Registered pools: every mpool chunk is one memory region                 */
+/* ------------------------------------------------------------------------ */
+
+static ucs_status_t uct_uccl_mp_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
+                                            void **chunk_p)
+{
+    uct_uccl_iface_t *iface = *(uct_uccl_iface_t**)ucs_mpool_priv(mp);
+    uct_uccl_mp_chunk_hdr_t *hdr;
+    size_t size;
+
+    size = ucs_align_up(*size_p + sizeof(*hdr), ucs_get_page_size());
+    if (ucs_posix_memalign((void**)&hdr, ucs_get_page_size(), size,
+                           ucs_mpool_name(mp)) != 0) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    hdr->mr = uct_uccl_md_reg(iface->md, hdr, size);
+    if (hdr->mr == NULL) {
+        ucs_free(hdr);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    *size_p  = size - sizeof(*hdr);
+    *chunk_p = hdr + 1;
+    return UCS_OK;
+}
+
+static void uct_uccl_mp_chunk_release(ucs_mpool_t *mp, void *chunk)
+{
+    uct_uccl_iface_t *iface      = *(uct_uccl_iface_t**)ucs_mpool_priv(mp);
+    uct_uccl_mp_chunk_hdr_t *hdr = (uct_uccl_mp_chunk_hdr_t*)chunk - 1;
+
+    uct_uccl_md_dereg(iface->md, hdr->mr);
+    ucs_free(hdr);
+}
+
+static void uct_uccl_tx_obj_init(ucs_mpool_t *mp, void *obj, void *chunk)
+{
+    uct_uccl_mp_chunk_hdr_t *hdr = (uct_uccl_mp_chunk_hdr_t*)chunk - 1;
+    uct_uccl_chunk_t *desc       = obj;
+
+    memset(desc, 0, sizeof(*desc));
+    desc->lkey       = hdr->mr->lkey;
+    desc->own_rkey   = hdr->mr->rkey;
+    desc->wr.wr_id   = (uintptr_t)desc;
+    desc->wr.sg_list = desc->sge;
+}
+
+static void uct_uccl_rx_obj_init(ucs_mpool_t *mp, void *obj, void *chunk)
+{
+    uct_uccl_mp_chunk_hdr_t *hdr = (uct_uccl_mp_chunk_hdr_t*)chunk - 1;
+    uct_uccl_rx_desc_t *desc     = obj;
+
+    desc->lkey = hdr->mr->lkey;
+}
+
+static ucs_mpool_ops_t uct_uccl_tx_mp_ops = {
+    .chunk_alloc   = uct_uccl_mp_chunk_alloc,
+    .chunk_release = uct_uccl_mp_chunk_release,
+    .obj_init      = uct_uccl_tx_obj_init,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+static ucs_mpool_ops_t uct_uccl_rx_mp_ops = {
+    .chunk_alloc   = uct_uccl_mp_chunk_alloc,
+    .chunk_release = uct_uccl_mp_chunk_release,
+    .obj_init      = uct_uccl_rx_obj_init,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+static ucs_mpool_ops_t uct_uccl_op_mp_ops = {
+    .chunk_alloc   = ucs_mpool_chunk_malloc,
+    .chunk_release = ucs_mpool_chunk_free,
+    .obj_init      = NULL,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+static ucs_status_t
+uct_uccl_iface_mpool_init(uct_uccl_iface_t *iface, ucs_mpool_t *mp,
+                          size_t elem_size, unsigned grow, unsigned max,
+                          ucs_mpool_ops_t *ops, const char *name)
+{
+    ucs_status_t status;
+
+    status = ucs_mpool_init(mp, sizeof(iface), elem_size, 0,
+                            UCS_SYS_CACHE_LINE_SIZE, grow, max, ops, name);
+    if (status == UCS_OK) {
+        *(uct_uccl_iface_t**)ucs_mpool_priv(mp) = iface;
+    }
+    return status;
+}
+
+void uct_uccl_iface_chunk_put(uct_uccl_chunk_t *chunk)
+{
+    ucs_mpool_put_inline(chunk);
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Control QP: UD, connection set-up and ACKs                               */
+/* ------------------------------------------------------------------------ */
+
+static inline char *uct_uccl_ctl_rx_buf(uct_uccl_iface_t *iface, unsigned i)
+{
+    return iface->ctl.bufs + (size_t)i * UCT_UCCL_CTL_BUF_SIZE;
+}
+
+static inline char *uct_uccl_ctl_tx_buf(uct_uccl_iface_t *iface, unsigned i)
+{
+    return uct_uccl_ctl_rx_buf(iface, UCT_UCCL_CTL_RX_DEPTH + i);
+}
+
+/* wr_id of control WRs: index, with the top bit for sends */
+#define UCT_UCCL_CTL_WRID_TX  (1ull << 63)
+
+static void uct_uccl_ctl_post_recv(uct_uccl_iface_t *iface,
+                                   const unsigned *idx, unsigned count)
+{
+    struct ibv_recv_wr wrs[UCT_UCCL_CTL_RX_DEPTH], *bad_wr;
+    struct ibv_sge sges[UCT_UCCL_CTL_RX_DEPTH];
+    unsigned i;
+    int ret;
+
+    if (count == 0) {
+        return;
+    }
+
+    for (i = 0; i < count; ++i) {
+        sges[i].addr     = (uintptr_t)uct_uccl_ctl_rx_buf(iface, idx[i]);
+        sges[i].length   = UCT_UCCL_CTL_BUF_SIZE;
+        sges[i].lkey     = iface->ctl.mr->lkey;
+        wrs[i].wr_id     = idx[i];
+        wrs[i].sg_list   = &sges[i];
+        wrs[i].num_sge   = 1;
+        wrs[i].next      = (i + 1 < count) ? &wrs[i + 1] : NULL;
+    }
+
+    ret = ibv_post_recv(iface->ctl.qp, wrs, &bad_wr);
+    if (ret != 0) {
+        ucs_error("uccl: control QP ibv_post_recv() failed: %s",
+                  strerror(ret));
+    }
+}
+
+void *uct_uccl_iface_ctl_tx_buf(uct_uccl_iface_t *iface, unsigned *idx_p)
+{
+    if (iface->ctl.tx_nfree == 0) {
+        ++iface->stats.ctl_tx_busy;
+        return NULL;
+    }
+    *idx_p = iface->ctl.tx_free[--iface->ctl.tx_nfree];
+    return uct_uccl_ctl_tx_buf(iface, *idx_p);
+}
+
+/* Post `count` control packets in one chain (one doorbell) */
+void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_ah **ahs,
+                             const uint32_t *qpns, const unsigned *idx,
+                             const size_t *lens, unsigned count)
+{
+    struct ibv_send_wr wrs[UCT_UCCL_CTL_TX_DEPTH], *bad_wr;
+    struct ibv_sge sges[UCT_UCCL_CTL_TX_DEPTH];
+    unsigned i;
+    int ret;
+
+    if (count == 0) {
+        return;
+    }
+
+    for (i = 0; i < count; ++i) {
+        memset(&wrs[i], 0, sizeof(wrs[i]));
+        sges[i].addr                = (uintptr_t)uct_uccl_ctl_tx_buf(iface,
+                                                                     idx[i]);
+        sges[i].length              = lens[i];
+        sges[i].lkey                = iface->ctl.mr->lkey;
+        wrs[i].wr_id                = UCT_UCCL_CTL_WRID_TX | idx[i];
+        wrs[i].sg_list              = &sges[i];
+        wrs[i].num_sge              = 1;
+        wrs[i].opcode               = IBV_WR_SEND;
+        wrs[i].send_flags           = IBV_SEND_SIGNALED;
+        wrs[i].wr.ud.ah             = ahs[i];
+        wrs[i].wr.ud.remote_qpn     = qpns[i];
+        wrs[i].wr.ud.remote_qkey    = UCT_UCCL_QKEY;
+        wrs[i].next                 = (i + 1 < count) ? &wrs[i + 1] : NULL;
+    }
+
+    ++iface->stats.doorbells;
+    iface->stats.wrs += count;
+    ret = ibv_post_send(iface->ctl.qp, wrs, &bad_wr);
+    if (ret != 0) {
+        ucs_error("uccl: control QP ibv_post_send() failed: %s",
+                  strerror(ret));
+        /* give back the buffers of what was not posted */
+        for (i = bad_wr - wrs; i < count; ++i) {
+            iface->ctl.tx_free[iface->ctl.tx_nfree++] = idx[i];
+        }
+    }
+}
+
+ucs_status_t uct_uccl_iface_ctl_send(uct_uccl_iface_t *iface,
+                                     struct ibv_ah *ah, uint32_t qpn,
+                                     const void *pkt, size_t len)
+{
+    unsigned idx;
+    void *buf;
+
+    ucs_assert(len <= UCT_UCCL_WIRE_CTL_MAX);
+    buf = uct_uccl_iface_ctl_tx_buf(iface, &idx);
+    if (buf == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    memcpy(buf, pkt, len);
+    uct_uccl_iface_ctl_post(iface, &ah, &qpn, &idx, &len, 1);
+    return UCS_OK;
+}
+
+static unsigned uct_uccl_iface_poll_ctl(uct_uccl_iface_t *iface)
+{
+    struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
+    unsigned repost[UCT_UCCL_CQ_BATCH];
+    unsigned i, nrepost = 0;
+    int n;
+
+    n = ibv_poll_cq(iface->ctl.cq, UCT_UCCL_CQ_BATCH, wcs);
+    if (n <= 0) {
+        if (n < 0) {
+            ucs_error("uccl: control CQ poll failed: %d", n);
+        }
+        return 0;
+    }
+
+    for (i = 0; i < n; ++i) {
+        if (wcs[i].wr_id & UCT_UCCL_CTL_WRID_TX) {
+            iface->ctl.tx_free[iface->ctl.tx_nfree++] =
+                    wcs[i].wr_id & ~UCT_UCCL_CTL_WRID_TX;
+            if (wcs[i].status != IBV_WC_SUCCESS) {
+                ++iface->stats.err_cqe;
+                ucs_debug("uccl: control send failed: %s",
+                          ibv_wc_status_str(wcs[i].status));
+            }
+            continue;
+        }
+
+        repost[nrepost++] = wcs[i].wr_id;
+        if (wcs[i].status != IBV_WC_SUCCESS) {
+            ++iface->stats.err_cqe;
+            continue;
+        }
+        if (wcs[i].byte_len <= UCT_UCCL_GRH_LEN) {
+            ++iface->stats.bad_ctl;
+            continue;
+        }
+        uct_uccl_conn_handle_ctl(iface,
+                                 uct_uccl_ctl_rx_buf(iface, wcs[i].wr_id) +
+                                 UCT_UCCL_GRH_LEN,
+                                 wcs[i].byte_len - UCT_UCCL_GRH_LEN);
+    }
+
+    uct_uccl_ctl_post_recv(iface, repost, nrepost);
+    return n;
+}
+
+static ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
+{
+    struct ibv_qp_init_attr qp_init = {};
+    struct ibv_qp_attr attr         = {};
+    unsigned idx[UCT_UCCL_CTL_RX_DEPTH];
+    size_t size;
+    unsigned i;
+
+    size = (size_t)(UCT_UCCL_CTL_RX_DEPTH + UCT_UCCL_CTL_TX_DEPTH) *
+           UCT_UCCL_CTL_BUF_SIZE;
+    if (ucs_posix_memalign((void**)&iface->ctl.bufs, ucs_get_page_size(),
+                           size, "uccl_ctl_bufs") != 0) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    iface->ctl.mr = ibv_reg_mr(iface->md->pd, iface->ctl.bufs, size,
+                               IBV_ACCESS_LOCAL_WRITE);
+    if (iface->ctl.mr == NULL) {
+        ucs_error("uccl: cannot register control buffers: %m");
+        goto err_free;
+    }
+
+    iface->ctl.cq = ibv_create_cq(iface->md->ctx,
+                                  UCT_UCCL_CTL_RX_DEPTH + UCT_UCCL_CTL_TX_DEPTH,
+                                  NULL, NULL, 0);
+    if (iface->ctl.cq == NULL) {
+        ucs_error("uccl: cannot create control CQ: %m");
+        goto err_dereg;
+    }
+
+    qp_init.send_cq          = iface->ctl.cq;
+    qp_init.recv_cq          = iface->ctl.cq;
+    qp_init.qp_type          = IBV_QPT_UD;
+    qp_init.cap.max_send_wr  = UCT_UCCL_CTL_TX_DEPTH;
+    qp_init.cap.max_recv_wr  = UCT_UCCL_CTL_RX_DEPTH;
+    qp_init.cap.max_send_sge = 1;
+    qp_init.cap.max_recv_sge = 1;
+    iface->ctl.qp = ibv_create_qp(iface->md->pd, &qp_init);
+    if (iface->ctl.qp == NULL) {
+        ucs_error("uccl: cannot create the UD control QP: %m");
+        goto err_cq;
+    }
+
+    attr.qp_state   = IBV_QPS_INIT;
+    attr.pkey_index = 0;
+    attr.port_num   = iface->port_num;
+    attr.qkey       = UCT_UCCL_QKEY;
+    if (ibv_modify_qp(iface->ctl.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                      IBV_QP_PORT | IBV_QP_QKEY)) {
+        goto err_modify;
+    }
+
+    attr.qp_state = IBV_QPS_RTR;
+    if (ibv_modify_qp(iface->ctl.qp, &attr, IBV_QP_STATE)) {
+        goto err_modify;
+    }
+
+    attr.qp_state = IBV_QPS_RTS;
+    attr.sq_psn   = 0;
+    if (ibv_modify_qp(iface->ctl.qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN)) {
+        goto err_modify;
+    }
+
+    for (i = 0; i < UCT_UCCL_CTL_TX_DEPTH; ++i) {
+        iface->ctl.tx_free[i] = i;
+    }
+    iface->ctl.tx_nfree = UCT_UCCL_CTL_TX_DEPTH;
+
+    for (i = 0; i < UCT_UCCL_CTL_RX_DEPTH; ++i) {
+        idx[i] = i;
+    }
+    uct_uccl_ctl_post_recv(iface, idx, UCT_UCCL_CTL_RX_DEPTH);
+    return UCS_OK;
+
+err_modify:
+    ucs_error("uccl: cannot bring up the control QP: %m");
+    ibv_destroy_qp(iface->ctl.qp);
+err_cq:
+    ibv_destroy_cq(iface->ctl.cq);
+err_dereg:
+    ibv_dereg_mr(iface->ctl.mr);
+err_free:
+    ucs_free(iface->ctl.bufs);
+    return UCS_ERR_IO_ERROR;
+}
+
+static void uct_uccl_iface_ctl_cleanup(uct_uccl_iface_t *iface)
+{
+    ibv_destroy_qp(iface->ctl.qp);
+    ibv_destroy_cq(iface->ctl.cq);
+    ibv_dereg_mr(iface->ctl.mr);
+    ucs_free(iface->ctl.bufs);
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Scheduler and progress                                                   */
+/* ------------------------------------------------------------------------ */
+
+void uct_uccl_iface_sched_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
+{
+    if (!conn->in_sched) {
+        conn->in_sched = 1;
+        ucs_list_add_tail(&iface->sched, &conn->sched);
+    }
+}
+
+void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
+{
+    if (!conn->ack_pending) {
+        conn->ack_pending = 1;
+        ucs_list_add_tail(&iface->ack_list, &conn->ack_link);
+    }
+}
+
+/* Deficit round robin: each conn with work posts up to a quantum, then
+ * goes to the back; a conn that could not use its quantum (window, send
+ * queues) leaves the list until an ACK or completion brings it back. */
+static unsigned uct_uccl_iface_transmit(uct_uccl_iface_t *iface)
+{
+    unsigned count = 0, nconns;
+    uct_uccl_conn_t *conn;
+
+    nconns = ucs_list_length(&iface->sched);
+    while ((nconns-- > 0) && !ucs_list_is_empty(&iface->sched)) {
+        conn = ucs_list_extract_head(&iface->sched, uct_uccl_conn_t, sched);
+        conn->in_sched = 0;
+        count         += uct_uccl_tx_pump(conn, iface->config.drr_quantum);
+        if (conn->tx_queued > 0) {
+            uct_uccl_iface_sched_add(iface, conn);
+        }
+        uct_uccl_ep_dispatch_pending(conn);
+    }
+
+    return count;
+}
+
+static unsigned uct_uccl_iface_poll_send(uct_uccl_iface_t *iface)
+{
+    struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
+    int i, n;
+
+    n = ibv_poll_cq(iface->send_cq, UCT_UCCL_CQ_BATCH, wcs);
+    if (n < 0) {
+        ucs_error("uccl: send CQ poll failed: %d", n);
+        return 0;
+    }
+    for (i = 0; i < n; ++i) {
+        uct_uccl_tx_completion(iface, &wcs[i]);
+    }
+    return n;
+}
+
+/* Drain the receive CQ in batches, at most one SRQ's worth per call: so a
+ * receive queue that ran dry is seen as such (srq_posted reaches 0) */
+static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
+{
+    struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
+    unsigned total = 0;
+    int i, n;
+
+    do {
+        n = ibv_poll_cq(iface->recv_cq, UCT_UCCL_CQ_BATCH, wcs);
+        if (n < 0) {
+            ucs_error("uccl: receive CQ poll failed: %d", n);
+            break;
+        }
+        for (i = 0; i < n; ++i) {
+            uct_uccl_rx_completion(iface, &wcs[i]);
+        }
+        total += n;
+    } while ((n == UCT_UCCL_CQ_BATCH) && (total < iface->config.srq_size));
+
+    return total;
+}
+
+#define UCT_UCCL_TIMER_NS  200000ull  /* timers are checked every 200us */
+
+/* SIGUSR2 asks every iface for a counter dump (UCX_UCCL_STATS_DUMP=y) */
+static volatile sig_atomic_t uct_uccl_dump_requests;
+
+static void uct_uccl_sigusr2(int signo)
+{
+    ++uct_uccl_dump_requests;
+}
+
+static void uct_uccl_iface_dump_all(uct_uccl_iface_t *iface);
+
+static unsigned uct_uccl_iface_progress(uct_iface_h tl_iface)
+{
+    uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
+    unsigned count;
+    uint64_t now;
+
+    count  = uct_uccl_iface_poll_recv(iface);
+    count += uct_uccl_iface_poll_ctl(iface);
+    count += uct_uccl_iface_poll_send(iface);
+
+    now = uct_uccl_now_ns();
+    if (now >= iface->next_timer) {
+        iface->next_timer = now + UCT_UCCL_TIMER_NS;
+        uct_uccl_conn_timers(iface, now);
+        if (ucs_unlikely(iface->dump_seen != uct_uccl_dump_requests)) {
+            iface->dump_seen = uct_uccl_dump_requests;
+            uct_uccl_iface_dump_all(iface);
+        }
+    }
+
+    count += uct_uccl_iface_transmit(iface);
+    uct_uccl_rx_refill(iface);
+    count += uct_uccl_rx_flush_acks(iface, now);
+    return count;
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* UCT iface operations                                                     */
+/* ------------------------------------------------------------------------ */
+
+static ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
+                                         uct_iface_attr_t *attr)
+{
+    uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
+    size_t seg              = iface->config.seg_size;
+    size_t am_hdr           = sizeof(uct_uccl_am_hdr_t);
+    size_t max_zcopy        = UCT_UCCL_MAX_ZCOPY;
+
+    uct_base_iface_query(&iface->super, attr);
+
+    attr->iface_addr_len  = sizeof(uct_uccl_iface_addr_t);
+    attr->device_addr_len = sizeof(uct_uccl_device_addr_t);
+    attr->ep_addr_len     = 0;
+    attr->max_conn_priv   = 0;
+    attr->cap.flags       = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                            UCT_IFACE_FLAG_AM_SHORT |
+                            UCT_IFACE_FLAG_AM_BCOPY |
+                            UCT_IFACE_FLAG_AM_ZCOPY |
+                            UCT_IFACE_FLAG_PUT_SHORT |
+                            UCT_IFACE_FLAG_PUT_BCOPY |
+                            UCT_IFACE_FLAG_PUT_ZCOPY |
+                            UCT_IFACE_FLAG_GET_BCOPY |
+                            UCT_IFACE_FLAG_GET_ZCOPY |
+                            UCT_IFACE_FLAG_PENDING |
+                            UCT_IFACE_FLAG_CB_SYNC |
+                            /* UCP sends wireup messages (remote ep ids for
+                             * rendezvous) only to ifaces that take async
+                             * callbacks; ours run from uct_worker_progress,
+                             * the engine has no progress thread */
+                            UCT_IFACE_FLAG_CB_ASYNC |
+                            UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                            UCT_UCCL_GLUE_IFACE_FLAG_INTER_NODE;
+    attr->cap.event_flags = 0;
+
+    attr->cap.put.max_short       = seg;
+    attr->cap.put.max_bcopy       = seg;
+    attr->cap.put.min_zcopy       = 0;
+    attr->cap.put.max_zcopy       = max_zcopy;
+    attr->cap.put.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.put.align_mtu       = 128 << iface->config.mtu;
+    attr->cap.put.max_iov         = 1;
+
+    attr->cap.get.max_bcopy       = seg;
+    attr->cap.get.min_zcopy       = 0;
+    attr->cap.get.max_zcopy       = max_zcopy;
+    attr->cap.get.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.get.align_mtu       = 128 << iface->config.mtu;
+    attr->cap.get.max_iov         = 1;
+
+    attr->cap.am.max_short        = seg - am_hdr - sizeof(uint64_t);
+    attr->cap.am.max_bcopy        = seg - am_hdr;
+    attr->cap.am.min_zcopy        = 0;
+    attr->cap.am.max_zcopy        = seg - am_hdr;
+    attr->cap.am.opt_zcopy_align  = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.am.align_mtu        = 128 << iface->config.mtu;
+    attr->cap.am.max_hdr          = seg / 2;
+    attr->cap.am.max_iov          = 1;
+
+    /* a software engine in front of the NIC: a few us of latency, the NIC's
+     * bandwidth, and per-message CPU overhead of the engine */
+    attr->latency                 = ucs_linear_func_make(3e-6, 0);
+    attr->bandwidth.dedicated     = 0;
+    attr->bandwidth.shared        = 10000.0 * UCS_MBYTE;
+    attr->overhead                = 100e-9;
+    attr->priority                = 0;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_uccl_iface_get_device_address(uct_iface_h tl_iface,
+                                                      uct_device_addr_t *addr)
+{
+    uct_uccl_iface_t *iface        = ucs_derived_of(tl_iface, uct_uccl_iface_t);
+    uct_uccl_device_addr_t *dev    = (uct_uccl_device_addr_t*)addr;
+
+    dev->lid       = iface->port->lid;
+    dev->is_global = iface->port->is_global;
+    dev->rsvd      = 0;
+    memcpy(dev->gid, iface->port->gid.raw, sizeof(dev->gid));
+    return UCS_OK;
+}
+
+static ucs_status_t uct_uccl_iface_get_address(uct_iface_h tl_iface,
+                                               uct_iface_addr_t *addr)
+{
+    uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
+
+    ((uct_uccl_iface_addr_t*)addr)->ctl_qpn = iface->ctl.qp->qp_num;
+    return UCS_OK;
+}
+
+static int uct_uccl_iface_is_reachable(const uct_iface_h tl_iface,
+                                       const uct_device_addr_t *dev_addr,
+                                       const uct_iface_addr_t *iface_addr)
+{
+    uct_uccl_iface_t *iface           = ucs_derived_of(tl_iface,
+                                                       uct_uccl_iface_t);
+    const uct_uccl_device_addr_t *dev = (const void*)dev_addr;
+
+    if (dev == NULL) {
+        return 0;
+    }
+    /* an InfiniBand port reaches LIDs, a RoCE port GIDs: not each other */
+    return dev->is_global == iface->port->is_global;
+}
+
+static ucs_status_t uct_uccl_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                         uct_completion_t *comp)
+{
+    uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
+    uct_uccl_conn_t *conn;
+
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    ucs_list_for_each(conn, &iface->conns, list) {
+        if (!uct_uccl_tx_is_flushed(conn)) {
+            UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
+            return UCS_INPROGRESS;
+        }
+    }
+
+    UCT_TL_IFACE_STAT_FLUSH(&iface->super);
+    return UCS_OK;
+}
+
+static void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
+{
+    const uct_uccl_iface_stats_t *s = &iface->stats;
+
+    fprintf(stderr, "uccl[%d] iface %s:%d mode %s: doorbells %lu wrs %lu "
+            "bad_ctl %lu unknown_conn %lu bad_ack %lu bad_data %lu "
+            "bad_rkey %lu unknown_qpn %lu err_cqe %lu srq_empty %lu "
+            "out_of_window %lu rx_no_desc %lu ctl_tx_busy %lu\n",
+            getpid(), iface->md->name, iface->port_num,
+            iface->rc_mode ? "rc" : "uc", s->doorbells, s->wrs, s->bad_ctl,
+            s->unknown_conn, s->bad_ack, s->bad_data, s->bad_rkey,
+            s->unknown_qpn, s->err_cqe, s->srq_empty, s->out_of_window,
+            s->rx_no_desc, s->ctl_tx_busy);
+}
+
+static void uct_uccl_iface_dump_all(uct_uccl_iface_t *iface)
+{
+    uct_uccl_conn_t *conn;
+
+    uct_uccl_iface_dump_stats(iface);
+    ucs_list_for_each(conn, &iface->conns, list) {
+        uct_uccl_conn_dump_stats(conn, stderr);
+    }
+}
+
+static void uct_uccl_iface_signal_init(void)
+{
+    struct sigaction sa, old;
+
+    if ((sigaction(SIGUSR2, NULL, &old) != 0) ||
+        (old.sa_handler != SIG_DFL)) {
+        return; /* the application's signal */
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = uct_uccl_sigusr2;
+    sa.sa_flags   = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    (void)sigaction(SIGUSR2, &sa, NULL);
+}
+
+static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
+                           uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    uct_uccl_iface_config_t *config = ucs_derived_of(tl_config,
+                                                     uct_uccl_iface_config_t);
+    uct_uccl_md_t *md               = ucs_derived_of(tl_md, uct_uccl_md_t);
+    struct ibv_srq_init_attr srq_attr = {};
+    const char *dev_name, *colon;
+    ucs_status_t status;
+    unsigned port_num;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_uccl_iface_tl_ops,
+                              &uct_base_iface_internal_ops, tl_md, worker,
+                              params, tl_config
+                              UCS_STATS_ARG(params->stats_root)
+                              UCS_STATS_ARG(UCT_UCCL_NAME));
+
+    /* the class allocator does not zero: start from a clean engine */
+    memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,
+           sizeof(*self) - sizeof(self->super));
+
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
+        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("uccl: iface needs a device name");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    dev_name = params->mode.device.dev_name;
+    colon    = strrchr(dev_name, ':');
+    if ((colon == NULL) || (sscanf(colon + 1, "%u", &port_num) != 1) ||
+        (uct_uccl_md_port(md, port_num) == NULL)) {
+        ucs_error("uccl: '%s' is not an active <device>:<port> of %s",
+                  dev_name, md->name);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    if ((config->num_paths < 1) ||
+        (config->num_paths > UCT_UCCL_WIRE_MAX_PATHS) ||
+        (config->chunk_size < 1024) || (config->chunk_size > UINT32_MAX / 2) ||
+        (config->seg_size < 256) ||
+        (config->seg_size > config->chunk_size) ||
+        (config->tx_queue_len < 2) ||
+        (config->srq_size < 2 * UCT_UCCL_SRQ_BATCH) ||
+        !ucs_is_pow2(config->sack_window) || (config->sack_window < 64) ||
+        (config->sack_window > UCT_UCCL_WIRE_SACK_MAX_BITS) ||
+        (config->cc_window < 1) || (config->path_burst < 1)) {
+        ucs_error("uccl: invalid configuration (NUM_PATHS 1..%d, CHUNK_SIZE "
+                  ">= 1k, 256 <= SEG_SIZE <= CHUNK_SIZE, TX_QUEUE_LEN >= 2, "
+                  "SRQ_SIZE >= %d, SACK_WINDOW power of 2 in 64..%d)",
+                  UCT_UCCL_WIRE_MAX_PATHS, 2 * UCT_UCCL_SRQ_BATCH,
+                  UCT_UCCL_WIRE_SACK_MAX_BITS);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (uct_uccl_cc_find(config->cc) == NULL) {
+        ucs_error("uccl: unknown congestion control '%s' (UCX_UCCL_CC)",
+                  config->cc);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    self->md       = md;
+    self->port_num = port_num;
+    self->port     = uct_uccl_md_port(md, port_num);
+    self->uuid     = ucs_generate_uuid((uintptr_t)self);
+
+    switch (config->mode) {
+    case UCT_UCCL_MODE_CFG_UC:
+        if (!md->caps.uc) {
+            ucs_error("uccl: UCX_UCCL_MODE=uc but %s has no UC QPs",
+                      md->name);
+            return UCS_ERR_UNSUPPORTED;
+        }
+        self->rc_mode = 0;
+        break;
+    case UCT_UCCL_MODE_CFG_RC:
+        self->rc_mode = 1;
+        break;
+    default:
+        self->rc_mode = !md->caps.uc;
+        break;
+    }
+
+    self->config.num_paths     = config->num_paths;
+    self->config.mode_cfg      = config->mode;
+    self->config.chunk_size    = config->chunk_size;
+    self->config.seg_size      = config->seg_size;
+    self->config.rx_buf_size   = ucs_max(config->chunk_size, config->seg_size) +
+                                 UCT_UCCL_SEND_HDR_MAX;
+    self->config.tx_queue_len  = ucs_min(config->tx_queue_len,
+                                         md->caps.max_qp_wr);
+    self->config.srq_size      = ucs_min(config->srq_size,
+                                         md->caps.max_srq_wr);
+    self->config.rx_window     = config->srq_flow ?
+                                 ucs_min(config->sack_window,
+                                         self->config.srq_size) :
+                                 config->sack_window;
+    self->config.cq_size       = config->cq_size;
+    self->config.max_queued    = ucs_max(config->max_queued, 1);
+    self->config.sack_window   = config->sack_window;
+    self->config.max_retries   = config->max_retries;
+    self->config.peer_timeout_ns = config->peer_timeout * 1e9;
+    self->config.rto.init_ns   = config->rto_init * 1e9;
+    self->config.rto.min_ns    = config->rto_min * 1e9;
+    self->config.rto.max_ns    = config->rto_max * 1e9;
+    self->config.rto.max_retries = config->max_retries;
+    self->config.conn_retry_ns = config->conn_retry * 1e9;
+    self->config.conn_timeout_ns = config->conn_timeout * 1e9;
+    self->config.dupack_thresh = config->dupack_thresh;
+    self->config.reorder_thresh = config->reorder_thresh;
+    self->config.ack_every     = ucs_max(config->ack_every, 1);
+    self->config.cc_window     = config->cc_window;
+    self->config.cc            = uct_uccl_cc_find(config->cc)->name;
+    self->config.path_burst    = config->path_burst;
+    self->config.ack_delay_ns  = config->ack_delay * 1e9;
+    self->config.drr_quantum   = config->drr_quantum;
+    self->config.stats_dump    = config->stats_dump;
+    self->config.mtu           = self->port->mtu;
+
+    ucs_list_head_init(&self->conns);
+    ucs_list_head_init(&self->sched);
+    ucs_list_head_init(&self->ack_list);
+    kh_init_inplace(uct_uccl_qpn, &self->qpn_hash);
+    ucs_ptr_array_init(&self->conn_ids, "uccl_conn_ids");
+
+    status = uct_uccl_iface_mpool_init(self, &self->tx_mp,
+                                       sizeof(uct_uccl_chunk_t) +
+                                       self->config.seg_size,
+                                       ucs_max(config->tx_mp.bufs_grow, 32),
+                                       config->tx_mp.max_bufs,
+                                       &uct_uccl_tx_mp_ops, "uccl_tx");
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    status = uct_uccl_iface_mpool_init(self, &self->rx_mp,
+                                       sizeof(uct_uccl_rx_desc_t) +
+                                       UCT_UCCL_RX_PAD +
+                                       self->config.rx_buf_size,
+                                       UCT_UCCL_SRQ_BATCH, UINT_MAX,
+                                       &uct_uccl_rx_mp_ops, "uccl_rx");
+    if (status != UCS_OK) {
+        goto err_tx_mp;
+    }
+
+    status = ucs_mpool_init(&self->op_mp, 0, sizeof(uct_uccl_op_t), 0,
+                            UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
+                            &uct_uccl_op_mp_ops, "uccl_op");
+    if (status != UCS_OK) {
+        goto err_rx_mp;
+    }
+
+    self->send_cq = ibv_create_cq(md->ctx, self->config.cq_size, NULL, NULL, 0);
+    self->recv_cq = ibv_create_cq(md->ctx, self->config.cq_size, NULL, NULL, 0);
+    if ((self->send_cq == NULL) || (self->recv_cq == NULL)) {
+        ucs_error("uccl: cannot create CQs of %u entries: %m",
+                  self->config.cq_size);
+        status = UCS_ERR_IO_ERROR;
+        goto err_cq;
+    }
+
+    srq_attr.attr.max_wr  = self->config.srq_size;
+    srq_attr.attr.max_sge = 1;
+    self->srq             = ibv_create_srq(md->pd, &srq_attr);
+    if (self->srq == NULL) {
+        ucs_error("uccl: cannot create an SRQ of %u entries: %m",
+                  self->config.srq_size);
+        status = UCS_ERR_IO_ERROR;
+        goto err_cq;
+    }
+
+    status = uct_uccl_iface_ctl_init(self);
+    if (status != UCS_OK) {
+        goto err_srq;
+    }
+
+    if (self->config.stats_dump) {
+        uct_uccl_iface_signal_init();
+    }
+    self->dump_seen  = uct_uccl_dump_requests;
+    self->srq_posted = 1; /* not "ran dry" before the first fill */
+    uct_uccl_rx_refill(self);
+    --self->srq_posted;
+    ucs_debug("uccl: iface %s mode %s paths %u chunk %zu ctl qpn 0x%x",
+              dev_name, self->rc_mode ? "rc" : "uc", self->config.num_paths,
+              self->config.chunk_size, self->ctl.qp->qp_num);
+    return UCS_OK;
+
+err_srq:
+    ibv_destroy_srq(self->srq);
+err_cq:
+    if (self->send_cq != NULL) {
+        ibv_destroy_cq(self->send_cq);
+    }
+    if (self->recv_cq != NULL) {
+        ibv_destroy_cq(self->recv_cq);
+    }
+    ucs_mpool_cleanup(&self->op_mp, 0);
+err_rx_mp:
+    ucs_mpool_cleanup(&self->rx_mp, 0);
+err_tx_mp:
+    ucs_mpool_cleanup(&self->tx_mp, 0);
+err:
+    ucs_ptr_array_cleanup(&self->conn_ids, 0);
+    kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);
+    return status;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
+{
+    uct_uccl_conn_t *conn, *tmp;
+
+    uct_base_iface_progress_disable(&self->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    if (self->config.stats_dump) {
+        uct_uccl_iface_dump_stats(self);
+    }
+
+    ucs_list_for_each_safe(conn, tmp, &self->conns, list) {
+        uct_uccl_conn_destroy(conn);
+    }
+
+    uct_uccl_iface_ctl_cleanup(self);
+    ibv_destroy_srq(self->srq);
+    ibv_destroy_cq(self->send_cq);
+    ibv_destroy_cq(self->recv_cq);
+    /* descs posted on destroyed QPs never complete: no leak check */
+    ucs_mpool_cleanup(&self->op_mp, 0);
+    ucs_mpool_cleanup(&self->rx_mp, 0);
+    ucs_mpool_cleanup(&self->tx_mp, 0);
+    ucs_ptr_array_cleanup(&self->conn_ids, 0);
+    kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);
+}
+
+UCS_CLASS_DEFINE(uct_uccl_iface_t, uct_base_iface_t);
+
+static UCS_CLASS_DEFINE_NEW_FUNC(uct_uccl_iface_t, uct_iface_t, uct_md_h,
+                                 uct_worker_h, const uct_iface_params_t*,
+                                 const uct_iface_config_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(uct_uccl_iface_t, uct_iface_t);
+
+
+uct_iface_ops_t uct_uccl_iface_tl_ops = {
+    .ep_put_short             = uct_uccl_ep_put_short,
+    .ep_put_bcopy             = uct_uccl_ep_put_bcopy,
+    .ep_put_zcopy             = uct_uccl_ep_put_zcopy,
+    .ep_get_bcopy             = uct_uccl_ep_get_bcopy,
+    .ep_get_zcopy             = uct_uccl_ep_get_zcopy,
+    .ep_am_short              = uct_uccl_ep_am_short,
+    .ep_am_short_iov          = uct_base_ep_am_short_iov,
+    .ep_am_bcopy              = uct_uccl_ep_am_bcopy,
+    .ep_am_zcopy              = uct_uccl_ep_am_zcopy,
+    .ep_pending_add           = uct_uccl_ep_pending_add,
+    .ep_pending_purge         = uct_uccl_ep_pending_purge,
+    .ep_flush                 = uct_uccl_ep_flush,
+    .ep_fence                 = uct_uccl_ep_fence,
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_uccl_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_uccl_ep_t),
+    .iface_flush              = uct_uccl_iface_flush,
+    .iface_fence              = uct_base_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = uct_uccl_iface_progress,
+    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(uct_uccl_iface_t),
+    .iface_query              = uct_uccl_iface_query,
+    .iface_get_device_address = uct_uccl_iface_get_device_address,
+    .iface_get_address        = uct_uccl_iface_get_address,
+    .iface_is_reachable       = uct_uccl_iface_is_reachable
+};
+
+
+static ucs_status_t
+uct_uccl_query_tl_devices(uct_md_h tl_md,
+                          uct_tl_device_resource_t **tl_devices_p,
+                          unsigned *num_tl_devices_p)
+{
+    uct_uccl_md_t *md = ucs_derived_of(tl_md, uct_uccl_md_t);
+    uct_tl_device_resource_t *devices;
+    unsigned i, num = 0;
+
+    devices = ucs_calloc(md->num_ports, sizeof(*devices), "uccl_devices");
+    if (devices == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    for (i = 1; i <= md->num_ports; ++i) {
+        if (uct_uccl_md_port(md, i) == NULL) {
+            continue;
+        }
+        ucs_snprintf_zero(devices[num].name, sizeof(devices[num].name),
+                          "%s:%u", md->name, i);
+        devices[num].type       = UCT_DEVICE_TYPE_NET;
+        devices[num].sys_device = UCS_SYS_DEVICE_ID_UNKNOWN;
+        ++num;
+    }
+
+    *tl_devices_p     = devices;
+    *num_tl_devices_p = num;
+    return UCS_OK;
+}
+
+UCT_TL_DEFINE_ENTRY(&uct_uccl_component, uccl, uct_uccl_query_tl_devices,
+                    uct_uccl_iface_t, "UCCL_", uct_uccl_iface_config_table,
+                    uct_uccl_iface_config_t);

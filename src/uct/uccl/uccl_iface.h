@@ -1,0 +1,502 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * The uccl engine: one iface per worker and port owns the shared I/O (one
+ * send CQ, one receive CQ and one SRQ for every data QP, a UD control QP),
+ * the registered pools, the QPN -> path map, the transmit scheduler and the
+ * timers. Conns (one per connected pair of ifaces) hang off it; an ep wraps
+ * the initiator's conn.
+ */
+#ifndef UCT_UCCL_IFACE_H_
+#define UCT_UCCL_IFACE_H_
+
+#include "uccl_md.h"
+#include "uccl_wire.h"
+#include "uccl_seq.h"
+#include "uccl_sack.h"
+#include "uccl_tracker.h"
+#include "uccl_rto.h"
+#include "uccl_path.h"
+#include "uccl_reorder.h"
+#include "cc/uccl_cc.h"
+
+#include <ucs/datastruct/khash.h>
+#include <ucs/datastruct/list.h>
+#include <ucs/datastruct/queue.h>
+#include <ucs/datastruct/mpool.h>
+#include <ucs/datastruct/ptr_array.h>
+#include <ucs/time/time.h>
+
+#define UCT_UCCL_QKEY             0x1ee7a330u
+#define UCT_UCCL_GRH_LEN          40
+#define UCT_UCCL_CTL_BUF_SIZE     (UCT_UCCL_WIRE_CTL_MAX + UCT_UCCL_GRH_LEN)
+#define UCT_UCCL_CTL_RX_DEPTH     128
+#define UCT_UCCL_CTL_TX_DEPTH     64
+#define UCT_UCCL_SRQ_BATCH        32     /* SRQ WQEs per chained post */
+#define UCT_UCCL_CQ_BATCH         32     /* completions per poll */
+#define UCT_UCCL_SEND_HDR_MAX     48     /* largest SEND header */
+#define UCT_UCCL_SMALL_MSG        8192   /* sticks to the last path */
+#define UCT_UCCL_MAX_ZCOPY        (1ul << 30) /* PUT/GET, cut into chunks */
+
+
+typedef struct uct_uccl_iface   uct_uccl_iface_t;
+typedef struct uct_uccl_conn    uct_uccl_conn_t;
+typedef struct uct_uccl_ep      uct_uccl_ep_t;
+typedef struct uct_uccl_op      uct_uccl_op_t;
+typedef struct uct_uccl_chunk   uct_uccl_chunk_t;
+
+
+typedef enum {
+    UCT_UCCL_MODE_CFG_AUTO,
+    UCT_UCCL_MODE_CFG_UC,
+    UCT_UCCL_MODE_CFG_RC,
+    UCT_UCCL_MODE_CFG_LAST
+} uct_uccl_mode_cfg_t;
+
+
+typedef struct uct_uccl_iface_config {
+    uct_iface_config_t      super;
+    unsigned                num_paths;
+    int                     mode;            /* uct_uccl_mode_cfg_t */
+    size_t                  chunk_size;
+    size_t                  seg_size;
+    unsigned                tx_queue_len;    /* per data QP */
+    unsigned                srq_size;
+    int                     srq_flow;
+    unsigned                cq_size;
+    unsigned                max_queued;      /* unsent chunks per conn */
+    unsigned                sack_window;
+    unsigned                max_retries;
+    double                  peer_timeout;
+    double                  rto_init;
+    double                  rto_min;
+    double                  rto_max;
+    double                  conn_retry;
+    double                  conn_timeout;
+    unsigned                dupack_thresh;
+    unsigned                reorder_thresh;
+    unsigned                ack_every;
+    char                    *cc;
+    size_t                  cc_window;       /* bytes */
+    unsigned                path_burst;
+    double                  ack_delay;
+    size_t                  drr_quantum;
+    int                     stats_dump;
+    uct_iface_mpool_config_t tx_mp;
+} uct_uccl_iface_config_t;
+
+
+/* Addresses exchanged by UCX */
+typedef struct UCS_S_PACKED uct_uccl_device_addr {
+    uint16_t                lid;
+    uint8_t                 is_global;
+    uint8_t                 rsvd;
+    uint8_t                 gid[16];
+} uct_uccl_device_addr_t;
+
+typedef struct UCS_S_PACKED uct_uccl_iface_addr {
+    uint32_t                ctl_qpn;
+} uct_uccl_iface_addr_t;
+
+
+/* Registered memory for the pools (one MR per mpool chunk) */
+typedef struct uct_uccl_mp_chunk_hdr {
+    struct ibv_mr           *mr;
+} uct_uccl_mp_chunk_hdr_t;
+
+
+/* What a chunk carries: the kind of its WR and local bookkeeping */
+enum {
+    UCT_UCCL_CHUNK_F_INLINE_DATA = UCS_BIT(0), /* payload in desc->data */
+    UCT_UCCL_CHUNK_F_ACKED       = UCS_BIT(1),
+    UCT_UCCL_CHUNK_F_TRACKED     = UCS_BIT(2), /* in the UC tracker */
+    UCT_UCCL_CHUNK_F_READ        = UCS_BIT(3), /* RC RDMA READ of a GET */
+    UCT_UCCL_CHUNK_F_OP_BUF      = UCS_BIT(4), /* desc is an op's buffer */
+    UCT_UCCL_CHUNK_F_FENCE       = UCS_BIT(5), /* wait for all before it */
+    UCT_UCCL_CHUNK_F_NOLIMIT     = UCS_BIT(6), /* engine's own (GET reply) */
+    UCT_UCCL_CHUNK_F_ZOMBIE      = UCS_BIT(7)  /* released, WRs in flight */
+};
+
+
+/*
+ * One work request's worth of data, from a registered pool. It stays until
+ * the peer acknowledged it (UC) or its send completed (RC), and until every
+ * WR that carries it completed (it can be posted twice: original and resend).
+ */
+struct uct_uccl_chunk {
+    ucs_queue_elem_t        queue;       /* conn's unsent queue */
+    ucs_list_link_t         zlink;       /* conn's zombies */
+    uct_uccl_conn_t         *conn;       /* NULL: orphan, freed on completion */
+    uct_uccl_op_t           *op;         /* completion to update, or NULL */
+    uint32_t                lkey;        /* of this desc (header/data) */
+    uint32_t                own_rkey;    /* of this desc, for GET replies */
+    uint8_t                 kind;        /* uct_uccl_kind_t */
+    uint8_t                 flags;
+    uint8_t                 posted;      /* WRs in send queues */
+    uint8_t                 last;
+    uint16_t                path;
+    uint32_t                csn;
+    uint32_t                length;      /* payload bytes */
+    uint32_t                hdr_len;     /* SEND header bytes in hdr */
+    uint64_t                laddr;       /* payload */
+    uint32_t                payload_lkey;
+    uint32_t                extra_len;   /* AM zcopy: user header in data */
+    uint32_t                rkey;        /* PUT/GET_RESP/READ target */
+    uint64_t                raddr;
+    struct ibv_send_wr      wr;
+    struct ibv_sge          sge[3];
+    union {
+        uct_uccl_am_hdr_t   am;
+        uct_uccl_get_req_t  get_req;
+        uct_uccl_get_done_t get_done;
+        uct_uccl_retx_hdr_t retx;
+        uint8_t             raw[UCT_UCCL_SEND_HDR_MAX];
+    } hdr;
+    char                    data[];      /* seg_size bytes */
+};
+
+
+/* SRQ receive buffer. A SEND lands at data + UCT_UCCL_RX_PAD so that the
+ * payload after an AM header is 8-byte aligned for the AM handler. */
+typedef struct uct_uccl_rx_desc {
+    uint32_t                lkey;
+    uint32_t                rsvd;
+    char                    data[] UCS_V_ALIGNED(8);
+} uct_uccl_rx_desc_t;
+
+#define UCT_UCCL_RX_PAD \
+    ((8 - (sizeof(uct_uccl_am_hdr_t) % 8)) % 8)
+
+static inline void *uct_uccl_rx_data(uct_uccl_rx_desc_t *desc)
+{
+    return desc->data + UCT_UCCL_RX_PAD;
+}
+
+
+typedef enum {
+    UCT_UCCL_OP_ZCOPY,       /* put/am zcopy: comp when all chunks acked */
+    UCT_UCCL_OP_GET_BCOPY,
+    UCT_UCCL_OP_GET_ZCOPY,
+    UCT_UCCL_OP_FLUSH
+} uct_uccl_op_type_t;
+
+/* An operation with a user completion */
+struct uct_uccl_op {
+    ucs_list_link_t         list;        /* conn's outstanding ops */
+    uct_uccl_op_type_t      type;
+    uint32_t                pending;     /* parts still to complete */
+    ucs_status_t            status;
+    uct_completion_t        *comp;
+    uint64_t                id;          /* GET: echoed in GET_DONE */
+    uint32_t                flush_csn;   /* FLUSH: tracker nxt to reach */
+    uint32_t                done_csn;    /* GET_DONE arrived with this CSN */
+    uint8_t                 done_valid;
+    uct_unpack_callback_t   unpack_cb;   /* GET bcopy */
+    void                    *unpack_arg;
+    uct_uccl_chunk_t        *buf;        /* GET bcopy landing buffer */
+    size_t                  length;
+};
+
+
+typedef struct uct_uccl_qp {
+    uct_uccl_conn_t         *conn;
+    struct ibv_qp           *qp;
+    uint32_t                remote_qpn;
+    uint16_t                index;
+    uint16_t                outstanding; /* WRs posted, not completed */
+    struct ibv_send_wr      *chain;      /* being built by the pump */
+    struct ibv_send_wr      *chain_tail;
+    unsigned                chain_len;
+} uct_uccl_qp_t;
+
+
+typedef enum {
+    UCT_UCCL_CONN_CONNECTING,
+    UCT_UCCL_CONN_CONNECTED,
+    UCT_UCCL_CONN_FAILED
+} uct_uccl_conn_state_t;
+
+
+typedef struct uct_uccl_conn_stats {
+    uint64_t                chunks_tx;
+    uint64_t                bytes_tx;
+    uint64_t                chunks_rx;
+    uint64_t                retx;
+    uint64_t                retx_bytes;
+    uint64_t                fast_retx;
+    uint64_t                timeouts;
+    uint64_t                dup_rx;
+    uint64_t                acks_tx;
+    uint64_t                acks_rx;
+    uint64_t                sq_full;
+    uint64_t                am_held;     /* AMs that waited for order */
+} uct_uccl_conn_stats_t;
+
+
+struct uct_uccl_conn {
+    uct_uccl_iface_t        *iface;
+    uct_uccl_ep_t           *ep;         /* NULL on the passive side */
+    uint32_t                id;
+    uint32_t                remote_id;
+    uint64_t                remote_uuid;
+    uct_uccl_conn_state_t   state;
+    uint8_t                 passive;
+    uint8_t                 rc;          /* data QPs are RC */
+    uint8_t                 in_sched;
+    uint8_t                 ack_pending; /* on the iface ACK list */
+    ucs_status_t            fail_status;
+
+    /* peer */
+    struct ibv_ah           *ah;
+    uint32_t                remote_ctl_qpn;
+    uct_uccl_device_addr_t  remote_dev;
+    uint32_t                remote_psn;
+    uint32_t                remote_chunk_size;
+
+    unsigned                num_paths;
+    uct_uccl_qp_t           *paths;
+    uct_uccl_paths_t        sel;         /* path scoreboard and choice */
+    unsigned                burst_left;  /* chunks left for sel.last */
+    uint32_t                psn;
+
+    /* transmit */
+    ucs_queue_head_t        tx_queue;    /* chunks not posted yet */
+    unsigned                tx_queued;
+    uct_uccl_tracker_t      tracker;     /* UC: unacked chunks */
+    uct_uccl_rto_t          rto;
+    uint32_t                init_csn;
+    uint32_t                rc_csn;      /* RC: next CSN (no tracker) */
+    uint32_t                rc_outstanding;
+    uint32_t                next_am_seq;
+    uct_uccl_cc_t           cc;
+    uint8_t                 fence;       /* wait for all acked before next */
+    uint64_t                last_progress; /* ns: una last moved */
+    uint64_t                next_op_id;
+    ucs_list_link_t         ops;         /* outstanding ops with comp */
+    ucs_list_link_t         flushes;     /* flush ops waiting */
+    ucs_list_link_t         zombies;     /* released chunks still posted */
+    ucs_list_link_t         rc_inflight; /* RC: posted, not completed */
+    unsigned                gets_waiting; /* UC GETs waiting for DONE */
+    uint8_t                 in_dispatch; /* running the pending queue */
+    ucs_queue_head_t        pending_q;   /* uct_pending_req_t */
+
+    /* receive */
+    uct_uccl_sack_t         sack;
+    uint8_t                 sack_valid;
+    uint32_t                rx_since_ack;
+    uint32_t                echo_csn;
+    uint8_t                 echo_path;
+    uint64_t                echo_time;
+    uint64_t                ack_due;     /* ns: send the owed ACK by then */
+    uct_uccl_reorder_t      reorder;     /* AMs in sending order */
+    uint8_t                 reorder_valid;
+    uint8_t                 cc_valid;
+
+    /* set-up */
+    uint64_t                conn_start;
+    uint64_t                conn_next_try;
+    unsigned                conn_tries;
+
+    ucs_list_link_t         list;        /* iface conns */
+    ucs_list_link_t         sched;       /* iface scheduler */
+    ucs_list_link_t         ack_link;    /* iface ACK list */
+    uct_uccl_conn_stats_t   stats;
+};
+
+
+struct uct_uccl_ep {
+    uct_base_ep_t           super;
+    uct_uccl_conn_t         *conn;
+};
+
+
+KHASH_MAP_INIT_INT(uct_uccl_qpn, uct_uccl_qp_t*);
+
+
+typedef struct uct_uccl_iface_stats {
+    uint64_t                bad_ctl;     /* malformed control packets */
+    uint64_t                unknown_conn;
+    uint64_t                bad_ack;     /* out-of-range cum / bits */
+    uint64_t                bad_data;    /* malformed SEND on a data QP */
+    uint64_t                bad_rkey;    /* retx/get with a foreign key */
+    uint64_t                unknown_qpn;
+    uint64_t                err_cqe;
+    uint64_t                srq_empty;
+    uint64_t                out_of_window;
+    uint64_t                rx_no_desc;
+    uint64_t                ctl_tx_busy;
+    uint64_t                doorbells;
+    uint64_t                wrs;
+} uct_uccl_iface_stats_t;
+
+
+struct uct_uccl_iface {
+    uct_base_iface_t        super;
+    uct_uccl_md_t           *md;
+    uint8_t                 port_num;
+    const uct_uccl_port_t   *port;
+    uint64_t                uuid;
+    int                     rc_mode;
+
+    struct ibv_cq           *send_cq;
+    struct ibv_cq           *recv_cq;
+    struct ibv_srq          *srq;
+    unsigned                srq_posted;
+
+    /* control QP and its buffers (one MR) */
+    struct {
+        struct ibv_cq       *cq;
+        struct ibv_qp       *qp;
+        struct ibv_mr       *mr;
+        char                *bufs;       /* RX_DEPTH rx + TX_DEPTH tx */
+        unsigned            tx_free[UCT_UCCL_CTL_TX_DEPTH];
+        unsigned            tx_nfree;
+    } ctl;
+
+    ucs_mpool_t             tx_mp;       /* uct_uccl_chunk_t + seg */
+    ucs_mpool_t             rx_mp;       /* uct_uccl_rx_desc_t + rx_buf */
+    ucs_mpool_t             op_mp;       /* uct_uccl_op_t */
+    khash_t(uct_uccl_qpn)   qpn_hash;
+    ucs_ptr_array_t         conn_ids;
+    ucs_list_link_t         conns;
+    ucs_list_link_t         sched;       /* conns with work to send */
+    ucs_list_link_t         ack_list;    /* conns owing an ACK */
+    unsigned                tx_outstanding; /* WRs on the send CQ */
+    uint64_t                next_timer;
+    int                     dump_seen;   /* SIGUSR2 dump requests served */
+    uint64_t                op_id_seed;
+
+    struct {
+        unsigned            num_paths;
+        int                 mode_cfg;
+        size_t              chunk_size;
+        size_t              seg_size;
+        size_t              rx_buf_size;
+        unsigned            tx_queue_len;
+        unsigned            srq_size;
+        unsigned            rx_window;   /* chunks a peer may have in flight */
+        unsigned            cq_size;
+        unsigned            max_queued;
+        unsigned            sack_window;
+        unsigned            max_retries;
+        uint64_t            peer_timeout_ns;
+        uct_uccl_rto_params_t rto;
+        uint64_t            conn_retry_ns;
+        uint64_t            conn_timeout_ns;
+        unsigned            dupack_thresh;
+        unsigned            reorder_thresh;
+        unsigned            ack_every;
+        size_t              cc_window;
+        const char          *cc;
+        unsigned            path_burst;
+        uint64_t            ack_delay_ns;
+        size_t              drr_quantum;
+        int                 stats_dump;
+        enum ibv_mtu        mtu;
+    } config;
+
+    uct_uccl_iface_stats_t  stats;
+};
+
+
+static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_now_ns(void)
+{
+    return ucs_time_to_nsec(ucs_get_time());
+}
+
+static inline uct_uccl_iface_t *uct_uccl_conn_iface(uct_uccl_conn_t *conn)
+{
+    return conn->iface;
+}
+
+/* iface (uccl_iface.c) */
+ucs_status_t uct_uccl_iface_ctl_send(uct_uccl_iface_t *iface,
+                                     struct ibv_ah *ah, uint32_t qpn,
+                                     const void *pkt, size_t len);
+void *uct_uccl_iface_ctl_tx_buf(uct_uccl_iface_t *iface, unsigned *idx_p);
+void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_ah **ahs,
+                             const uint32_t *qpns, const unsigned *idx,
+                             const size_t *lens, unsigned count);
+void uct_uccl_iface_sched_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn);
+void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn);
+void uct_uccl_iface_chunk_put(uct_uccl_chunk_t *chunk);
+
+/* conn (uccl_conn.c) */
+ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
+                                  const uct_uccl_device_addr_t *dev,
+                                  uint32_t remote_ctl_qpn,
+                                  uct_uccl_conn_t **conn_p);
+void uct_uccl_conn_destroy(uct_uccl_conn_t *conn);
+ucs_status_t uct_uccl_conn_start(uct_uccl_conn_t *conn);
+void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status);
+void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
+                              size_t len);
+void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now);
+void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream);
+void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn);
+
+/* tx (uccl_tx.c) */
+void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
+unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum);
+void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);
+void uct_uccl_tx_handle_ack(uct_uccl_iface_t *iface, const uct_uccl_ack_t *ack);
+void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now);
+void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status);
+void uct_uccl_tx_orphan(uct_uccl_conn_t *conn);
+int uct_uccl_tx_is_flushed(uct_uccl_conn_t *conn);
+void uct_uccl_tx_check_flush(uct_uccl_conn_t *conn);
+uct_uccl_chunk_t *uct_uccl_chunk_get(uct_uccl_iface_t *iface);
+void uct_uccl_op_part_done(uct_uccl_conn_t *conn, uct_uccl_op_t *op,
+                           ucs_status_t status);
+void uct_uccl_tx_get_done(uct_uccl_conn_t *conn, uint64_t op_id,
+                          uint32_t csn, ucs_status_t status);
+void uct_uccl_tx_check_gets(uct_uccl_conn_t *conn);
+ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
+                                   const uct_uccl_get_req_t *req);
+
+/* rx (uccl_rx.c) */
+void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);
+unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now);
+void uct_uccl_rx_refill(uct_uccl_iface_t *iface);
+void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn);
+
+/* ep (uccl_ep.c) */
+extern uct_iface_ops_t uct_uccl_iface_tl_ops;
+ucs_status_t uct_uccl_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                   unsigned length, uint64_t remote_addr,
+                                   uct_rkey_t rkey);
+ssize_t uct_uccl_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                              void *arg, uint64_t remote_addr,
+                              uct_rkey_t rkey);
+ucs_status_t uct_uccl_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                   size_t iovcnt, uint64_t remote_addr,
+                                   uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t uct_uccl_ep_get_bcopy(uct_ep_h tl_ep,
+                                   uct_unpack_callback_t unpack_cb,
+                                   void *arg, size_t length,
+                                   uint64_t remote_addr, uct_rkey_t rkey,
+                                   uct_completion_t *comp);
+ucs_status_t uct_uccl_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                   size_t iovcnt, uint64_t remote_addr,
+                                   uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t uct_uccl_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                  const void *payload, unsigned length);
+ssize_t uct_uccl_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                             uct_pack_callback_t pack_cb, void *arg,
+                             unsigned flags);
+ucs_status_t uct_uccl_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                  const void *header, unsigned header_length,
+                                  const uct_iov_t *iov, size_t iovcnt,
+                                  unsigned flags, uct_completion_t *comp);
+ucs_status_t uct_uccl_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                     unsigned flags);
+void uct_uccl_ep_pending_purge(uct_ep_h tl_ep,
+                               uct_pending_purge_callback_t cb, void *arg);
+ucs_status_t uct_uccl_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                               uct_completion_t *comp);
+ucs_status_t uct_uccl_ep_fence(uct_ep_h tl_ep, unsigned flags);
+UCS_CLASS_DECLARE_NEW_FUNC(uct_uccl_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_DELETE_FUNC(uct_uccl_ep_t, uct_ep_t);
+void uct_uccl_ep_dispatch_pending(uct_uccl_conn_t *conn);
+
+#endif

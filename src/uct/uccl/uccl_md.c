@@ -1,0 +1,657 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ */
+#include "uccl_md.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/sys/string.h>
+#include <ucs/sys/sys.h>
+#include <ucm/api/ucm.h>
+#include <string.h>
+#include <errno.h>
+
+
+static ucs_config_field_t uct_uccl_md_config_table[] = {
+    {"", "", NULL, ucs_offsetof(uct_uccl_md_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+
+    {"", "", NULL, ucs_offsetof(uct_uccl_md_config_t, rcache),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
+
+    {"RCACHE", "try",
+     "Cache memory registrations (ucs_rcache): registering the same buffer\n"
+     "again reuses the existing memory region. yes|no|try.",
+     ucs_offsetof(uct_uccl_md_config_t, rcache_enable),
+     UCS_CONFIG_TYPE_TERNARY},
+
+    {"GID_INDEX", "auto",
+     "GID table index to use. auto: the first entry that can be read and is\n"
+     "not zero (unreadable or empty entries are skipped).",
+     ucs_offsetof(uct_uccl_md_config_t, gid_index),
+     UCS_CONFIG_TYPE_ULUNITS},
+
+    {"PROBE_UC", "y",
+     "Probe Unreliable Connected QP support by creating one. When off, the\n"
+     "device is assumed to lack UC and RC data QPs are used.",
+     ucs_offsetof(uct_uccl_md_config_t, probe_uc), UCS_CONFIG_TYPE_BOOL},
+
+    {"REG_OVERHEAD", "16us",
+     "Estimated cost of a memory registration that misses the cache.",
+     ucs_offsetof(uct_uccl_md_config_t, reg_overhead), UCS_CONFIG_TYPE_TIME},
+
+    {NULL}
+};
+
+
+const uct_uccl_port_t *uct_uccl_md_port(uct_uccl_md_t *md, uint8_t port_num)
+{
+    if ((port_num < 1) || (port_num > md->num_ports) ||
+        !md->ports[port_num - 1].active) {
+        return NULL;
+    }
+    return &md->ports[port_num - 1];
+}
+
+static ucs_status_t uct_uccl_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
+{
+    uct_uccl_md_t *md = ucs_derived_of(tl_md, uct_uccl_md_t);
+
+    memset(&attr->cap, 0, sizeof(attr->cap));
+    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    attr->cap.max_alloc        = 0;
+    attr->cap.max_reg          = ULONG_MAX;
+    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->cap.detect_mem_types = 0;
+    attr->cap.alloc_mem_types  = 0;
+    attr->rkey_packed_size     = sizeof(uct_uccl_packed_rkey_t);
+    attr->reg_cost             = md->reg_cost;
+    memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
+    return UCS_OK;
+}
+
+static void uct_uccl_md_mr_track(uct_uccl_md_t *md, struct ibv_mr *mr)
+{
+    uct_uccl_mr_info_t *info;
+    khiter_t it;
+    int ret;
+
+    it = kh_put(uct_uccl_mr, &md->mrs, mr->rkey, &ret);
+    if (ret < 0) {
+        ucs_warn("%s: cannot track rkey 0x%x", md->name, mr->rkey);
+        return;
+    }
+    info        = &kh_val(&md->mrs, it);
+    info->start = (uintptr_t)mr->addr;
+    info->end   = (uintptr_t)mr->addr + mr->length;
+    info->lkey  = mr->lkey;
+}
+
+static void uct_uccl_md_mr_untrack(uct_uccl_md_t *md, struct ibv_mr *mr)
+{
+    khiter_t it = kh_get(uct_uccl_mr, &md->mrs, mr->rkey);
+
+    if (it != kh_end(&md->mrs)) {
+        kh_del(uct_uccl_mr, &md->mrs, it);
+    }
+}
+
+int uct_uccl_md_rkey_check(uct_uccl_md_t *md, uint32_t rkey, uint64_t addr,
+                           uint64_t length, uint32_t *lkey_p)
+{
+    khiter_t it = kh_get(uct_uccl_mr, &md->mrs, rkey);
+    const uct_uccl_mr_info_t *info;
+
+    if (it == kh_end(&md->mrs)) {
+        return 0;
+    }
+    info = &kh_val(&md->mrs, it);
+    if ((addr < info->start) || (addr + length > info->end) ||
+        (addr + length < addr)) {
+        return 0;
+    }
+    if (lkey_p != NULL) {
+        *lkey_p = info->lkey;
+    }
+    return 1;
+}
+
+struct ibv_mr *uct_uccl_md_reg(uct_uccl_md_t *md, void *addr, size_t length)
+{
+    struct ibv_mr *mr;
+
+    mr = ibv_reg_mr(md->pd, addr, length, IBV_ACCESS_LOCAL_WRITE |
+                    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    if (mr == NULL) {
+        ucs_error("%s: ibv_reg_mr(%p, %zu) failed: %m", md->name, addr,
+                  length);
+        return NULL;
+    }
+    uct_uccl_md_mr_track(md, mr);
+    return mr;
+}
+
+void uct_uccl_md_dereg(uct_uccl_md_t *md, struct ibv_mr *mr)
+{
+    uct_uccl_md_mr_untrack(md, mr);
+    ibv_dereg_mr(mr);
+}
+
+static ucs_status_t
+uct_uccl_md_reg_mr(uct_uccl_md_t *md, void *address, size_t length,
+                   int silent, uct_uccl_mem_t *memh)
+{
+    int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                 IBV_ACCESS_REMOTE_READ;
+
+    memh->mr = ibv_reg_mr(md->pd, address, length, access);
+    if (memh->mr == NULL) {
+        ucs_log(silent ? UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR,
+                "%s: ibv_reg_mr(%p, %zu) failed: %m", md->name, address,
+                length);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    ++md->num_reg_mr;
+    uct_uccl_md_mr_track(md, memh->mr);
+    memh->lkey = memh->mr->lkey;
+    memh->rkey = memh->mr->rkey;
+    ucs_trace("%s: registered %p..%p lkey 0x%x rkey 0x%x", md->name, address,
+              UCS_PTR_BYTE_OFFSET(address, length), memh->lkey, memh->rkey);
+    return UCS_OK;
+}
+
+static void uct_uccl_md_dereg_mr(uct_uccl_md_t *md, uct_uccl_mem_t *memh)
+{
+    int ret;
+
+    uct_uccl_md_mr_untrack(md, memh->mr);
+    ret = ibv_dereg_mr(memh->mr);
+
+    if (ret != 0) {
+        ucs_warn("%s: ibv_dereg_mr() failed: %s", md->name, strerror(ret));
+    }
+}
+
+static ucs_status_t
+uct_uccl_md_mem_reg(uct_md_h tl_md, void *address, size_t length,
+                    unsigned flags, uct_mem_h *memh_p)
+{
+    uct_uccl_md_t *md = ucs_derived_of(tl_md, uct_uccl_md_t);
+    ucs_rcache_region_t *region;
+    uct_uccl_mem_t *memh;
+    ucs_status_t status;
+
+    if (length == 0) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (md->rcache != NULL) {
+        status = ucs_rcache_get(md->rcache, address, length,
+                                PROT_READ | PROT_WRITE, &flags, &region);
+        if (status != UCS_OK) {
+            ucs_debug("%s: rcache registration of %p+%zu failed: %s",
+                      md->name, address, length, ucs_status_string(status));
+            return status;
+        }
+        *memh_p = &ucs_derived_of(region, uct_uccl_rcache_region_t)->memh;
+        return UCS_OK;
+    }
+
+    memh = ucs_malloc(sizeof(*memh), "uccl_memh");
+    if (memh == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = uct_uccl_md_reg_mr(md, address, length,
+                                flags & UCT_MD_MEM_FLAG_HIDE_ERRORS, memh);
+    if (status != UCS_OK) {
+        ucs_free(memh);
+        return status;
+    }
+
+    memh->cached = 0;
+    *memh_p      = memh;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_uccl_md_mem_dereg(uct_md_h tl_md, const uct_md_mem_dereg_params_t *params)
+{
+    uct_uccl_md_t *md = ucs_derived_of(tl_md, uct_uccl_md_t);
+    uct_uccl_mem_t *memh;
+
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+
+    memh = params->memh;
+    if (memh->cached) {
+        ucs_rcache_region_put(md->rcache,
+                              &ucs_container_of(memh, uct_uccl_rcache_region_t,
+                                                memh)->super);
+        return UCS_OK;
+    }
+
+    uct_uccl_md_dereg_mr(md, memh);
+    ucs_free(memh);
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_uccl_md_mkey_pack(uct_md_h tl_md, uct_mem_h tl_memh,
+                      const uct_md_mkey_pack_params_t *params,
+                      void *rkey_buffer)
+{
+    const uct_uccl_mem_t *memh = tl_memh;
+    uct_uccl_packed_rkey_t *packed = rkey_buffer;
+
+    packed->rkey  = memh->rkey;
+    packed->magic = UCT_UCCL_RKEY_MAGIC;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_uccl_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
+                     uct_rkey_t *rkey_p, void **handle_p)
+{
+    const uct_uccl_packed_rkey_t *packed = rkey_buffer;
+
+    if (packed->magic != UCT_UCCL_RKEY_MAGIC) {
+        ucs_error("uccl: rkey buffer %p is not a uccl key (magic 0x%x)",
+                  rkey_buffer, packed->magic);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    *rkey_p   = packed->rkey;
+    *handle_p = NULL;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_uccl_rcache_mem_reg_cb(void *context, ucs_rcache_t *rcache, void *arg,
+                           ucs_rcache_region_t *rregion, uint16_t rflags)
+{
+    uct_uccl_rcache_region_t *region = ucs_derived_of(rregion,
+                                                      uct_uccl_rcache_region_t);
+    unsigned *flags = arg;
+    int silent      = (rflags & UCS_RCACHE_MEM_REG_HIDE_ERRORS) ||
+                      (*flags & UCT_MD_MEM_FLAG_HIDE_ERRORS);
+    ucs_status_t status;
+
+    status = uct_uccl_md_reg_mr(context, (void*)region->super.super.start,
+                                region->super.super.end -
+                                region->super.super.start,
+                                silent, &region->memh);
+    region->memh.cached = 1;
+    return status;
+}
+
+static void uct_uccl_rcache_mem_dereg_cb(void *context, ucs_rcache_t *rcache,
+                                         ucs_rcache_region_t *rregion)
+{
+    uct_uccl_rcache_region_t *region = ucs_derived_of(rregion,
+                                                      uct_uccl_rcache_region_t);
+
+    uct_uccl_md_dereg_mr(context, &region->memh);
+}
+
+static void uct_uccl_rcache_dump_region_cb(void *context, ucs_rcache_t *rcache,
+                                           ucs_rcache_region_t *rregion,
+                                           char *buf, size_t max)
+{
+    uct_uccl_rcache_region_t *region = ucs_derived_of(rregion,
+                                                      uct_uccl_rcache_region_t);
+
+    snprintf(buf, max, "lkey 0x%x rkey 0x%x", region->memh.lkey,
+             region->memh.rkey);
+}
+
+static ucs_rcache_ops_t uct_uccl_rcache_ops = {
+    .mem_reg     = uct_uccl_rcache_mem_reg_cb,
+    .mem_dereg   = uct_uccl_rcache_mem_dereg_cb,
+    .dump_region = uct_uccl_rcache_dump_region_cb
+};
+
+static void uct_uccl_md_close(uct_md_h tl_md)
+{
+    uct_uccl_md_t *md = ucs_derived_of(tl_md, uct_uccl_md_t);
+
+    if (md->rcache != NULL) {
+        ucs_rcache_destroy(md->rcache);
+    }
+    ucs_debug("%s: closing, %lu memory regions were registered", md->name,
+              md->num_reg_mr);
+    ibv_dealloc_pd(md->pd);
+    ibv_close_device(md->ctx);
+    kh_destroy_inplace(uct_uccl_mr, &md->mrs);
+    ucs_free(md);
+}
+
+static uct_md_ops_t uct_uccl_md_ops = {
+    .close                  = uct_uccl_md_close,
+    .query                  = uct_uccl_md_query,
+    .mem_reg                = uct_uccl_md_mem_reg,
+    .mem_dereg              = uct_uccl_md_mem_dereg,
+    .mkey_pack              = uct_uccl_md_mkey_pack,
+    .is_sockaddr_accessible = ucs_empty_function_return_zero_int,
+    .detect_memory_type     = ucs_empty_function_return_unsupported,
+};
+
+/* A GID entry is usable when it can be read and is not all zeros. Some
+ * devices have holes or entries that fail to read: skip them, do not fail. */
+static int uct_uccl_md_gid_usable(struct ibv_context *ctx, uint8_t port,
+                                  int index, union ibv_gid *gid)
+{
+    static const union ibv_gid zero_gid;
+
+    if (ibv_query_gid(ctx, port, index, gid) != 0) {
+        ucs_debug("%s:%d: GID index %d cannot be read, skipped",
+                  ibv_get_device_name(ctx->device), port, index);
+        return 0;
+    }
+    return memcmp(gid, &zero_gid, sizeof(*gid)) != 0;
+}
+
+static ucs_status_t uct_uccl_md_port_init(uct_uccl_md_t *md, uint8_t port_num,
+                                          const uct_uccl_md_config_t *config)
+{
+    uct_uccl_port_t *port = &md->ports[port_num - 1];
+    struct ibv_port_attr attr;
+    int i;
+
+    memset(port, 0, sizeof(*port));
+    if (ibv_query_port(md->ctx, port_num, &attr) != 0) {
+        ucs_debug("%s:%d: ibv_query_port() failed: %m", md->name, port_num);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    if (attr.state != IBV_PORT_ACTIVE) {
+        ucs_debug("%s:%d: port is not active", md->name, port_num);
+        return UCS_ERR_UNREACHABLE;
+    }
+
+    port->link_layer = attr.link_layer;
+    port->is_global  = (attr.link_layer == IBV_LINK_LAYER_ETHERNET);
+    port->lid        = attr.lid;
+    port->mtu        = attr.active_mtu;
+    port->gid_index  = -1;
+
+    if (config->gid_index != UCS_ULUNITS_AUTO) {
+        if (((int)config->gid_index >= attr.gid_tbl_len) ||
+            !uct_uccl_md_gid_usable(md->ctx, port_num, config->gid_index,
+                                    &port->gid)) {
+            ucs_error("%s:%d: UCX_UCCL_GID_INDEX=%lu is not a usable GID "
+                      "(table length %d)", md->name, port_num,
+                      config->gid_index, attr.gid_tbl_len);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        port->gid_index = (int)config->gid_index;
+    } else {
+        for (i = 0; i < attr.gid_tbl_len; ++i) {
+            if (uct_uccl_md_gid_usable(md->ctx, port_num, i, &port->gid)) {
+                port->gid_index = i;
+                break;
+            }
+        }
+    }
+
+    if ((port->gid_index < 0) && port->is_global) {
+        ucs_debug("%s:%d: no usable GID on a RoCE port", md->name, port_num);
+        return UCS_ERR_UNREACHABLE;
+    }
+    if (port->gid_index < 0) {
+        memset(&port->gid, 0, sizeof(port->gid));
+    }
+
+    port->active = 1;
+    ucs_debug("%s:%d: %s lid %u mtu %d gid index %d", md->name, port_num,
+              port->is_global ? "ethernet" : "infiniband", port->lid,
+              128 << port->mtu, port->gid_index);
+    return UCS_OK;
+}
+
+/* UC support cannot be read from device attributes: try to create one */
+static int uct_uccl_md_probe_uc(uct_uccl_md_t *md)
+{
+    struct ibv_qp_init_attr qp_attr = {};
+    struct ibv_cq *cq;
+    struct ibv_qp *qp;
+
+    cq = ibv_create_cq(md->ctx, 1, NULL, NULL, 0);
+    if (cq == NULL) {
+        return 0;
+    }
+
+    qp_attr.send_cq          = cq;
+    qp_attr.recv_cq          = cq;
+    qp_attr.qp_type          = IBV_QPT_UC;
+    qp_attr.cap.max_send_wr  = 1;
+    qp_attr.cap.max_recv_wr  = 1;
+    qp_attr.cap.max_send_sge = 1;
+    qp_attr.cap.max_recv_sge = 1;
+    qp = ibv_create_qp(md->pd, &qp_attr);
+    if (qp != NULL) {
+        ibv_destroy_qp(qp);
+    }
+    ibv_destroy_cq(cq);
+    return qp != NULL;
+}
+
+static int uct_uccl_md_probe_cq_ex(uct_uccl_md_t *md)
+{
+    struct ibv_cq_init_attr_ex cq_attr = {
+        .cqe      = 1,
+        .wc_flags = IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM
+    };
+    struct ibv_cq_ex *cq;
+
+    cq = ibv_create_cq_ex(md->ctx, &cq_attr);
+    if (cq == NULL) {
+        return 0;
+    }
+    ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
+    return 1;
+}
+
+static ucs_status_t uct_uccl_md_rcache_init(uct_uccl_md_t *md,
+                                            const uct_uccl_md_config_t *config)
+{
+    ucs_rcache_params_t params;
+    ucs_status_t status;
+
+    if (config->rcache_enable == UCS_NO) {
+        return UCS_OK;
+    }
+
+    uct_uccl_glue_rcache_params(&params, &config->rcache,
+                                sizeof(uct_uccl_rcache_region_t),
+                                UCM_EVENT_VM_UNMAPPED, md,
+                                &uct_uccl_rcache_ops);
+    status = ucs_rcache_create(&params, md->name, NULL, &md->rcache);
+    if (status != UCS_OK) {
+        md->rcache = NULL;
+        if (config->rcache_enable == UCS_YES) {
+            ucs_error("%s: registration cache is required but failed: %s",
+                      md->name, ucs_status_string(status));
+            return status;
+        }
+        ucs_debug("%s: no registration cache: %s", md->name,
+                  ucs_status_string(status));
+        return UCS_OK;
+    }
+
+    md->reg_cost = ucs_linear_func_make(
+            uct_md_rcache_overhead(&config->rcache), 0);
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_uccl_md_open(uct_component_t *component, const char *md_name,
+                 const uct_md_config_t *tl_config, uct_md_h *md_p)
+{
+    const uct_uccl_md_config_t *config = ucs_derived_of(tl_config,
+                                                        uct_uccl_md_config_t);
+    struct ibv_device **devs;
+    struct ibv_device *dev = NULL;
+    uct_uccl_md_t *md;
+    ucs_status_t status;
+    unsigned num_active;
+    int i, num_devs;
+
+    devs = ibv_get_device_list(&num_devs);
+    if (devs == NULL) {
+        ucs_debug("ibv_get_device_list() failed: %m");
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    for (i = 0; i < num_devs; ++i) {
+        if (!strcmp(ibv_get_device_name(devs[i]), md_name)) {
+            dev = devs[i];
+            break;
+        }
+    }
+    if (dev == NULL) {
+        ucs_debug("uccl: verbs device '%s' not found", md_name);
+        status = UCS_ERR_NO_DEVICE;
+        goto err_free_list;
+    }
+
+    md = ucs_calloc(1, sizeof(*md), "uccl_md");
+    if (md == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err_free_list;
+    }
+
+    md->super.ops       = &uct_uccl_md_ops;
+    md->super.component = &uct_uccl_component;
+    md->reg_cost        = ucs_linear_func_make(config->reg_overhead, 0);
+    kh_init_inplace(uct_uccl_mr, &md->mrs);
+    ucs_strncpy_zero(md->name, md_name, sizeof(md->name));
+
+    md->ctx = ibv_open_device(dev);
+    if (md->ctx == NULL) {
+        ucs_debug("%s: ibv_open_device() failed: %m", md_name);
+        status = UCS_ERR_NO_DEVICE;
+        goto err_free_md;
+    }
+
+    if (ibv_query_device(md->ctx, &md->dev_attr) != 0) {
+        ucs_error("%s: ibv_query_device() failed: %m", md_name);
+        status = UCS_ERR_IO_ERROR;
+        goto err_close;
+    }
+
+    md->pd = ibv_alloc_pd(md->ctx);
+    if (md->pd == NULL) {
+        ucs_error("%s: ibv_alloc_pd() failed: %m", md_name);
+        status = UCS_ERR_IO_ERROR;
+        goto err_close;
+    }
+
+    md->num_ports = ucs_min(md->dev_attr.phys_port_cnt, UCT_UCCL_MAX_PORTS);
+    num_active    = 0;
+    for (i = 1; i <= md->num_ports; ++i) {
+        status = uct_uccl_md_port_init(md, i, config);
+        if (status == UCS_ERR_INVALID_PARAM) {
+            goto err_pd;
+        }
+        num_active += (status == UCS_OK);
+    }
+    if (num_active == 0) {
+        ucs_debug("%s: no usable port", md_name);
+        status = UCS_ERR_NO_DEVICE;
+        goto err_pd;
+    }
+
+    md->caps.uc         = config->probe_uc && uct_uccl_md_probe_uc(md);
+    md->caps.cq_ex      = uct_uccl_md_probe_cq_ex(md);
+    md->caps.max_sge    = md->dev_attr.max_sge;
+    md->caps.max_qp_wr  = md->dev_attr.max_qp_wr;
+    md->caps.max_srq_wr = md->dev_attr.max_srq_wr;
+    if (md->caps.max_sge < 3) {
+        ucs_debug("%s: needs 3 SGEs per work request, has %u", md_name,
+                  md->caps.max_sge);
+        status = UCS_ERR_UNSUPPORTED;
+        goto err_pd;
+    }
+
+    status = uct_uccl_md_rcache_init(md, config);
+    if (status != UCS_OK) {
+        goto err_pd;
+    }
+
+    ucs_debug("%s: uc %d cq_ex %d max_sge %u max_qp_wr %u max_srq_wr %u "
+              "rcache %s", md_name, md->caps.uc, md->caps.cq_ex,
+              md->caps.max_sge, md->caps.max_qp_wr, md->caps.max_srq_wr,
+              md->rcache ? "yes" : "no");
+    ibv_free_device_list(devs);
+    *md_p = &md->super;
+    return UCS_OK;
+
+err_pd:
+    ibv_dealloc_pd(md->pd);
+err_close:
+    ibv_close_device(md->ctx);
+err_free_md:
+    kh_destroy_inplace(uct_uccl_mr, &md->mrs);
+    ucs_free(md);
+err_free_list:
+    ibv_free_device_list(devs);
+    return status;
+}
+
+static ucs_status_t
+uct_uccl_query_md_resources(uct_component_t *component,
+                            uct_md_resource_desc_t **resources_p,
+                            unsigned *num_resources_p)
+{
+    uct_md_resource_desc_t *resources;
+    struct ibv_device **devs;
+    int i, num_devs;
+
+    devs = ibv_get_device_list(&num_devs);
+    if ((devs == NULL) || (num_devs == 0)) {
+        if (devs != NULL) {
+            ibv_free_device_list(devs);
+        }
+        ucs_debug("uccl: no verbs devices");
+        return uct_md_query_empty_md_resource(resources_p, num_resources_p);
+    }
+
+    resources = ucs_calloc(num_devs, sizeof(*resources), "uccl_md_resources");
+    if (resources == NULL) {
+        ibv_free_device_list(devs);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    for (i = 0; i < num_devs; ++i) {
+        ucs_strncpy_zero(resources[i].md_name, ibv_get_device_name(devs[i]),
+                         sizeof(resources[i].md_name));
+    }
+
+    ibv_free_device_list(devs);
+    *resources_p     = resources;
+    *num_resources_p = num_devs;
+    return UCS_OK;
+}
+
+uct_component_t uct_uccl_component = {
+    .query_md_resources = uct_uccl_query_md_resources,
+    .md_open            = uct_uccl_md_open,
+    .cm_open            = ucs_empty_function_return_unsupported,
+    .rkey_unpack        = uct_uccl_rkey_unpack,
+    .rkey_ptr           = ucs_empty_function_return_unsupported,
+    .rkey_release       = ucs_empty_function_return_success,
+    .name               = UCT_UCCL_NAME,
+    .md_config          = {
+        .name           = "uccl memory domain",
+        .prefix         = "UCCL_",
+        .table          = uct_uccl_md_config_table,
+        .size           = sizeof(uct_uccl_md_config_t),
+    },
+    .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
+    .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(
+                                  &uct_uccl_component),
+    .flags              = 0,
+    .md_vfs_init        = (uct_component_md_vfs_init_func_t)
+                                  ucs_empty_function
+};

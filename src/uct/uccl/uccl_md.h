@@ -1,0 +1,113 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * uccl memory domain: one per verbs device. Owns the device context and the
+ * protection domain, knows what the device can do (probed once at open) and
+ * registers memory through a registration cache.
+ */
+#ifndef UCT_UCCL_MD_H_
+#define UCT_UCCL_MD_H_
+
+#include <ucs_glue/ucs_glue.h>
+
+#include <infiniband/verbs.h>
+#include <ucs/memory/rcache.h>
+#include <ucs/datastruct/khash.h>
+
+#define UCT_UCCL_NAME          "uccl"
+#define UCT_UCCL_MAX_PORTS     8
+
+
+typedef struct uct_uccl_md_config {
+    uct_md_config_t         super;
+    uct_md_rcache_config_t  rcache;
+    int                     rcache_enable; /* ucs_ternary_auto_value_t */
+    unsigned long           gid_index;     /* UCS_ULUNITS_AUTO or index */
+    int                     probe_uc;
+    double                  reg_overhead;
+} uct_uccl_md_config_t;
+
+
+/* What one port offers, filled at md open */
+typedef struct uct_uccl_port {
+    uint8_t         active;
+    uint8_t         link_layer;    /* IBV_LINK_LAYER_* */
+    uint8_t         is_global;     /* routes need a GRH (RoCE) */
+    uint16_t        lid;
+    enum ibv_mtu    mtu;
+    int             gid_index;
+    union ibv_gid   gid;
+} uct_uccl_port_t;
+
+
+/* A live memory region, found by its rkey: a peer's request naming one of
+ * our keys is checked against it before we touch memory */
+typedef struct uct_uccl_mr_info {
+    uint64_t                start;
+    uint64_t                end;
+    uint32_t                lkey;
+} uct_uccl_mr_info_t;
+
+KHASH_MAP_INIT_INT(uct_uccl_mr, uct_uccl_mr_info_t);
+
+
+typedef struct uct_uccl_md {
+    uct_md_t                super;
+    struct ibv_context      *ctx;
+    struct ibv_pd           *pd;
+    struct ibv_device_attr  dev_attr;
+    ucs_rcache_t            *rcache;
+    char                    name[UCT_MD_NAME_MAX];
+    struct {
+        int                 uc;          /* UC QPs can be created */
+        int                 cq_ex;       /* ibv_create_cq_ex works */
+        unsigned            max_sge;
+        unsigned            max_qp_wr;
+        unsigned            max_srq_wr;
+    } caps;
+    unsigned                num_ports;
+    uct_uccl_port_t         ports[UCT_UCCL_MAX_PORTS];
+    ucs_linear_func_t       reg_cost;
+    unsigned long           num_reg_mr;  /* ibv_reg_mr calls, for tests */
+    khash_t(uct_uccl_mr)    mrs;         /* rkey -> region */
+} uct_uccl_md_t;
+
+
+/* Memory handle: what a registration gives the data path */
+typedef struct uct_uccl_mem {
+    struct ibv_mr           *mr;
+    uint32_t                lkey;
+    uint32_t                rkey;
+    uint8_t                 cached;    /* lives in an rcache region */
+} uct_uccl_mem_t;
+
+
+typedef struct uct_uccl_rcache_region {
+    ucs_rcache_region_t     super;
+    uct_uccl_mem_t          memh;
+} uct_uccl_rcache_region_t;
+
+
+/* Packed remote key as it travels to the peer */
+typedef struct UCS_S_PACKED uct_uccl_packed_rkey {
+    uint32_t                rkey;
+    uint32_t                magic;     /* catches a foreign rkey buffer */
+} uct_uccl_packed_rkey_t;
+
+#define UCT_UCCL_RKEY_MAGIC    0x6b637275u /* "urck" */
+
+
+extern uct_component_t uct_uccl_component;
+
+const uct_uccl_port_t *uct_uccl_md_port(uct_uccl_md_t *md, uint8_t port_num);
+
+/* Register/deregister outside UCX's mem_reg (engine pools), keeping the
+ * rkey map up to date */
+struct ibv_mr *uct_uccl_md_reg(uct_uccl_md_t *md, void *addr, size_t length);
+void uct_uccl_md_dereg(uct_uccl_md_t *md, struct ibv_mr *mr);
+
+/* Is [addr, addr + length) inside the region of our rkey? Gives its lkey. */
+int uct_uccl_md_rkey_check(uct_uccl_md_t *md, uint32_t rkey, uint64_t addr,
+                           uint64_t length, uint32_t *lkey_p);
+
+#endif

@@ -1,0 +1,396 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * Receive side: a completion's QP number finds (conn, path), its immediate
+ * names the chunk. UC mode records every CSN in the SACK state (a duplicate
+ * is dropped before its data is used) and owes the sender an ACK; ACKs are
+ * coalesced and go out together, several per SEND and several SENDs per
+ * chain. Active messages reach UCX in their sending order.
+ */
+#include "uccl_iface.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/datastruct/mpool.inl>
+#include <string.h>
+
+
+void uct_uccl_rx_refill(uct_uccl_iface_t *iface)
+{
+    struct ibv_recv_wr wrs[UCT_UCCL_SRQ_BATCH], *bad_wr;
+    struct ibv_sge sges[UCT_UCCL_SRQ_BATCH];
+    uct_uccl_rx_desc_t *desc;
+    unsigned i, n;
+    int ret;
+
+    if (ucs_unlikely(iface->srq_posted == 0)) {
+        /* the SRQ ran dry: UC drops, RC waits for receiver-not-ready */
+        ++iface->stats.srq_empty;
+    }
+
+    while (iface->config.srq_size - iface->srq_posted >=
+           UCT_UCCL_SRQ_BATCH / 2) {
+        n = ucs_min(UCT_UCCL_SRQ_BATCH,
+                    iface->config.srq_size - iface->srq_posted);
+        for (i = 0; i < n; ++i) {
+            desc = ucs_mpool_get_inline(&iface->rx_mp);
+            if (desc == NULL) {
+                ++iface->stats.rx_no_desc;
+                break;
+            }
+            sges[i].addr    = (uintptr_t)uct_uccl_rx_data(desc);
+            sges[i].length  = iface->config.rx_buf_size;
+            sges[i].lkey    = desc->lkey;
+            wrs[i].wr_id    = (uintptr_t)desc;
+            wrs[i].sg_list  = &sges[i];
+            wrs[i].num_sge  = 1;
+            wrs[i].next     = &wrs[i + 1];
+        }
+        if (i == 0) {
+            return;
+        }
+
+        wrs[i - 1].next = NULL;
+        ret = ibv_post_srq_recv(iface->srq, wrs, &bad_wr);
+        if (ret != 0) {
+            ucs_error("uccl: ibv_post_srq_recv(%u) failed: %s", i,
+                      strerror(ret));
+            for (; bad_wr != NULL; bad_wr = bad_wr->next) {
+                ucs_mpool_put_inline((void*)bad_wr->wr_id);
+                --i;
+            }
+            iface->srq_posted += i;
+            return;
+        }
+        iface->srq_posted += i;
+        if (i < n) {
+            return;
+        }
+    }
+}
+
+static void uct_uccl_rx_desc_put(uct_uccl_rx_desc_t *desc)
+{
+    ucs_mpool_put_inline(desc);
+}
+
+static void uct_uccl_rx_am_invoke(uct_uccl_iface_t *iface,
+                                  uct_uccl_rx_desc_t *desc)
+{
+    const uct_uccl_am_hdr_t *hdr = (const void*)uct_uccl_rx_data(desc);
+
+    (void)uct_iface_invoke_am(&iface->super, hdr->am_id, (void*)(hdr + 1),
+                              hdr->length, 0);
+}
+
+static void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface, void *desc)
+{
+    uct_uccl_rx_am_invoke(iface, desc);
+    uct_uccl_rx_desc_put(desc);
+}
+
+/* Deliver in am_seq order: an early AM waits in the reorder ring */
+static void uct_uccl_rx_am(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc)
+{
+    uct_uccl_iface_t *iface      = conn->iface;
+    const uct_uccl_am_hdr_t *hdr = (const void*)uct_uccl_rx_data(desc);
+    void *next;
+
+    switch (uct_uccl_reorder_insert(&conn->reorder, hdr->am_seq, desc)) {
+    case UCT_UCCL_REORDER_DELIVER:
+        uct_uccl_rx_am_deliver(iface, desc);
+        while ((next = uct_uccl_reorder_pop(&conn->reorder)) != NULL) {
+            uct_uccl_rx_am_deliver(iface, next);
+        }
+        break;
+    case UCT_UCCL_REORDER_HELD:
+        ++conn->stats.am_held;
+        break;
+    case UCT_UCCL_REORDER_DUPLICATE:
+        ++conn->stats.dup_rx;
+        uct_uccl_rx_desc_put(desc);
+        break;
+    default:
+        ++iface->stats.out_of_window;
+        uct_uccl_rx_desc_put(desc);
+        break;
+    }
+}
+
+/* A resent WRITE chunk: copy it to its place if it is still missing and
+ * the target is one of our regions */
+static int uct_uccl_rx_retx(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc,
+                            uint32_t *csn_p)
+{
+    uct_uccl_iface_t *iface         = conn->iface;
+    const uct_uccl_retx_hdr_t *retx = (const void*)uct_uccl_rx_data(desc);
+    uint32_t csn                    = uct_uccl_imm_csn(retx->imm);
+    uct_uccl_sack_result_t r;
+    uct_uccl_kind_t kind;
+
+    kind = uct_uccl_imm_kind(retx->imm);
+    if ((uct_uccl_imm_check(retx->imm) != UCS_OK) ||
+        ((kind != UCT_UCCL_KIND_PUT) && (kind != UCT_UCCL_KIND_GET_RESP))) {
+        ++iface->stats.bad_data;
+        return 0;
+    }
+
+    if (!uct_uccl_md_rkey_check(iface->md, retx->rkey, retx->remote_addr,
+                                retx->length, NULL)) {
+        ++iface->stats.bad_rkey;
+        ucs_debug("uccl: resent chunk for %p+%u with unknown key 0x%x",
+                  (void*)retx->remote_addr, retx->length, retx->rkey);
+        return 0;
+    }
+
+    *csn_p = csn;
+    r      = uct_uccl_sack_record(&conn->sack, csn);
+    if (r == UCT_UCCL_SACK_DUPLICATE) {
+        ++conn->stats.dup_rx;
+        return 1; /* still worth an ACK: the sender did not see ours */
+    } else if (r == UCT_UCCL_SACK_OUT_OF_WINDOW) {
+        ++iface->stats.out_of_window;
+        return 0;
+    }
+
+    memcpy((void*)retx->remote_addr, retx + 1, retx->length);
+    ++conn->stats.chunks_rx;
+    return 1;
+}
+
+/* The sender must hear of this arrival: soon (ACK_DELAY, coalescing), or at
+ * once after ACK_EVERY chunks or a duplicate (our ACK was lost). Arrivals
+ * out of order are normal when chunks are sprayed: they wait like others */
+static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
+                                unsigned path, uct_uccl_sack_result_t r)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    uint64_t now            = uct_uccl_now_ns();
+
+    conn->echo_csn  = csn;
+    conn->echo_path = path;
+    conn->echo_time = now;
+    if (!conn->ack_pending) {
+        conn->ack_due = now + iface->config.ack_delay_ns;
+    }
+    if ((++conn->rx_since_ack >= iface->config.ack_every) ||
+        (r == UCT_UCCL_SACK_DUPLICATE)) {
+        conn->ack_due = 0;
+    }
+    uct_uccl_iface_ack_add(iface, conn);
+    if (conn->gets_waiting > 0) {
+        uct_uccl_tx_check_gets(conn);
+    }
+}
+
+void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
+{
+    uct_uccl_rx_desc_t *desc = (uct_uccl_rx_desc_t*)wc->wr_id;
+    uct_uccl_sack_result_t r = UCT_UCCL_SACK_IN_ORDER;
+    const uct_uccl_get_done_t *done;
+    uct_uccl_qp_t *path;
+    uct_uccl_conn_t *conn;
+    uint32_t imm, csn;
+    uct_uccl_kind_t kind;
+    khiter_t it;
+
+    --iface->srq_posted;
+    if (ucs_unlikely(wc->status != IBV_WC_SUCCESS)) {
+        if (wc->status != IBV_WC_WR_FLUSH_ERR) {
+            ++iface->stats.err_cqe;
+            ucs_debug("uccl: receive completion error %s on qp 0x%x",
+                      ibv_wc_status_str(wc->status), wc->qp_num);
+        }
+        goto out_put;
+    }
+
+    it = kh_get(uct_uccl_qpn, &iface->qpn_hash, wc->qp_num);
+    if (ucs_unlikely(it == kh_end(&iface->qpn_hash))) {
+        ++iface->stats.unknown_qpn;
+        goto out_put;
+    }
+    path = kh_val(&iface->qpn_hash, it);
+    conn = path->conn;
+    if (ucs_unlikely((conn->state != UCT_UCCL_CONN_CONNECTED) ||
+                     !(wc->wc_flags & IBV_WC_WITH_IMM))) {
+        ++iface->stats.bad_data;
+        goto out_put;
+    }
+
+    imm = uct_uccl_imm_from_wire(wc->imm_data);
+    if (ucs_unlikely(uct_uccl_imm_check(imm) != UCS_OK)) {
+        ++iface->stats.bad_data;
+        goto out_put;
+    }
+    kind = uct_uccl_imm_kind(imm);
+    csn  = uct_uccl_imm_csn(imm);
+
+    if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+        /* the data is in place already; only the arrival is news */
+        if ((kind != UCT_UCCL_KIND_PUT) && (kind != UCT_UCCL_KIND_GET_RESP)) {
+            ++iface->stats.bad_data;
+            goto out_put;
+        }
+        if (!conn->rc) {
+            r = uct_uccl_sack_record(&conn->sack, csn);
+            if (r == UCT_UCCL_SACK_OUT_OF_WINDOW) {
+                ++iface->stats.out_of_window;
+                goto out_put;
+            }
+            conn->stats.dup_rx    += (r == UCT_UCCL_SACK_DUPLICATE);
+            conn->stats.chunks_rx += (r != UCT_UCCL_SACK_DUPLICATE);
+            uct_uccl_rx_owe_ack(conn, csn, path->index, r);
+        } else {
+            ++conn->stats.chunks_rx;
+        }
+        goto out_put;
+    }
+
+    if (ucs_unlikely((wc->opcode != IBV_WC_RECV) ||
+                     (uct_uccl_wire_data_check(uct_uccl_rx_data(desc), wc->byte_len,
+                                               imm) != UCS_OK))) {
+        ++iface->stats.bad_data;
+        goto out_put;
+    }
+
+    if (kind == UCT_UCCL_KIND_RETX) {
+        if (!conn->rc && uct_uccl_rx_retx(conn, desc, &csn)) {
+            /* a resend means a loss: answer at once */
+            uct_uccl_rx_owe_ack(conn, csn, path->index,
+                                UCT_UCCL_SACK_DUPLICATE);
+        }
+        goto out_put;
+    }
+
+    if (!conn->rc) {
+        r = uct_uccl_sack_record(&conn->sack, csn);
+        if (r == UCT_UCCL_SACK_OUT_OF_WINDOW) {
+            ++iface->stats.out_of_window;
+            goto out_put;
+        }
+        uct_uccl_rx_owe_ack(conn, csn, path->index, r);
+        if (r == UCT_UCCL_SACK_DUPLICATE) {
+            ++conn->stats.dup_rx;
+            goto out_put;
+        }
+    }
+    ++conn->stats.chunks_rx;
+
+    switch (kind) {
+    case UCT_UCCL_KIND_AM:
+        uct_uccl_rx_am(conn, desc);
+        desc = NULL;
+        break;
+    case UCT_UCCL_KIND_GET_REQ:
+        if (conn->rc || (uct_uccl_tx_serve_get(conn, (const void*)uct_uccl_rx_data(desc)) !=
+                         UCS_OK)) {
+            ++iface->stats.bad_data;
+        }
+        break;
+    case UCT_UCCL_KIND_GET_DONE:
+        done = (const void*)uct_uccl_rx_data(desc);
+        if (!conn->rc) {
+            uct_uccl_tx_get_done(conn, done->op_id, csn, done->status);
+        }
+        break;
+    default:
+        ++iface->stats.bad_data;
+        break;
+    }
+
+out_put:
+    if (desc != NULL) {
+        uct_uccl_rx_desc_put(desc);
+    }
+}
+
+/* One ACK record of conn into `rec` (at most max_bytes) */
+static size_t uct_uccl_rx_ack_pack(uct_uccl_conn_t *conn, uct_uccl_ack_t *ack,
+                                   size_t max_bytes, uint64_t now)
+{
+    unsigned words;
+
+    memset(ack, 0, sizeof(*ack));
+    words = uct_uccl_sack_ack_pack(&conn->sack, ack,
+                                   uct_uccl_wire_ack_max_words(max_bytes));
+    uct_uccl_wire_hdr_init(&ack->hdr, UCT_UCCL_CTL_ACK,
+                           uct_uccl_wire_ack_size(words));
+    ack->dst_conn_id = conn->remote_id;
+    ack->echo_csn    = conn->echo_csn;
+    ack->echo_path   = conn->echo_path;
+    ack->rx_delay_ns = ucs_min(now - conn->echo_time, UINT32_MAX);
+    ack->credit      = 0;
+    return ack->hdr.length;
+}
+
+/* Send every owed ACK: records for the same peer share a SEND (a batch),
+ * all SENDs go out in one chain */
+unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now)
+{
+    struct ibv_ah *ahs[UCT_UCCL_CTL_TX_DEPTH];
+    uint32_t qpns[UCT_UCCL_CTL_TX_DEPTH];
+    unsigned idx[UCT_UCCL_CTL_TX_DEPTH];
+    size_t lens[UCT_UCCL_CTL_TX_DEPTH];
+    uint64_t rec_buf[UCT_UCCL_WIRE_CTL_MAX / 8];
+    uct_uccl_ack_batch_t *batch = NULL;
+    uct_uccl_conn_t *conn, *tmp;
+    unsigned count = 0, acks = 0;
+    size_t len;
+    void *dst;
+
+    ucs_list_for_each_safe(conn, tmp, &iface->ack_list, ack_link) {
+        if ((conn->state != UCT_UCCL_CONN_CONNECTED) || !conn->sack_valid) {
+            ucs_list_del(&conn->ack_link);
+            conn->ack_pending = 0;
+            continue;
+        }
+        if (conn->ack_due > now) {
+            continue; /* still coalescing */
+        }
+
+        len = uct_uccl_rx_ack_pack(conn, (uct_uccl_ack_t*)rec_buf,
+                                   UCT_UCCL_WIRE_CTL_MAX, now);
+        dst = NULL;
+        if ((batch != NULL) && (ahs[count - 1] == conn->ah) &&
+            (qpns[count - 1] == conn->remote_ctl_qpn)) {
+            dst = uct_uccl_wire_batch_add(batch, len, UCT_UCCL_WIRE_CTL_MAX);
+        }
+        if (dst == NULL) {
+            if (count == UCT_UCCL_CTL_TX_DEPTH) {
+                break;
+            }
+            batch = uct_uccl_iface_ctl_tx_buf(iface, &idx[count]);
+            if (batch == NULL) {
+                break; /* the rest go out on a later progress */
+            }
+            uct_uccl_wire_batch_init(batch);
+            ahs[count]  = conn->ah;
+            qpns[count] = conn->remote_ctl_qpn;
+            ++count;
+            dst = uct_uccl_wire_batch_add(batch, len, UCT_UCCL_WIRE_CTL_MAX);
+            ucs_assert(dst != NULL);
+        }
+
+        memcpy(dst, rec_buf, len);
+        lens[count - 1] = batch->hdr.length;
+        ucs_list_del(&conn->ack_link);
+        conn->ack_pending  = 0;
+        conn->rx_since_ack = 0;
+        ++conn->stats.acks_tx;
+        ++acks;
+    }
+
+    uct_uccl_iface_ctl_post(iface, ahs, qpns, idx, lens, count);
+    return acks;
+}
+
+static void uct_uccl_rx_desc_drop(void *arg, void *desc)
+{
+    uct_uccl_rx_desc_put(desc);
+}
+
+void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn)
+{
+    if (conn->reorder_valid) {
+        uct_uccl_reorder_drain(&conn->reorder, uct_uccl_rx_desc_drop, NULL);
+    }
+}

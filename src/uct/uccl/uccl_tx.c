@@ -1,0 +1,820 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * Transmit side of a conn: chunks wait in the conn's queue until the window
+ * and a path's send queue have room, get a CSN and a path, and go out as one
+ * chain per path (one ibv_post_send per chain). In UC mode the tracker keeps
+ * them until ACKed and resends SACK holes and timed-out chunks; in RC mode a
+ * successful send completion is the acknowledgement.
+ */
+#include "uccl_iface.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/datastruct/mpool.inl>
+#include <string.h>
+
+
+uct_uccl_chunk_t *uct_uccl_chunk_get(uct_uccl_iface_t *iface)
+{
+    uct_uccl_chunk_t *chunk = ucs_mpool_get_inline(&iface->tx_mp);
+
+    if (ucs_unlikely(chunk == NULL)) {
+        return NULL;
+    }
+
+    chunk->conn      = NULL;
+    chunk->op        = NULL;
+    chunk->flags     = 0;
+    chunk->posted    = 0;
+    chunk->last      = 0;
+    chunk->length    = 0;
+    chunk->hdr_len   = 0;
+    chunk->extra_len = 0;
+    return chunk;
+}
+
+/* The reliability layer is done with it: free once no WR carries it */
+static void uct_uccl_chunk_release(uct_uccl_chunk_t *chunk)
+{
+    chunk->flags |= UCT_UCCL_CHUNK_F_ACKED;
+    if (chunk->posted == 0) {
+        uct_uccl_iface_chunk_put(chunk);
+    } else if (chunk->conn != NULL) {
+        chunk->flags |= UCT_UCCL_CHUNK_F_ZOMBIE;
+        ucs_list_add_tail(&chunk->conn->zombies, &chunk->zlink);
+    }
+}
+
+/* A WR carrying the chunk completed */
+static void uct_uccl_chunk_wr_done(uct_uccl_chunk_t *chunk)
+{
+    ucs_assert(chunk->posted > 0);
+    if ((--chunk->posted > 0) || !(chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
+        return;
+    }
+    if ((chunk->flags & UCT_UCCL_CHUNK_F_ZOMBIE) && (chunk->conn != NULL)) {
+        ucs_list_del(&chunk->zlink);
+    }
+    uct_uccl_iface_chunk_put(chunk);
+}
+
+/* The conn goes away: chunks still on the wire complete without it */
+void uct_uccl_tx_orphan(uct_uccl_conn_t *conn)
+{
+    uct_uccl_chunk_t *chunk;
+
+    while (!ucs_list_is_empty(&conn->zombies)) {
+        chunk       = ucs_list_extract_head(&conn->zombies, uct_uccl_chunk_t,
+                                            zlink);
+        chunk->conn = NULL;
+    }
+}
+
+static void uct_uccl_op_free(uct_uccl_iface_t *iface, uct_uccl_op_t *op)
+{
+    if (op->buf != NULL) {
+        uct_uccl_iface_chunk_put(op->buf);
+    }
+    ucs_mpool_put_inline(op);
+}
+
+static void uct_uccl_op_complete(uct_uccl_conn_t *conn, uct_uccl_op_t *op)
+{
+    ucs_list_del(&op->list);
+    if ((op->type == UCT_UCCL_OP_GET_BCOPY) && (op->status == UCS_OK)) {
+        op->unpack_cb(op->unpack_arg, op->buf->data, op->length);
+    }
+    if (op->comp != NULL) {
+        uct_invoke_completion(op->comp, op->status);
+    }
+    uct_uccl_op_free(conn->iface, op);
+}
+
+void uct_uccl_op_part_done(uct_uccl_conn_t *conn, uct_uccl_op_t *op,
+                           ucs_status_t status)
+{
+    if ((status != UCS_OK) && (op->status == UCS_OK)) {
+        op->status = status;
+    }
+    ucs_assert(op->pending > 0);
+    if (--op->pending == 0) {
+        uct_uccl_op_complete(conn, op);
+    }
+}
+
+static void uct_uccl_chunk_done(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
+                                ucs_status_t status)
+{
+    uct_uccl_op_t *op = chunk->op;
+
+    chunk->op = NULL;
+    uct_uccl_chunk_release(chunk);
+    if (op != NULL) {
+        uct_uccl_op_part_done(conn, op, status);
+    }
+}
+
+void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
+{
+    chunk->conn = conn;
+    if (conn->fence) {
+        chunk->flags |= UCT_UCCL_CHUNK_F_FENCE;
+        conn->fence   = 0;
+    }
+    ucs_queue_push(&conn->tx_queue, &chunk->queue);
+    ++conn->tx_queued;
+    if (conn->state == UCT_UCCL_CONN_CONNECTED) {
+        uct_uccl_iface_sched_add(conn->iface, conn);
+    }
+}
+
+static inline uint32_t uct_uccl_conn_inflight(uct_uccl_conn_t *conn)
+{
+    return conn->rc ? conn->rc_outstanding :
+                      uct_uccl_tracker_outstanding(&conn->tracker);
+}
+
+int uct_uccl_tx_is_flushed(uct_uccl_conn_t *conn)
+{
+    if (conn->state == UCT_UCCL_CONN_FAILED) {
+        return 1;
+    }
+    return (conn->tx_queued == 0) && (uct_uccl_conn_inflight(conn) == 0) &&
+           ucs_list_is_empty(&conn->ops);
+}
+
+void uct_uccl_tx_check_flush(uct_uccl_conn_t *conn)
+{
+    uct_uccl_op_t *op;
+
+    if (ucs_list_is_empty(&conn->flushes) || !uct_uccl_tx_is_flushed(conn)) {
+        return;
+    }
+
+    while (!ucs_list_is_empty(&conn->flushes)) {
+        op = ucs_list_extract_head(&conn->flushes, uct_uccl_op_t, list);
+        ucs_list_add_tail(&conn->ops, &op->list); /* op_complete unlinks */
+        op->status = (conn->state == UCT_UCCL_CONN_FAILED) ?
+                     conn->fail_status : UCS_OK;
+        uct_uccl_op_complete(conn, op);
+    }
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Path choice and chained posting                                          */
+/* ------------------------------------------------------------------------ */
+
+static inline int uct_uccl_path_has_room(uct_uccl_conn_t *conn,
+                                         uct_uccl_qp_t *path)
+{
+    return path->outstanding < conn->iface->config.tx_queue_len;
+}
+
+/* The path for the next chunk: a burst of PATH_BURST chunks stays on one
+ * path (one chain, one doorbell), then the scoreboard picks the better of
+ * two random paths (small messages stay on the last one). A path whose send
+ * queue is full is skipped; NULL when every path is full. `avoid` is the
+ * path a resent chunk was lost on. */
+static uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn,
+                                           size_t length, int avoid,
+                                           uint64_t now)
+{
+    uct_uccl_qp_t *path = &conn->paths[conn->sel.last];
+    unsigned i, n = conn->num_paths;
+
+    if ((avoid < 0) && (conn->burst_left > 0) &&
+        uct_uccl_path_has_room(conn, path)) {
+        --conn->burst_left;
+        return path;
+    }
+
+    if ((avoid < 0) && (length <= UCT_UCCL_SMALL_MSG)) {
+        /* small messages keep their order on one path: when its send queue
+         * is full they wait rather than overtake each other elsewhere */
+        path = &conn->paths[uct_uccl_paths_select(&conn->sel, length, now)];
+        return uct_uccl_path_has_room(conn, path) ? path : NULL;
+    }
+
+    for (i = 0; i < 4; ++i) {
+        path = &conn->paths[uct_uccl_paths_select(&conn->sel, length, now)];
+        if ((path->index != avoid) && uct_uccl_path_has_room(conn, path)) {
+            goto found;
+        }
+    }
+
+    for (i = 0; i < n; ++i) {
+        path = &conn->paths[(conn->sel.last + 1 + i) % n];
+        if (((path->index != avoid) || (n == 1)) &&
+            uct_uccl_path_has_room(conn, path)) {
+            conn->sel.last = path->index;
+            goto found;
+        }
+    }
+    return NULL;
+
+found:
+    conn->burst_left = conn->iface->config.path_burst - 1;
+    return path;
+}
+
+static void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
+                                uct_uccl_chunk_t *chunk)
+{
+    chunk->wr.next = NULL;
+    if (path->chain == NULL) {
+        path->chain = &chunk->wr;
+    } else {
+        path->chain_tail->next = &chunk->wr;
+    }
+    path->chain_tail = &chunk->wr;
+    ++path->chain_len;
+    ++path->outstanding;
+    ++chunk->posted;
+    ++conn->iface->tx_outstanding;
+    chunk->path = path->index;
+}
+
+/* One ibv_post_send per path that has a chain */
+static void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    struct ibv_send_wr *bad_wr, *wr;
+    uct_uccl_chunk_t *chunk;
+    uct_uccl_qp_t *path;
+    unsigned i;
+    int ret;
+
+    for (i = 0; i < conn->num_paths; ++i) {
+        path = &conn->paths[i];
+        if (path->chain == NULL) {
+            continue;
+        }
+
+        ++iface->stats.doorbells;
+        iface->stats.wrs += path->chain_len;
+        ret = ibv_post_send(path->qp, path->chain, &bad_wr);
+        if (ucs_unlikely(ret != 0)) {
+            /* cannot happen while we respect max_send_wr; undo the
+             * accounting and let the reliability layer (or the error
+             * path) deal with what was not posted */
+            ucs_error("uccl: ibv_post_send(qp 0x%x, %u WRs) failed: %s",
+                      path->qp->qp_num, path->chain_len, strerror(ret));
+            for (wr = bad_wr; wr != NULL; wr = wr->next) {
+                chunk = (uct_uccl_chunk_t*)wr->wr_id;
+                --chunk->posted;
+                --path->outstanding;
+                --iface->tx_outstanding;
+            }
+            if (conn->rc) {
+                path->chain = NULL;
+                uct_uccl_conn_fail(conn, UCS_ERR_IO_ERROR);
+                return;
+            }
+        }
+        path->chain     = NULL;
+        path->chain_len = 0;
+    }
+}
+
+static void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn,
+                                    uct_uccl_chunk_t *chunk)
+{
+    struct ibv_send_wr *wr = &chunk->wr;
+    unsigned n             = 0;
+
+    wr->send_flags = IBV_SEND_SIGNALED;
+    if (chunk->flags & UCT_UCCL_CHUNK_F_READ) {
+        wr->opcode              = IBV_WR_RDMA_READ;
+        wr->wr.rdma.remote_addr = chunk->raddr;
+        wr->wr.rdma.rkey        = chunk->rkey;
+        chunk->sge[0].addr      = chunk->laddr;
+        chunk->sge[0].length    = chunk->length;
+        chunk->sge[0].lkey      = chunk->payload_lkey;
+        wr->num_sge             = 1;
+        return;
+    }
+
+    wr->imm_data = uct_uccl_imm_to_wire(uct_uccl_imm_pack(chunk->csn,
+                                                          chunk->kind,
+                                                          chunk->last));
+    if ((chunk->kind == UCT_UCCL_KIND_PUT) ||
+        (chunk->kind == UCT_UCCL_KIND_GET_RESP)) {
+        wr->opcode              = IBV_WR_RDMA_WRITE_WITH_IMM;
+        wr->wr.rdma.remote_addr = chunk->raddr;
+        wr->wr.rdma.rkey        = chunk->rkey;
+    } else {
+        wr->opcode              = IBV_WR_SEND_WITH_IMM;
+        chunk->sge[n].addr      = (uintptr_t)&chunk->hdr;
+        chunk->sge[n].length    = chunk->hdr_len;
+        chunk->sge[n].lkey      = chunk->lkey;
+        ++n;
+        if (chunk->extra_len > 0) {
+            chunk->sge[n].addr   = (uintptr_t)chunk->data;
+            chunk->sge[n].length = chunk->extra_len;
+            chunk->sge[n].lkey   = chunk->lkey;
+            ++n;
+        }
+    }
+
+    if (chunk->length > 0) {
+        chunk->sge[n].addr   = chunk->laddr;
+        chunk->sge[n].length = chunk->length;
+        chunk->sge[n].lkey   = chunk->payload_lkey;
+        ++n;
+    }
+    wr->num_sge = n;
+}
+
+/* A lost WRITE chunk goes again as a SEND into a bounce buffer: header with
+ * the target, then the original payload (still in the user's registered
+ * buffer); the receiver copies it only if it is still missing. */
+static void uct_uccl_chunk_build_retx(uct_uccl_chunk_t *chunk)
+{
+    struct ibv_send_wr *wr    = &chunk->wr;
+    uct_uccl_retx_hdr_t *retx = &chunk->hdr.retx;
+
+    memset(retx, 0, sizeof(*retx));
+    retx->type        = UCT_UCCL_KIND_RETX;
+    retx->imm         = uct_uccl_imm_pack(chunk->csn, chunk->kind,
+                                          chunk->last);
+    retx->remote_addr = chunk->raddr;
+    retx->rkey        = chunk->rkey;
+    retx->length      = chunk->length;
+
+    wr->opcode         = IBV_WR_SEND_WITH_IMM;
+    wr->send_flags     = IBV_SEND_SIGNALED;
+    wr->imm_data       = uct_uccl_imm_to_wire(
+                            uct_uccl_imm_pack(chunk->csn, UCT_UCCL_KIND_RETX,
+                                              chunk->last));
+    chunk->sge[0].addr   = (uintptr_t)retx;
+    chunk->sge[0].length = sizeof(*retx);
+    chunk->sge[0].lkey   = chunk->lkey;
+    wr->num_sge          = 1;
+    if (chunk->length > 0) {
+        chunk->sge[1].addr   = chunk->laddr;
+        chunk->sge[1].length = chunk->length;
+        chunk->sge[1].lkey   = chunk->payload_lkey;
+        wr->num_sge          = 2;
+    }
+}
+
+static inline int uct_uccl_conn_window_open(uct_uccl_conn_t *conn,
+                                            uint32_t length, uint64_t now)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+
+    if ((iface->tx_outstanding >= iface->config.cq_size) ||
+        !uct_uccl_cc_can_send(&conn->cc, length, now)) {
+        return 0;
+    }
+    return conn->rc ? (conn->rc_outstanding < conn->tracker.limit) :
+                      !uct_uccl_tracker_full(&conn->tracker);
+}
+
+unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
+{
+    size_t bytes   = 0;
+    unsigned count = 0;
+    uct_uccl_chunk_t *chunk;
+    uct_uccl_qp_t *path;
+    uint64_t now;
+
+    if (conn->state != UCT_UCCL_CONN_CONNECTED) {
+        return 0;
+    }
+
+    now = uct_uccl_now_ns();
+    while (!ucs_queue_is_empty(&conn->tx_queue) && (bytes < quantum)) {
+        chunk = ucs_queue_head_elem_non_empty(&conn->tx_queue,
+                                              uct_uccl_chunk_t, queue);
+        if (!uct_uccl_conn_window_open(conn, chunk->length, now)) {
+            break;
+        }
+        if ((chunk->flags & UCT_UCCL_CHUNK_F_FENCE) &&
+            (uct_uccl_conn_inflight(conn) > 0)) {
+            break;
+        }
+
+        path = uct_uccl_path_select(conn, chunk->length, -1, now);
+        if (path == NULL) {
+            ++conn->stats.sq_full;
+            break;
+        }
+
+        ucs_queue_pull_non_empty(&conn->tx_queue);
+        --conn->tx_queued;
+
+        if (conn->rc) {
+            chunk->csn = conn->rc_csn;
+            conn->rc_csn = uct_uccl_seq_add(conn->rc_csn, 1);
+            ++conn->rc_outstanding;
+            ucs_list_add_tail(&conn->rc_inflight, &chunk->zlink);
+        } else {
+            chunk->csn    = uct_uccl_tracker_add(&conn->tracker, chunk->length,
+                                                 path->index, now, chunk);
+            chunk->flags |= UCT_UCCL_CHUNK_F_TRACKED;
+            uct_uccl_rto_on_send(&conn->rto, now);
+        }
+
+        uct_uccl_chunk_build_wr(conn, chunk);
+        uct_uccl_path_chain(conn, path, chunk);
+        uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
+        ++conn->stats.chunks_tx;
+        conn->stats.bytes_tx += chunk->length;
+        bytes                += chunk->length + 64;
+        ++count;
+    }
+
+    uct_uccl_conn_post_chains(conn);
+    return count;
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Completions and acknowledgements                                         */
+/* ------------------------------------------------------------------------ */
+
+static void uct_uccl_conn_kick(uct_uccl_conn_t *conn)
+{
+    if ((conn->tx_queued > 0) || !ucs_queue_is_empty(&conn->pending_q)) {
+        uct_uccl_iface_sched_add(conn->iface, conn);
+    }
+    uct_uccl_tx_check_flush(conn);
+}
+
+void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
+{
+    uct_uccl_chunk_t *chunk = (uct_uccl_chunk_t*)wc->wr_id;
+    uct_uccl_conn_t *conn   = chunk->conn;
+    uct_uccl_qp_t *path;
+    khiter_t it;
+
+    --iface->tx_outstanding;
+    it = kh_get(uct_uccl_qpn, &iface->qpn_hash, wc->qp_num);
+    if (it != kh_end(&iface->qpn_hash)) {
+        path = kh_val(&iface->qpn_hash, it);
+        --path->outstanding;
+    }
+
+    if (conn == NULL) {
+        /* its conn is gone; only this WR kept it alive */
+        uct_uccl_chunk_wr_done(chunk);
+        return;
+    }
+
+    if (ucs_unlikely(wc->status != IBV_WC_SUCCESS)) {
+        if ((conn->state == UCT_UCCL_CONN_FAILED) ||
+            (chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
+            uct_uccl_chunk_wr_done(chunk);
+            return;
+        }
+
+        ++iface->stats.err_cqe;
+        ucs_debug("uccl: conn %u: send completion error %s (qp 0x%x)",
+                  conn->id, ibv_wc_status_str(wc->status), wc->qp_num);
+        uct_uccl_chunk_wr_done(chunk); /* still tracked: not freed */
+        if (!conn->rc && (wc->status != IBV_WC_RETRY_EXC_ERR) &&
+            (wc->status != IBV_WC_WR_FLUSH_ERR)) {
+            /* UC: a local error on one WR; the chunk stays tracked and the
+             * timer resends it */
+            return;
+        }
+        uct_uccl_conn_fail(conn, (wc->status == IBV_WC_RETRY_EXC_ERR) ?
+                                 UCS_ERR_ENDPOINT_TIMEOUT : UCS_ERR_IO_ERROR);
+        return;
+    }
+
+    if (conn->rc && !(chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
+        --conn->rc_outstanding;
+        ucs_list_del(&chunk->zlink);
+        uct_uccl_cc_on_ack(&conn->cc, chunk->length, 0, uct_uccl_now_ns());
+        uct_uccl_chunk_wr_done(chunk);
+        uct_uccl_chunk_done(conn, chunk, UCS_OK);
+        uct_uccl_conn_kick(conn);
+        return;
+    }
+
+    uct_uccl_chunk_wr_done(chunk);
+    if (conn->tx_queued > 0) {
+        uct_uccl_iface_sched_add(iface, conn);
+    }
+}
+
+static void uct_uccl_tracker_acked_cb(void *arg, uint32_t csn,
+                                      uct_uccl_tx_entry_t *e)
+{
+    uct_uccl_conn_t *conn   = arg;
+    uct_uccl_chunk_t *chunk = e->desc;
+
+    chunk->flags &= ~UCT_UCCL_CHUNK_F_TRACKED;
+    uct_uccl_chunk_done(conn, chunk, UCS_OK);
+}
+
+static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
+                                             uct_uccl_tx_entry_t *e)
+{
+    uct_uccl_conn_t *conn   = arg;
+    uct_uccl_chunk_t *chunk = e->desc;
+    uct_uccl_qp_t *path;
+    uint64_t now;
+
+    if (conn->iface->tx_outstanding >= conn->iface->config.cq_size) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    /* a path that lost a chunk is used less, and the resend avoids it */
+    now = uct_uccl_now_ns();
+    uct_uccl_paths_loss(&conn->sel, e->path, now);
+    path = uct_uccl_path_select(conn, chunk->length, e->path, now);
+    if (path == NULL) {
+        ++conn->stats.sq_full;
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if ((chunk->kind == UCT_UCCL_KIND_PUT) ||
+        (chunk->kind == UCT_UCCL_KIND_GET_RESP)) {
+        uct_uccl_chunk_build_retx(chunk);
+    } else {
+        uct_uccl_chunk_build_wr(conn, chunk);
+    }
+    uct_uccl_path_chain(conn, path, chunk);
+    e->path = path->index;
+    ++conn->stats.retx;
+    conn->stats.retx_bytes += chunk->length;
+    return UCS_OK;
+}
+
+/* Resend SACK holes judged lost. Sprayed chunks arrive out of order: a hole
+ * is lost only when it is older than the RTT plus its variation (the base
+ * RTO, without backoff), and REORDER_THRESH chunks after it arrived. Run
+ * on every ACK and from the timer, so the tail of a burst does not wait for
+ * the retransmission timeout. */
+static void uct_uccl_tx_fast_retx(uct_uccl_conn_t *conn, uint64_t now)
+{
+    unsigned n;
+
+    if (!uct_uccl_tracker_has_holes(&conn->tracker)) {
+        return;
+    }
+
+    n = uct_uccl_tracker_fast_retx(&conn->tracker, now, conn->rto.rto_ns, 64,
+                                   uct_uccl_tracker_retx_cb, conn);
+    if (n > 0) {
+        conn->stats.fast_retx += n;
+        uct_uccl_cc_on_loss(&conn->cc,
+                            (uint64_t)n * conn->iface->config.chunk_size, now);
+        uct_uccl_conn_post_chains(conn);
+    }
+}
+
+void uct_uccl_tx_handle_ack(uct_uccl_iface_t *iface, const uct_uccl_ack_t *ack)
+{
+    uct_uccl_conn_t *conn;
+    uct_uccl_ack_info_t info;
+    ucs_status_t status;
+    uint64_t now;
+
+    if (!ucs_ptr_array_lookup(&iface->conn_ids, ack->dst_conn_id, conn) ||
+        (conn->state != UCT_UCCL_CONN_CONNECTED) || conn->rc) {
+        ++iface->stats.unknown_conn;
+        return;
+    }
+
+    now    = uct_uccl_now_ns();
+    status = uct_uccl_tracker_ack(&conn->tracker, ack, now,
+                                  uct_uccl_tracker_acked_cb, conn, &info);
+    if (status != UCS_OK) {
+        ++iface->stats.bad_ack;
+        ucs_debug("uccl: conn %u: bogus ACK cum %u (una %u nxt %u)", conn->id,
+                  ack->cum_csn, conn->tracker.una, conn->tracker.nxt);
+        return;
+    }
+
+    ++conn->stats.acks_rx;
+    iface->stats.bad_ack += (info.bad_bits > 0);
+    uct_uccl_cc_on_ack(&conn->cc, info.acked_bytes, info.rtt_ns, now);
+    if (info.rtt_ns > 0) {
+        uct_uccl_rto_sample(&conn->rto, info.rtt_ns);
+        if (info.rtt_path < conn->num_paths) {
+            uct_uccl_paths_rtt(&conn->sel, info.rtt_path, info.rtt_ns);
+        }
+    }
+    if (info.una_advanced || (info.acked > 0)) {
+        conn->last_progress = now;
+    }
+    if (info.una_advanced) {
+        uct_uccl_rto_on_ack(&conn->rto, now,
+                            uct_uccl_tracker_outstanding(&conn->tracker));
+    }
+
+    uct_uccl_tx_fast_retx(conn, now);
+    uct_uccl_conn_kick(conn);
+}
+
+void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    uint32_t inflight;
+
+    if (conn->rc) {
+        return; /* the NIC retransmits; errors come as completions */
+    }
+
+    uct_uccl_tx_fast_retx(conn, now);
+    inflight = uct_uccl_tracker_outstanding(&conn->tracker);
+    switch (uct_uccl_rto_check(&conn->rto, now, inflight)) {
+    case UCT_UCCL_RTO_WAIT:
+        return;
+    case UCT_UCCL_RTO_GIVE_UP:
+        if (now - conn->last_progress >= iface->config.peer_timeout_ns) {
+            ucs_debug("uccl: conn %u: no progress for %.1f ms after %u "
+                      "timeouts", conn->id,
+                      (now - conn->last_progress) / 1e6, conn->rto.backoff);
+            uct_uccl_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
+            return;
+        }
+        /* retries are spent but the time budget is not: keep probing */
+        break;
+    case UCT_UCCL_RTO_RETRANSMIT:
+        break;
+    }
+
+    ++conn->stats.timeouts;
+    uct_uccl_cc_on_timeout(&conn->cc, now);
+    if (uct_uccl_tracker_expire(&conn->tracker, now,
+                                uct_uccl_rto_current(&conn->rto), 256,
+                                uct_uccl_tracker_retx_cb, conn) > 0) {
+        uct_uccl_conn_post_chains(conn);
+    }
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* GET served by the peer (UC) and failure                                  */
+/* ------------------------------------------------------------------------ */
+
+static ucs_status_t uct_uccl_tx_get_done_send(uct_uccl_conn_t *conn,
+                                              uint64_t op_id,
+                                              ucs_status_t status,
+                                              uint64_t length)
+{
+    uct_uccl_chunk_t *chunk = uct_uccl_chunk_get(conn->iface);
+    uct_uccl_get_done_t *done;
+
+    if (chunk == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    done = &chunk->hdr.get_done;
+    memset(done, 0, sizeof(*done));
+    done->type     = UCT_UCCL_KIND_GET_DONE;
+    done->status   = status;
+    done->op_id    = op_id;
+    done->length   = length;
+    chunk->kind    = UCT_UCCL_KIND_GET_DONE;
+    chunk->hdr_len = sizeof(*done);
+    chunk->last    = 1;
+    chunk->flags  |= UCT_UCCL_CHUNK_F_NOLIMIT;
+    uct_uccl_tx_enqueue(conn, chunk);
+    return UCS_OK;
+}
+
+ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
+                                   const uct_uccl_get_req_t *req)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    size_t chunk_size       = ucs_min(iface->config.chunk_size,
+                                      conn->remote_chunk_size -
+                                      UCT_UCCL_SEND_HDR_MAX);
+    uct_uccl_chunk_t *chunk;
+    uint64_t offset;
+    uint32_t lkey;
+
+    if (!uct_uccl_md_rkey_check(iface->md, req->rkey, req->remote_addr,
+                                req->length, &lkey)) {
+        ++iface->stats.bad_rkey;
+        ucs_debug("uccl: GET request with a bad key 0x%x or range %p+%lu",
+                  req->rkey, (void*)req->remote_addr, req->length);
+        return uct_uccl_tx_get_done_send(conn, req->op_id,
+                                         UCS_ERR_INVALID_ADDR, 0);
+    }
+
+    for (offset = 0; offset < req->length; offset += chunk_size) {
+        chunk = uct_uccl_chunk_get(iface);
+        if (chunk == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        chunk->kind         = UCT_UCCL_KIND_GET_RESP;
+        chunk->length       = ucs_min(chunk_size, req->length - offset);
+        chunk->laddr        = req->remote_addr + offset;
+        chunk->payload_lkey = lkey;
+        chunk->raddr        = req->reply_addr + offset;
+        chunk->rkey         = req->reply_rkey;
+        chunk->flags       |= UCT_UCCL_CHUNK_F_NOLIMIT;
+        uct_uccl_tx_enqueue(conn, chunk);
+    }
+
+    return uct_uccl_tx_get_done_send(conn, req->op_id, UCS_OK, req->length);
+}
+
+/* GET_DONE arrived with CSN csn: the data landed once everything before it
+ * did, i.e. when the receive cumulative point passes csn */
+void uct_uccl_tx_get_done(uct_uccl_conn_t *conn, uint64_t op_id,
+                          uint32_t csn, ucs_status_t status)
+{
+    uct_uccl_op_t *op;
+
+    ucs_list_for_each(op, &conn->ops, list) {
+        if (((op->type == UCT_UCCL_OP_GET_BCOPY) ||
+             (op->type == UCT_UCCL_OP_GET_ZCOPY)) &&
+            (op->id == op_id) && !op->done_valid) {
+            op->done_valid = 1;
+            op->done_csn   = csn;
+            if (status != UCS_OK) {
+                op->status = status;
+            }
+            uct_uccl_tx_check_gets(conn);
+            return;
+        }
+    }
+    ++conn->iface->stats.bad_data;
+}
+
+void uct_uccl_tx_check_gets(uct_uccl_conn_t *conn)
+{
+    uct_uccl_op_t *op, *tmp;
+
+    if (!conn->sack_valid) {
+        return;
+    }
+
+    ucs_list_for_each_safe(op, tmp, &conn->ops, list) {
+        if (op->done_valid && uct_uccl_seq_lt(op->done_csn, conn->sack.cum)) {
+            --conn->gets_waiting;
+            op->done_valid = 0;
+            uct_uccl_op_part_done(conn, op, UCS_OK);
+        }
+    }
+    uct_uccl_conn_kick(conn);
+}
+
+static void uct_uccl_tracker_purge_cb(void *arg, uint32_t csn,
+                                      uct_uccl_tx_entry_t *e)
+{
+    uct_uccl_chunk_t *chunk = e->desc;
+    uct_uccl_conn_t *conn   = arg;
+
+    chunk->flags &= ~UCT_UCCL_CHUNK_F_TRACKED;
+    uct_uccl_chunk_done(conn, chunk, conn->fail_status);
+}
+
+/* Complete everything outstanding with `status` (failure or destroy).
+ * Chunks still carried by a WR stay allocated until that WR completes. */
+void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
+{
+    ucs_status_t saved = conn->fail_status;
+    uct_uccl_chunk_t *chunk;
+    uct_uccl_op_t *op;
+
+    conn->fail_status = status;
+    while (!ucs_queue_is_empty(&conn->tx_queue)) {
+        chunk = ucs_queue_pull_elem_non_empty(&conn->tx_queue,
+                                              uct_uccl_chunk_t, queue);
+        --conn->tx_queued;
+        uct_uccl_chunk_done(conn, chunk, status);
+    }
+
+    if (!conn->rc) {
+        uct_uccl_tracker_purge(&conn->tracker, uct_uccl_tracker_purge_cb,
+                               conn);
+    }
+    while (!ucs_list_is_empty(&conn->rc_inflight)) {
+        chunk = ucs_list_extract_head(&conn->rc_inflight, uct_uccl_chunk_t,
+                                      zlink);
+        uct_uccl_chunk_done(conn, chunk, status);
+    }
+    conn->rc_outstanding    = 0;
+    conn->gets_waiting      = 0;
+    conn->cc.inflight_bytes = 0;
+
+    /* what is left waits for a GET_DONE or a READ: complete it now */
+    while (!ucs_list_is_empty(&conn->ops)) {
+        op = ucs_list_head(&conn->ops, uct_uccl_op_t, list);
+        op->status  = status;
+        op->pending = 1;
+        uct_uccl_op_part_done(conn, op, status);
+    }
+    if (conn->state == UCT_UCCL_CONN_FAILED) {
+        conn->fail_status = status;
+        uct_uccl_tx_check_flush(conn);
+    } else {
+        conn->fail_status = saved;
+        while (!ucs_list_is_empty(&conn->flushes)) {
+            op = ucs_list_extract_head(&conn->flushes, uct_uccl_op_t, list);
+            ucs_list_add_tail(&conn->ops, &op->list);
+            op->status = status;
+            uct_uccl_op_complete(conn, op);
+        }
+    }
+}

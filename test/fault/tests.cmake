@@ -1,0 +1,83 @@
+# Tests with label 'fault' (included by test/CTestTestfile.cmake).
+#
+# uccl under faults: 1% packet loss (ucx_perftest and the data-checking
+# uct_verify), counters showing selective retransmission and chained
+# posting, a peer killed mid-transfer, malformed control packets, tiny
+# queues. Each test has its own port and SOFTVERBS_FABRIC.
+
+set(FLT_PAIR ${UCCL_SRCDIR}/test/uct/perftest_pair.sh)
+set(FLT_VERIFY ${UCCL_SRCDIR}/test/uct/verify_pair.sh)
+set(FLT_COUNTERS ${UCCL_SRCDIR}/test/fault/uccl_counters.sh)
+set(FLT_PORT 22000)
+
+function(flt_env name)
+    set(env "UCCL_RUN=${UCCL_RUN}" "UCCL_BUILDDIR=${UCCL_BUILDDIR}"
+            "SOFTVERBS_FABRIC=f_${name}" "UCCL_TEST_TIMEOUT=200"
+            "SOFTVERBS_SEED=7" ${ARGN})
+    set_tests_properties(${name} PROPERTIES LABELS "fault" TIMEOUT 240
+                         ENVIRONMENT "${env}")
+endfunction()
+
+# flt_perftest(NAME TEST LAYOUT SIZE ITERS [VAR=VALUE...])
+function(flt_perftest name test layout size iters)
+    math(EXPR port "${FLT_PORT} + 1")
+    set(FLT_PORT ${port} PARENT_SCOPE)
+    add_test(NAME ${name}
+             COMMAND ${FLT_PAIR} ${port} ${test} ${layout} ${size} ${iters})
+    flt_env(${name} ${ARGN})
+endfunction()
+
+# flt_verify(NAME MODE "CLIENT ARGS" [VAR=VALUE...])
+function(flt_verify name mode args)
+    math(EXPR port "${FLT_PORT} + 1")
+    set(FLT_PORT ${port} PARENT_SCOPE)
+    separate_arguments(args UNIX_COMMAND "${args}")
+    add_test(NAME ${name} COMMAND ${FLT_VERIFY} ${port} ${mode} ${args})
+    flt_env(${name} ${ARGN})
+endfunction()
+
+set(FLT_PERFTESTS
+    "am_lat short 8 500"
+    "am_bw bcopy 4096 2000"
+    "am_bw zcopy 8000 1000"
+    "put_lat short 8 500"
+    "put_bw bcopy 8192 2000"
+    "put_bw zcopy 1048576 40"
+    "get bcopy 8192 500"
+    "get zcopy 1048576 40")
+
+foreach(mode uc rc)
+    foreach(t ${FLT_PERFTESTS})
+        separate_arguments(args UNIX_COMMAND "${t}")
+        list(GET args 0 test)
+        list(GET args 1 layout)
+        list(GET args 2 size)
+        list(GET args 3 iters)
+        flt_perftest(fault_${mode}_loss_${test}_${layout}_${size} ${test}
+                     ${layout} ${size} ${iters} UCX_UCCL_MODE=${mode}
+                     SOFTVERBS_LOSS=0.01)
+    endforeach()
+
+    # every byte checked under loss
+    flt_verify(fault_${mode}_loss_verify data "-n 100 -S 21"
+               UCX_UCCL_MODE=${mode} SOFTVERBS_LOSS=0.01)
+    # a receive queue that runs dry (the server stops progressing for a
+    # while; UC drops and resends, RC waits), tiny send queues, with loss
+    flt_verify(fault_${mode}_srq_empty_verify data "-n 100 -S 22"
+               UCX_UCCL_MODE=${mode} SOFTVERBS_LOSS=0.01
+               UCX_UCCL_SRQ_SIZE=64 UCX_UCCL_SRQ_FLOW=n UCX_UCCL_TX_QUEUE_LEN=4
+               UCX_UCCL_STATS_DUMP=y UCCL_SERVER_ARGS=-P200
+               UCCL_EXPECT_COUNTERS=srq_empty)
+    # the peer dies mid-transfer: ep error within seconds, no hang
+    flt_verify(fault_${mode}_peer_killed kill "-T 10"
+               UCX_UCCL_MODE=${mode} UCCL_SERVER_ARGS=-K300)
+    # malformed and unexpected control packets, then a normal run
+    flt_verify(fault_${mode}_bad_ctl fuzz "-n 50 -S 23"
+               UCX_UCCL_MODE=${mode} UCX_UCCL_STATS_DUMP=y)
+endforeach()
+
+# selective retransmission and chained posting, from softverbs' counters
+math(EXPR FLT_PORT "${FLT_PORT} + 1")
+add_test(NAME fault_uc_loss_counters
+         COMMAND ${FLT_COUNTERS} ${FLT_PORT} 1048576 100)
+flt_env(fault_uc_loss_counters SOFTVERBS_LOSS=0.01)

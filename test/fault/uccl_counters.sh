@@ -1,0 +1,74 @@
+#!/bin/sh
+#
+# uccl under packet loss, seen from outside: run a PUT stream (ucx_perftest
+# put_bw zcopy) over uccl in UC mode on a lossy softverbs fabric and compare
+# softverbs' counters (SOFTVERBS_STATS) with uccl's (UCX_UCCL_STATS_DUMP):
+#   - retransmitted chunks are close to the messages the fabric dropped
+#     (selective retransmission, not go-back-N);
+#   - the data sender rang clearly fewer doorbells than it posted work
+#     requests (chained posting).
+#   uccl_counters.sh PORT SIZE ITERS
+# Environment: UCCL_RUN, SOFTVERBS_FABRIC, SOFTVERBS_LOSS (e.g. 0.01).
+#
+set -u
+
+port=$1 size=$2 iters=$3
+run=${UCCL_RUN:?UCCL_RUN must name the uccl-run launcher}
+limit=${UCCL_TEST_TIMEOUT:-150}
+tmp=$(mktemp -d /tmp/uccl-counters.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export UCX_UCCL_STATS_DUMP=y UCX_UCCL_MODE=uc
+
+SOFTVERBS_STATS=$tmp/sv_server timeout "$limit" "$run" ucx_perftest \
+    -p "$port" -c 0 >"$tmp/server" 2>&1 &
+server=$!
+sleep 0.5
+SOFTVERBS_STATS=$tmp/sv_client timeout "$limit" "$run" ucx_perftest \
+    localhost -p "$port" -c 1 -t put_bw -x uccl -d sv0:1 -D zcopy \
+    -s "$size" -n "$iters" >"$tmp/client" 2>&1
+client_rc=$?
+wait $server
+server_rc=$?
+
+fail() {
+    echo "FAIL: $*"
+    for f in client server sv_client sv_server; do
+        echo "--- $f:"; cat "$tmp/$f" 2>/dev/null
+    done
+    exit 1
+}
+
+[ $client_rc -eq 0 ] && [ $server_rc -eq 0 ] ||
+    fail "ucx_perftest exited with client $client_rc server $server_rc"
+grep '^Final:' "$tmp/client" || fail "no result line"
+
+# sum of a "key value" counter over the ports of a softverbs dump
+sv_sum() {
+    awk -v k="$2" '$1 ~ "^port\\.[0-9]+\\." k "$" { s += $2 } END { print s + 0 }' "$1"
+}
+# sum of a uccl per-connection counter in a stats dump
+uccl_sum() {
+    grep -o " $2 [0-9]*" "$1" | awk '{ s += $2 } END { print s + 0 }'
+}
+
+drops=$(sv_sum "$tmp/sv_client" msg_drops)
+doorbells=$(sv_sum "$tmp/sv_client" doorbells)
+wrs=$(sv_sum "$tmp/sv_client" wrs)
+retx=$(uccl_sum "$tmp/client" retx)
+chunks=$(uccl_sum "$tmp/client" chunks_tx)
+dup=$(uccl_sum "$tmp/server" dup_rx)
+
+echo "data sender: chunks $chunks, messages dropped by the fabric $drops," \
+     "chunks retransmitted $retx (receiver saw $dup duplicates)"
+echo "data sender: doorbells $doorbells for $wrs work requests"
+
+[ "$drops" -gt 0 ] || fail "the fabric dropped nothing: is SOFTVERBS_LOSS set?"
+# every loss must be repaired; resends beyond the losses are spurious
+# (timeouts on a busy machine) and must stay a fraction of them
+[ "$retx" -ge "$drops" ] ||
+    fail "fewer retransmissions ($retx) than losses ($drops)"
+[ "$retx" -le $((drops * 2 + 20)) ] ||
+    fail "retransmitted $retx chunks for $drops losses: not selective"
+[ $((doorbells * 3)) -le $((wrs * 2)) ] ||
+    fail "doorbells ($doorbells) not clearly fewer than WRs ($wrs)"
+echo PASS

@@ -1,0 +1,77 @@
+# Tests with label 'uct' (included by test/CTestTestfile.cmake).
+#
+# ucx_perftest UCT tests over uccl (ucx_perftest -x uccl), in UC and RC mode,
+# and uct_verify, which checks the data. Each test has its own port and its
+# own SOFTVERBS_FABRIC, so tests can run in parallel.
+
+set(UCT_PAIR ${UCCL_SRCDIR}/test/uct/perftest_pair.sh)
+set(UCT_VERIFY ${UCCL_SRCDIR}/test/uct/verify_pair.sh)
+set(UCT_PORT 21000)
+
+# uct_perftest(NAME TEST LAYOUT SIZE ITERS [VAR=VALUE...])
+function(uct_perftest name test layout size iters)
+    math(EXPR port "${UCT_PORT} + 1")
+    set(UCT_PORT ${port} PARENT_SCOPE)
+    add_test(NAME ${name}
+             COMMAND ${UCT_PAIR} ${port} ${test} ${layout} ${size} ${iters})
+    set(env "UCCL_RUN=${UCCL_RUN}" "SOFTVERBS_FABRIC=t_${name}"
+            "UCCL_TEST_TIMEOUT=100" ${ARGN})
+    set_tests_properties(${name} PROPERTIES LABELS "uct" TIMEOUT 120
+                         ENVIRONMENT "${env}")
+endfunction()
+
+# uct_verify_test(NAME MODE LABEL [VAR=VALUE...]) with client arguments in
+# UCT_VERIFY_ARGS
+function(uct_verify_test name mode label)
+    math(EXPR port "${UCT_PORT} + 1")
+    set(UCT_PORT ${port} PARENT_SCOPE)
+    add_test(NAME ${name} COMMAND ${UCT_VERIFY} ${port} ${mode}
+             ${UCT_VERIFY_ARGS})
+    set(env "UCCL_RUN=${UCCL_RUN}" "UCCL_BUILDDIR=${UCCL_BUILDDIR}"
+            "SOFTVERBS_FABRIC=t_${name}" "UCCL_TEST_TIMEOUT=150" ${ARGN})
+    set_tests_properties(${name} PROPERTIES LABELS "${label}" TIMEOUT 180
+                         ENVIRONMENT "${env}")
+endfunction()
+
+# test layout size iterations: 8 B .. 16 MiB, every operation and layout
+set(UCT_PERFTESTS
+    "am_lat short 8 1000"
+    "am_lat bcopy 1024 1000"
+    "am_lat zcopy 8000 500"
+    "am_bw short 8 10000"
+    "am_bw bcopy 8000 5000"
+    "am_bw zcopy 4096 5000"
+    "put_lat short 8 1000"
+    "put_lat bcopy 4096 1000"
+    "put_bw short 2048 5000"
+    "put_bw bcopy 8192 5000"
+    "put_bw zcopy 65536 1000"
+    "put_bw zcopy 1048576 200"
+    "put_bw zcopy 16777216 20"
+    "get bcopy 8192 1000"
+    "get zcopy 65536 500"
+    "get zcopy 16777216 20")
+
+foreach(mode uc rc)
+    foreach(t ${UCT_PERFTESTS})
+        separate_arguments(args UNIX_COMMAND "${t}")
+        list(GET args 0 test)
+        list(GET args 1 layout)
+        list(GET args 2 size)
+        list(GET args 3 iters)
+        uct_perftest(uct_${mode}_${test}_${layout}_${size} ${test} ${layout}
+                     ${size} ${iters} UCX_UCCL_MODE=${mode})
+    endforeach()
+
+    set(UCT_VERIFY_ARGS -n 100 -S 11)
+    uct_verify_test(uct_${mode}_verify data uct UCX_UCCL_MODE=${mode})
+endforeach()
+
+# small queues: the engine must keep work in software, not overflow them
+set(UCT_VERIFY_ARGS -n 100 -S 12)
+uct_verify_test(uct_uc_verify_small_queues data uct UCX_UCCL_MODE=uc
+                UCX_UCCL_TX_QUEUE_LEN=2 UCX_UCCL_NUM_PATHS=2
+                UCX_UCCL_MAX_QUEUED=8 UCX_UCCL_CHUNK_SIZE=16k)
+uct_verify_test(uct_rc_verify_small_queues data uct UCX_UCCL_MODE=rc
+                UCX_UCCL_TX_QUEUE_LEN=2 UCX_UCCL_NUM_PATHS=1
+                UCX_UCCL_MAX_QUEUED=8 UCX_UCCL_SRQ_SIZE=64)
