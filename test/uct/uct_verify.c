@@ -473,12 +473,14 @@ static void client_data(void)
      * buffer: no second memory registration */
     check(uct_md_mem_reg(g.md, g.buf, BUF_SIZE, UCT_MD_MEM_ACCESS_ALL,
                          &memh2), "second mem reg");
-    if (memh2 != g.memh) {
-        printf("note: no registration cache (memh %p != %p)\n", memh2,
-               g.memh);
-    } else {
-        printf("rcache: second registration reused memh %p\n", memh2);
+    if ((memh2 != g.memh) && !(getenv("UCX_UCCL_RCACHE") &&
+                               !strcmp(getenv("UCX_UCCL_RCACHE"), "no"))) {
+        die("second registration of the same buffer made a new memory "
+            "region (memh %p != %p): registration cache not used", memh2,
+            g.memh);
     }
+    printf("rcache: second registration returned memh %p (first %p)\n",
+           memh2, g.memh);
     check(uct_md_mem_dereg(g.md, memh2), "second dereg");
 
     /* GET: the server's buffer holds pattern(1) */

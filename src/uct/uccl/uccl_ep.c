@@ -429,7 +429,6 @@ ucs_status_t uct_uccl_ep_get_bcopy(uct_ep_h tl_ep,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    buf->flags     |= UCT_UCCL_CHUNK_F_OP_BUF;
     op->buf         = buf;
     op->unpack_cb   = unpack_cb;
     op->unpack_arg  = arg;
@@ -537,9 +536,11 @@ ucs_status_t uct_uccl_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     uct_uccl_ep_t *ep     = ucs_derived_of(tl_ep, uct_uccl_ep_t);
     uct_uccl_conn_t *conn = ep->conn;
 
+    /* "busy" only when any operation would be accepted now (an empty queue
+     * takes even an operation larger than MAX_QUEUED), else the caller
+     * would retry the same operation forever */
     if ((conn->state == UCT_UCCL_CONN_CONNECTED) &&
-        ucs_queue_is_empty(&conn->pending_q) &&
-        (conn->tx_queued < conn->iface->config.max_queued)) {
+        ucs_queue_is_empty(&conn->pending_q) && (conn->tx_queued == 0)) {
         return UCS_ERR_BUSY;
     }
 

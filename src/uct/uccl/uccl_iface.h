@@ -37,6 +37,7 @@
 #define UCT_UCCL_SEND_HDR_MAX     48     /* largest SEND header */
 #define UCT_UCCL_SMALL_MSG        8192   /* sticks to the last path */
 #define UCT_UCCL_MAX_ZCOPY        (1ul << 30) /* PUT/GET, cut into chunks */
+#define UCT_UCCL_PUT_GUARD        64     /* recent PUT targets remembered */
 
 
 typedef struct uct_uccl_iface   uct_uccl_iface_t;
@@ -107,14 +108,11 @@ typedef struct uct_uccl_mp_chunk_hdr {
 
 /* What a chunk carries: the kind of its WR and local bookkeeping */
 enum {
-    UCT_UCCL_CHUNK_F_INLINE_DATA = UCS_BIT(0), /* payload in desc->data */
-    UCT_UCCL_CHUNK_F_ACKED       = UCS_BIT(1),
-    UCT_UCCL_CHUNK_F_TRACKED     = UCS_BIT(2), /* in the UC tracker */
-    UCT_UCCL_CHUNK_F_READ        = UCS_BIT(3), /* RC RDMA READ of a GET */
-    UCT_UCCL_CHUNK_F_OP_BUF      = UCS_BIT(4), /* desc is an op's buffer */
-    UCT_UCCL_CHUNK_F_FENCE       = UCS_BIT(5), /* wait for all before it */
-    UCT_UCCL_CHUNK_F_NOLIMIT     = UCS_BIT(6), /* engine's own (GET reply) */
-    UCT_UCCL_CHUNK_F_ZOMBIE      = UCS_BIT(7)  /* released, WRs in flight */
+    UCT_UCCL_CHUNK_F_ACKED       = UCS_BIT(0), /* reliability layer done */
+    UCT_UCCL_CHUNK_F_TRACKED     = UCS_BIT(1), /* in the UC tracker */
+    UCT_UCCL_CHUNK_F_READ        = UCS_BIT(2), /* RC RDMA READ of a GET */
+    UCT_UCCL_CHUNK_F_FENCE       = UCS_BIT(3), /* wait for all before it */
+    UCT_UCCL_CHUNK_F_ZOMBIE      = UCS_BIT(4)  /* released, WRs in flight */
 };
 
 
@@ -210,6 +208,17 @@ typedef struct uct_uccl_qp {
 } uct_uccl_qp_t;
 
 
+/* The newest PUT chunk sent to a target: a resend of an older chunk to the
+ * same target must not land after it (UC retransmission reorders) */
+typedef struct uct_uccl_put_guard {
+    uint64_t                raddr;
+    uint32_t                rkey;
+    uint32_t                csn;
+    uint32_t                length;
+    uint32_t                valid;
+} uct_uccl_put_guard_t;
+
+
 typedef enum {
     UCT_UCCL_CONN_CONNECTING,
     UCT_UCCL_CONN_CONNECTED,
@@ -223,6 +232,8 @@ typedef struct uct_uccl_conn_stats {
     uint64_t                chunks_rx;
     uint64_t                retx;
     uint64_t                retx_bytes;
+    uint64_t                retx_obsolete; /* resent without data: newer
+                                              data already on its way */
     uint64_t                fast_retx;
     uint64_t                timeouts;
     uint64_t                dup_rx;
@@ -269,6 +280,7 @@ struct uct_uccl_conn {
     uint32_t                rc_outstanding;
     uint32_t                next_am_seq;
     uct_uccl_cc_t           cc;
+    uct_uccl_put_guard_t    put_guard[UCT_UCCL_PUT_GUARD];
     uint8_t                 fence;       /* wait for all acked before next */
     uint64_t                last_progress; /* ns: una last moved */
     uint64_t                next_op_id;
@@ -364,7 +376,6 @@ struct uct_uccl_iface {
     unsigned                tx_outstanding; /* WRs on the send CQ */
     uint64_t                next_timer;
     int                     dump_seen;   /* SIGUSR2 dump requests served */
-    uint64_t                op_id_seed;
 
     struct {
         unsigned            num_paths;
@@ -402,11 +413,6 @@ struct uct_uccl_iface {
 static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_now_ns(void)
 {
     return ucs_time_to_nsec(ucs_get_time());
-}
-
-static inline uct_uccl_iface_t *uct_uccl_conn_iface(uct_uccl_conn_t *conn)
-{
-    return conn->iface;
 }
 
 /* iface (uccl_iface.c) */

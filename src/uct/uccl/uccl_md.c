@@ -57,7 +57,10 @@ static ucs_status_t uct_uccl_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
     uct_uccl_md_t *md = ucs_derived_of(tl_md, uct_uccl_md_t);
 
     memset(&attr->cap, 0, sizeof(attr->cap));
-    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    /* zero-copy needs our memh (its lkey): without NEED_MEMH UCP passes
+     * UCT_MEM_HANDLE_NULL */
+    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
+                                 UCT_MD_FLAG_NEED_RKEY;
     attr->cap.max_alloc        = 0;
     attr->cap.max_reg          = ULONG_MAX;
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);

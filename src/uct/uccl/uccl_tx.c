@@ -70,9 +70,13 @@ void uct_uccl_tx_orphan(uct_uccl_conn_t *conn)
     }
 }
 
-static void uct_uccl_op_free(uct_uccl_iface_t *iface, uct_uccl_op_t *op)
+static void uct_uccl_op_free(uct_uccl_conn_t *conn, uct_uccl_op_t *op)
 {
-    if (op->buf != NULL) {
+    /* a GET cut short (failure, cancel) in UC mode: the peer may still
+     * write its reply into the landing buffer, so it is not reused */
+    if ((op->buf != NULL) &&
+        ((op->status == UCS_OK) || conn->rc ||
+         (op->type != UCT_UCCL_OP_GET_BCOPY))) {
         uct_uccl_iface_chunk_put(op->buf);
     }
     ucs_mpool_put_inline(op);
@@ -87,7 +91,7 @@ static void uct_uccl_op_complete(uct_uccl_conn_t *conn, uct_uccl_op_t *op)
     if (op->comp != NULL) {
         uct_invoke_completion(op->comp, op->status);
     }
-    uct_uccl_op_free(conn->iface, op);
+    uct_uccl_op_free(conn, op);
 }
 
 void uct_uccl_op_part_done(uct_uccl_conn_t *conn, uct_uccl_op_t *op,
@@ -326,10 +330,32 @@ static void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn,
     wr->num_sge = n;
 }
 
+static inline uct_uccl_put_guard_t *
+uct_uccl_put_guard(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
+{
+    uint64_t h = (chunk->raddr ^ ((uint64_t)chunk->rkey << 32)) *
+                 0x9e3779b97f4a7c15ull;
+
+    return &conn->put_guard[(h >> 58) % UCT_UCCL_PUT_GUARD];
+}
+
+/* A later PUT chunk to the same target, at least as long, was sent after
+ * this one: its data wins, a resend of this one must not overwrite it */
+static int uct_uccl_put_is_obsolete(uct_uccl_conn_t *conn,
+                                    const uct_uccl_chunk_t *chunk)
+{
+    const uct_uccl_put_guard_t *g = uct_uccl_put_guard(conn, chunk);
+
+    return (chunk->kind == UCT_UCCL_KIND_PUT) && g->valid &&
+           (g->raddr == chunk->raddr) && (g->rkey == chunk->rkey) &&
+           uct_uccl_seq_gt(g->csn, chunk->csn) && (g->length >= chunk->length);
+}
+
 /* A lost WRITE chunk goes again as a SEND into a bounce buffer: header with
  * the target, then the original payload (still in the user's registered
- * buffer); the receiver copies it only if it is still missing. */
-static void uct_uccl_chunk_build_retx(uct_uccl_chunk_t *chunk)
+ * buffer); the receiver copies it only if it is still missing. An obsolete
+ * chunk goes without payload: it only marks its CSN as arrived. */
+static void uct_uccl_chunk_build_retx(uct_uccl_chunk_t *chunk, int obsolete)
 {
     struct ibv_send_wr *wr    = &chunk->wr;
     uct_uccl_retx_hdr_t *retx = &chunk->hdr.retx;
@@ -340,7 +366,7 @@ static void uct_uccl_chunk_build_retx(uct_uccl_chunk_t *chunk)
                                           chunk->last);
     retx->remote_addr = chunk->raddr;
     retx->rkey        = chunk->rkey;
-    retx->length      = chunk->length;
+    retx->length      = obsolete ? 0 : chunk->length;
 
     wr->opcode         = IBV_WR_SEND_WITH_IMM;
     wr->send_flags     = IBV_SEND_SIGNALED;
@@ -351,7 +377,7 @@ static void uct_uccl_chunk_build_retx(uct_uccl_chunk_t *chunk)
     chunk->sge[0].length = sizeof(*retx);
     chunk->sge[0].lkey   = chunk->lkey;
     wr->num_sge          = 1;
-    if (chunk->length > 0) {
+    if (retx->length > 0) {
         chunk->sge[1].addr   = chunk->laddr;
         chunk->sge[1].length = chunk->length;
         chunk->sge[1].lkey   = chunk->payload_lkey;
@@ -376,6 +402,7 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 {
     size_t bytes   = 0;
     unsigned count = 0;
+    uct_uccl_put_guard_t *guard;
     uct_uccl_chunk_t *chunk;
     uct_uccl_qp_t *path;
     uint64_t now;
@@ -415,6 +442,14 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
                                                  path->index, now, chunk);
             chunk->flags |= UCT_UCCL_CHUNK_F_TRACKED;
             uct_uccl_rto_on_send(&conn->rto, now);
+            if (chunk->kind == UCT_UCCL_KIND_PUT) {
+                guard         = uct_uccl_put_guard(conn, chunk);
+                guard->raddr  = chunk->raddr;
+                guard->rkey   = chunk->rkey;
+                guard->csn    = chunk->csn;
+                guard->length = chunk->length;
+                guard->valid  = 1;
+            }
         }
 
         uct_uccl_chunk_build_wr(conn, chunk);
@@ -517,6 +552,7 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
     uct_uccl_conn_t *conn   = arg;
     uct_uccl_chunk_t *chunk = e->desc;
     uct_uccl_qp_t *path;
+    int obsolete;
     uint64_t now;
 
     if (conn->iface->tx_outstanding >= conn->iface->config.cq_size) {
@@ -534,7 +570,9 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
 
     if ((chunk->kind == UCT_UCCL_KIND_PUT) ||
         (chunk->kind == UCT_UCCL_KIND_GET_RESP)) {
-        uct_uccl_chunk_build_retx(chunk);
+        obsolete = uct_uccl_put_is_obsolete(conn, chunk);
+        conn->stats.retx_obsolete += obsolete;
+        uct_uccl_chunk_build_retx(chunk, obsolete);
     } else {
         uct_uccl_chunk_build_wr(conn, chunk);
     }
@@ -675,7 +713,6 @@ static ucs_status_t uct_uccl_tx_get_done_send(uct_uccl_conn_t *conn,
     chunk->kind    = UCT_UCCL_KIND_GET_DONE;
     chunk->hdr_len = sizeof(*done);
     chunk->last    = 1;
-    chunk->flags  |= UCT_UCCL_CHUNK_F_NOLIMIT;
     uct_uccl_tx_enqueue(conn, chunk);
     return UCS_OK;
 }
@@ -711,7 +748,6 @@ ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
         chunk->payload_lkey = lkey;
         chunk->raddr        = req->reply_addr + offset;
         chunk->rkey         = req->reply_rkey;
-        chunk->flags       |= UCT_UCCL_CHUNK_F_NOLIMIT;
         uct_uccl_tx_enqueue(conn, chunk);
     }
 
