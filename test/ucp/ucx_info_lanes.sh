@@ -59,7 +59,21 @@ if grep 'lane\[' "$out" | grep -v 'uccl/' | grep -q .; then
 fi
 
 run_info r
-expect "rma" ' rma(_bw)?#'
+# UCX 1.13 prints RMA as put/get protocols of a lane (no rma# token), as it
+# does for rc_verbs: every lane must be uccl and put and get must be served.
+expect "rma" ' (am|rma(_bw)?#)'
+for op in put get; do
+    if grep -Eq "^# +$op\[[0-9]+\]: .*<zcopy>" "$out"; then
+        echo "ok: $op goes over a lane with a zcopy protocol"
+    else
+        echo "FAIL: no $op protocol on the uccl lanes"
+        fail=1
+    fi
+done
+if grep 'lane\[' "$out" | grep -v 'uccl/' | grep -q .; then
+    echo "FAIL: an rma lane on something other than uccl"
+    fail=1
+fi
 
 [ $fail = 0 ] && echo "PASS: am, rma and rndv lanes are uccl"
 exit $fail
