@@ -1,12 +1,13 @@
 /**
  * Copyright (C) uccl contributors. See file LICENSE for terms.
  *
- * Preloaded in front of libuct to pretend another UCX release is loaded, so
- * the transport's version guard can be seen refusing to register.
+ * Preloaded to pretend another UCX release is loaded, so the transport's
+ * version guard can be seen refusing to register. UCX 1.13 answers the
+ * version question through libucp's ucp_get_version().
  */
 #include <stdlib.h>
 
-void uct_get_version(unsigned *major, unsigned *minor, unsigned *release)
+void ucp_get_version(unsigned *major, unsigned *minor, unsigned *release)
 {
     const char *v = getenv("FAKE_UCX_MINOR");
 

@@ -366,7 +366,8 @@ void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_ah **ahs,
         ucs_error("uccl: control QP ibv_post_send() failed: %s",
                   strerror(ret));
         /* give back the buffers of what was not posted */
-        for (i = bad_wr - wrs; i < count; ++i) {
+        i = ((bad_wr >= wrs) && (bad_wr < wrs + count)) ? bad_wr - wrs : 0;
+        for (; i < count; ++i) {
             iface->ctl.tx_free[iface->ctl.tx_nfree++] = idx[i];
         }
     }

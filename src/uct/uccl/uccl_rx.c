@@ -246,8 +246,9 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     }
 
     if (ucs_unlikely((wc->opcode != IBV_WC_RECV) ||
-                     (uct_uccl_wire_data_check(uct_uccl_rx_data(desc), wc->byte_len,
-                                               imm) != UCS_OK))) {
+                     (uct_uccl_wire_data_check(uct_uccl_rx_data(desc),
+                                               wc->byte_len, imm) !=
+                      UCS_OK))) {
         ++iface->stats.bad_data;
         goto out_put;
     }
@@ -281,8 +282,8 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         desc = NULL;
         break;
     case UCT_UCCL_KIND_GET_REQ:
-        if (conn->rc || (uct_uccl_tx_serve_get(conn, (const void*)uct_uccl_rx_data(desc)) !=
-                         UCS_OK)) {
+        if (conn->rc ||
+            (uct_uccl_tx_serve_get(conn, uct_uccl_rx_data(desc)) != UCS_OK)) {
             ++iface->stats.bad_data;
         }
         break;

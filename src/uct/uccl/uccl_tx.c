@@ -194,9 +194,13 @@ static uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn,
     }
 
     if ((avoid < 0) && (length <= UCT_UCCL_SMALL_MSG)) {
-        /* small messages keep their order on one path: when its send queue
-         * is full they wait rather than overtake each other elsewhere */
-        path = &conn->paths[uct_uccl_paths_select(&conn->sel, length, now)];
+        /* small messages keep their order on one path: they move to another
+         * only once everything posted on the current one completed (paths
+         * reorder), and wait when its send queue is full */
+        if (path->outstanding == 0) {
+            path = &conn->paths[uct_uccl_paths_select(&conn->sel, length,
+                                                      now)];
+        }
         return uct_uccl_path_has_room(conn, path) ? path : NULL;
     }
 
