@@ -1,20 +1,23 @@
 #!/bin/sh
 #
-# The main job: real UCX traffic (ucx_perftest UCP tag tests) over uccl,
+# The main job: real UCX traffic (ucx_perftest UCP tag tests and NetPIPE over
+# Open MPI) over uccl,
 # beside UCX's own rc_verbs/ud_verbs on the same (soft)verbs fabric and tcp,
 # on a clean fabric and with 1% packet loss. Prints a table.
 #
 #   contrib/main-job.sh        (uses `uccl-run` from PATH, or UCCL_RUN)
 #
 # Environment: MAIN_ITERS (latency iterations, default 20000),
-# MAIN_BW_ITERS (bandwidth iterations, default 2000), MAIN_TIMEOUT (s, 120).
+# MAIN_BW_ITERS (bandwidth iterations, default 2000), MAIN_NP_ITERS (NetPIPE
+# repeats per size, default 30), MAIN_TIMEOUT (s per run, default 180).
 #
 set -u
 run=${UCCL_RUN:-$(command -v uccl-run)}
 [ -x "$run" ] || { echo "main-job: uccl-run not found (run contrib/setup.sh)" >&2; exit 1; }
 iters=${MAIN_ITERS:-20000}
 bw_iters=${MAIN_BW_ITERS:-2000}
-tmo=${MAIN_TIMEOUT:-120}
+tmo=${MAIN_TIMEOUT:-180}
+np_iters=${MAIN_NP_ITERS:-30}
 port=$((20000 + $$ % 20000))
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -60,7 +63,7 @@ netpipe() {
     rm -f "$out"
     UCX_TLS=$tls SOFTVERBS_FABRIC="main$$_np$port" SOFTVERBS_LOSS=$loss \
         timeout "$tmo" "$run" mpirun -np 2 --bind-to core \
-        NPopenmpi -l 8 -u 1048576 -p 0 -n 100 -o "$out" \
+        NPopenmpi -l 8 -u 1048576 -p 0 -n "$np_iters" -o "$out" \
         >"$tmp/np.log" 2>&1
     if [ $? -ne 0 ] || [ ! -s "$out" ]; then
         cp "$tmp/np.log" "$tmp/fail-$tls-netpipe.log"
