@@ -261,9 +261,9 @@ struct ibv_cq_ex *sv_cq_create(struct ibv_context *c,
 {
     sv_port_t *port = sv_ctx_of(c)->port;
     sv_cq_shm_t *e = NULL;
-    uint32_t i, idx = 0, size;
+    uint32_t idx = 0, size;
     sv_cq_t *cq;
-    int ret;
+    int ret, slot;
 
     if ((attr->comp_mask & ~(IBV_CQ_INIT_ATTR_MASK_FLAGS |
                              IBV_CQ_INIT_ATTR_MASK_PD)) ||
@@ -295,19 +295,14 @@ struct ibv_cq_ex *sv_cq_create(struct ibv_context *c,
     }
 
     pthread_mutex_lock(&port->lock);
-    for (i = 0; i < SV_MAX_CQ; ++i) {
-        idx = (port->next_cq + i) % SV_MAX_CQ;
-        if (port->cq[idx] == NULL) {
-            e = &port->seg->cq[idx];
-            break;
-        }
-    }
-    if (e == NULL) {
+    slot = sv_slot_take((void *const*)port->cq, 0, SV_MAX_CQ, &port->next_cq);
+    if (slot < 0) {
         pthread_mutex_unlock(&port->lock);
         ret = ENOMEM;
         goto err_heap;
     }
-    port->next_cq = idx + 1;
+    idx           = slot;
+    e             = &port->seg->cq[idx];
     port->cq[idx] = cq;
     cq->token     = ++port->next_token;
     pthread_mutex_unlock(&port->lock);

@@ -137,9 +137,9 @@ struct ibv_qp *sv_qp_create(struct ibv_context *c,
 {
     sv_port_t *port = sv_ctx_of(c)->port;
     sv_qp_shm_t *e = NULL;
-    uint32_t i, idx = 0, rq_size = 0, rq_sge = 0;
+    uint32_t idx = 0, rq_size = 0, rq_sge = 0;
     sv_qp_t *qp;
-    int ret;
+    int ret, slot;
 
     if (a->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
                          IBV_QP_INIT_ATTR_CREATE_FLAGS)) {
@@ -200,22 +200,16 @@ struct ibv_qp *sv_qp_create(struct ibv_context *c,
     }
 
     pthread_mutex_lock(&port->lock);
-    for (i = 0; i < SV_MAX_QP - SV_FIRST_QP_IDX; ++i) {
-        idx = port->next_qp + i;
-        idx = SV_FIRST_QP_IDX + (idx - SV_FIRST_QP_IDX) %
-                                (SV_MAX_QP - SV_FIRST_QP_IDX);
-        if (port->qp[idx] == NULL) {
-            e = &port->seg->qp[idx];
-            break;
-        }
-    }
-    if (e == NULL) {
+    /* next-fit: a destroyed QP's number is not reused right away */
+    slot = sv_slot_take((void *const*)port->qp, SV_FIRST_QP_IDX,
+                        SV_MAX_QP - SV_FIRST_QP_IDX, &port->next_qp);
+    if (slot < 0) {
         pthread_mutex_unlock(&port->lock);
         ret = ENOMEM;
         goto err_heap;
     }
-    /* next-fit: a destroyed QP's number is not reused right away */
-    port->next_qp = idx + 1;
+    idx           = slot;
+    e             = &port->seg->qp[idx];
     port->qp[idx] = qp;
     pthread_mutex_unlock(&port->lock);
 

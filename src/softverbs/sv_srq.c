@@ -16,10 +16,10 @@ struct ibv_srq *sv_srq_create(struct ibv_pd *ibpd,
                               struct ibv_srq_init_attr *attr)
 {
     sv_port_t *port = sv_ctx_of(ibpd->context)->port;
-    uint32_t i, idx = 0, size, max_sge;
+    uint32_t idx = 0, size, max_sge;
     sv_srq_shm_t *e = NULL;
     sv_srq_t *srq;
-    int ret;
+    int ret, slot;
 
     if ((attr->attr.max_wr == 0) || (attr->attr.max_wr > SV_MAX_SRQ_WR) ||
         (attr->attr.max_sge > SV_MAX_SGE) ||
@@ -41,19 +41,15 @@ struct ibv_srq *sv_srq_create(struct ibv_pd *ibpd,
         goto err_free;
     }
     pthread_mutex_lock(&port->lock);
-    for (i = 0; i < SV_MAX_SRQ; ++i) {
-        idx = (port->next_srq + i) % SV_MAX_SRQ;
-        if (port->srq[idx] == NULL) {
-            e = &port->seg->srq[idx];
-            break;
-        }
-    }
-    if (e == NULL) {
+    slot = sv_slot_take((void *const*)port->srq, 0, SV_MAX_SRQ,
+                        &port->next_srq);
+    if (slot < 0) {
         pthread_mutex_unlock(&port->lock);
         ret = ENOMEM;
         goto err_heap;
     }
-    port->next_srq = idx + 1;
+    idx            = slot;
+    e              = &port->seg->srq[idx];
     port->srq[idx] = srq;
     pthread_mutex_unlock(&port->lock);
 

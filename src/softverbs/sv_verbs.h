@@ -179,6 +179,25 @@ typedef struct sv_qp {
 #define sv_qp_of(_q)   ((sv_qp_t*)(_q))
 #define sv_srq_of(_s)  ((sv_srq_t*)(_s))
 
+/* Next-fit search of a free slot in table[first, first + count), from
+ * *cursor on: a freed slot is not reused at once, so a stale number held by
+ * a peer rarely meets a new object. Caller holds port->lock. Returns the
+ * index (and moves the cursor past it), or -1 when the table is full. */
+static inline int sv_slot_take(void *const *table, uint32_t first,
+                               uint32_t count, uint32_t *cursor)
+{
+    uint32_t i, idx;
+
+    for (i = 0; i < count; ++i) {
+        idx = first + (*cursor - first + i) % count;
+        if (table[idx] == NULL) {
+            *cursor = idx + 1;
+            return (int)idx;
+        }
+    }
+    return -1;
+}
+
 static inline uint32_t sv_qpn(unsigned port, uint32_t idx)
 {
     return ((uint32_t)port << 16) | idx;   /* port in bits 23..16 */
