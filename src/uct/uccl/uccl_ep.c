@@ -118,6 +118,7 @@ ucs_status_t uct_uccl_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     chunk->hdr.am.length = chunk->length;
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, chunk->length);
     uct_uccl_tx_enqueue(conn, chunk);
+    uct_uccl_tx_post_now(conn);
     return UCS_OK;
 }
 
@@ -150,6 +151,7 @@ ssize_t uct_uccl_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     chunk->hdr.am.length = length;
     UCT_TL_EP_STAT_OP(&ep->super, AM, BCOPY, length);
     uct_uccl_tx_enqueue(conn, chunk);
+    uct_uccl_tx_post_now(conn);
     return length;
 }
 
@@ -205,6 +207,7 @@ ucs_status_t uct_uccl_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     op->pending          = 1;
     UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY, header_length + length);
     uct_uccl_tx_enqueue(conn, chunk);
+    uct_uccl_tx_post_now(conn);
     return UCS_INPROGRESS;
 }
 
@@ -249,6 +252,7 @@ ucs_status_t uct_uccl_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     chunk->length = length;
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
     uct_uccl_tx_enqueue(conn, chunk);
+    uct_uccl_tx_post_now(conn);
     return UCS_OK;
 }
 
@@ -259,6 +263,7 @@ ssize_t uct_uccl_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     uct_uccl_conn_t *conn   = ep->conn;
     uct_uccl_chunk_t *chunk;
     ucs_status_t status;
+    size_t length;
 
     status = uct_uccl_ep_check(conn, 1);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -269,12 +274,14 @@ ssize_t uct_uccl_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     if (ucs_unlikely(chunk == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    chunk->length = pack_cb(chunk->data, arg);
-    ucs_assertv(chunk->length <= conn->iface->config.seg_size,
-                "put_bcopy packed %u bytes", chunk->length);
-    UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, chunk->length);
+    length        = pack_cb(chunk->data, arg);
+    chunk->length = length;
+    ucs_assertv(length <= conn->iface->config.seg_size,
+                "put_bcopy packed %zu bytes", length);
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
     uct_uccl_tx_enqueue(conn, chunk);
-    return chunk->length;
+    uct_uccl_tx_post_now(conn);
+    return length;
 }
 
 /* Cut [buffer, +length) into chunks of one op; kind PUT (WRITE_WITH_IMM)
@@ -354,6 +361,7 @@ ucs_status_t uct_uccl_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                    (length > 0) ? memh->lkey : 0, remote_addr,
                                    rkey);
     uct_uccl_op_part_done(conn, op, UCS_OK);
+    uct_uccl_tx_post_now(conn);
     return UCS_INPROGRESS;
 }
 
@@ -371,6 +379,7 @@ uct_uccl_ep_get(uct_uccl_ep_t *ep, uct_uccl_op_t *op, void *buffer,
         (void)uct_uccl_ep_zcopy_chunks(conn, op, 1, buffer, length, lkey,
                                        remote_addr, rkey);
         uct_uccl_op_part_done(conn, op, UCS_OK);
+        uct_uccl_tx_post_now(conn);
         return UCS_INPROGRESS;
     }
 
@@ -397,6 +406,7 @@ uct_uccl_ep_get(uct_uccl_ep_t *ep, uct_uccl_op_t *op, void *buffer,
     op->pending      = 1; /* completes with GET_DONE */
     ++conn->gets_waiting;
     uct_uccl_tx_enqueue(conn, chunk);
+    uct_uccl_tx_post_now(conn);
     return UCS_INPROGRESS;
 }
 
@@ -527,6 +537,17 @@ ucs_status_t uct_uccl_ep_fence(uct_ep_h tl_ep, unsigned flags)
         conn->fence = 1;
     }
     UCT_TL_EP_STAT_FENCE(&ep->super);
+    return UCS_OK;
+}
+
+/* UCP calls this for keepalive on any lane (also without
+ * UCT_IFACE_FLAG_EP_CHECK) until wireup is done. A dead peer is found by the
+ * connection timer (set-up) or the retransmission timer (data in flight)
+ * and reported through the ep error handler. */
+ucs_status_t uct_uccl_ep_check_alive(uct_ep_h tl_ep, unsigned flags,
+                                    uct_completion_t *comp)
+{
+    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
     return UCS_OK;
 }
 

@@ -569,6 +569,11 @@ static unsigned uct_uccl_iface_transmit(uct_uccl_iface_t *iface)
             uct_uccl_iface_sched_add(iface, conn);
         }
         uct_uccl_ep_dispatch_pending(conn);
+        /* what the pending requests queued goes out now, not on the next
+         * progress call */
+        if (conn->tx_queued > 0) {
+            count += uct_uccl_tx_pump(conn, iface->config.drr_quantum);
+        }
     }
 
     return count;
@@ -631,6 +636,7 @@ static unsigned uct_uccl_iface_progress(uct_iface_h tl_iface)
     unsigned count;
     uint64_t now;
 
+    ++iface->busy;
     count  = uct_uccl_iface_poll_recv(iface);
     count += uct_uccl_iface_poll_ctl(iface);
     count += uct_uccl_iface_poll_send(iface);
@@ -648,6 +654,7 @@ static unsigned uct_uccl_iface_progress(uct_iface_h tl_iface)
     count += uct_uccl_iface_transmit(iface);
     uct_uccl_rx_refill(iface);
     count += uct_uccl_rx_flush_acks(iface, now);
+    --iface->busy;
     return count;
 }
 
@@ -1079,6 +1086,7 @@ uct_iface_ops_t uct_uccl_iface_tl_ops = {
     .ep_pending_purge         = uct_uccl_ep_pending_purge,
     .ep_flush                 = uct_uccl_ep_flush,
     .ep_fence                 = uct_uccl_ep_fence,
+    .ep_check                 = uct_uccl_ep_check_alive,
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_uccl_ep_t),
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_uccl_ep_t),
     .iface_flush              = uct_uccl_iface_flush,

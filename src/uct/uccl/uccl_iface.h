@@ -375,6 +375,8 @@ struct uct_uccl_iface {
     ucs_list_link_t         ack_list;    /* conns owing an ACK */
     unsigned                tx_outstanding; /* WRs on the send CQ */
     uint64_t                next_timer;
+    unsigned                busy;        /* in progress or a purge: new
+                                            chunks wait for the scheduler */
     int                     dump_seen;   /* SIGUSR2 dump requests served */
 
     struct {
@@ -444,6 +446,7 @@ void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn);
 /* tx (uccl_tx.c) */
 void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum);
+void uct_uccl_tx_post_now(uct_uccl_conn_t *conn);
 void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);
 void uct_uccl_tx_handle_ack(uct_uccl_iface_t *iface, const uct_uccl_ack_t *ack);
 void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now);
@@ -501,6 +504,8 @@ void uct_uccl_ep_pending_purge(uct_ep_h tl_ep,
 ucs_status_t uct_uccl_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                uct_completion_t *comp);
 ucs_status_t uct_uccl_ep_fence(uct_ep_h tl_ep, unsigned flags);
+ucs_status_t uct_uccl_ep_check_alive(uct_ep_h tl_ep, unsigned flags,
+                                    uct_completion_t *comp);
 UCS_CLASS_DECLARE_NEW_FUNC(uct_uccl_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DECLARE_DELETE_FUNC(uct_uccl_ep_t, uct_ep_t);
 void uct_uccl_ep_dispatch_pending(uct_uccl_conn_t *conn);

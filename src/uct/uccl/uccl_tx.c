@@ -470,6 +470,18 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 }
 
 
+/* An operation posted outside progress goes on the wire at once: UCX may
+ * consider it sent (am_short, put_short) and not progress for a long time,
+ * e.g. a rank that leaves a barrier and sleeps. Inside progress (callbacks,
+ * purges) the scheduler posts it before progress returns. */
+void uct_uccl_tx_post_now(uct_uccl_conn_t *conn)
+{
+    if (!conn->iface->busy && (conn->tx_queued > 0)) {
+        (void)uct_uccl_tx_pump(conn, conn->iface->config.drr_quantum);
+    }
+}
+
+
 /* ------------------------------------------------------------------------ */
 /* Completions and acknowledgements                                         */
 /* ------------------------------------------------------------------------ */
@@ -817,6 +829,9 @@ void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
     uct_uccl_chunk_t *chunk;
     uct_uccl_op_t *op;
 
+    /* completions may start new operations: they must not post while the
+     * tracker is being emptied */
+    ++conn->iface->busy;
     conn->fail_status = status;
     while (!ucs_queue_is_empty(&conn->tx_queue)) {
         chunk = ucs_queue_pull_elem_non_empty(&conn->tx_queue,
@@ -857,4 +872,5 @@ void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
             uct_uccl_op_complete(conn, op);
         }
     }
+    --conn->iface->busy;
 }
