@@ -140,6 +140,7 @@ struct uct_uccl_chunk {
     uint32_t                payload_lkey;
     uint32_t                extra_len;   /* AM zcopy: user header in data */
     uint32_t                rkey;        /* PUT/GET_RESP/READ target */
+    uint32_t                src_rkey;    /* GET_RESP: our rkey of laddr */
     uint64_t                raddr;
     struct ibv_send_wr      wr;
     struct ibv_sge          sge[3];

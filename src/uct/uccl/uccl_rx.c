@@ -134,6 +134,14 @@ static int uct_uccl_rx_retx(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc,
         return 0;
     }
 
+    /* a late resend of a chunk we have: the target may be deregistered
+     * by now, but the sender still needs the ACK */
+    *csn_p = csn;
+    if (uct_uccl_sack_has(&conn->sack, csn)) {
+        ++conn->stats.dup_rx;
+        return 1;
+    }
+
     if (!uct_uccl_md_rkey_check(iface->md, retx->rkey, retx->remote_addr,
                                 retx->length, NULL)) {
         ++iface->stats.bad_rkey;
@@ -142,8 +150,7 @@ static int uct_uccl_rx_retx(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc,
         return 0;
     }
 
-    *csn_p = csn;
-    r      = uct_uccl_sack_record(&conn->sack, csn);
+    r = uct_uccl_sack_record(&conn->sack, csn);
     if (r == UCT_UCCL_SACK_DUPLICATE) {
         ++conn->stats.dup_rx;
         return 1; /* still worth an ACK: the sender did not see ours */

@@ -586,7 +586,14 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
 
     if ((chunk->kind == UCT_UCCL_KIND_PUT) ||
         (chunk->kind == UCT_UCCL_KIND_GET_RESP)) {
-        obsolete = uct_uccl_put_is_obsolete(conn, chunk);
+        /* a GET is complete at the requester once every reply chunk
+         * arrived, and then the source may be deregistered: reading it
+         * would break the QP, and the resend is not needed anyway */
+        obsolete = uct_uccl_put_is_obsolete(conn, chunk) ||
+                   ((chunk->kind == UCT_UCCL_KIND_GET_RESP) &&
+                    !uct_uccl_md_rkey_check(conn->iface->md, chunk->src_rkey,
+                                            chunk->laddr, chunk->length,
+                                            NULL));
         conn->stats.retx_obsolete += obsolete;
         uct_uccl_chunk_build_retx(chunk, obsolete);
     } else {
@@ -762,6 +769,7 @@ ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
         chunk->length       = ucs_min(chunk_size, req->length - offset);
         chunk->laddr        = req->remote_addr + offset;
         chunk->payload_lkey = lkey;
+        chunk->src_rkey     = req->rkey;
         chunk->raddr        = req->reply_addr + offset;
         chunk->rkey         = req->reply_rkey;
         uct_uccl_tx_enqueue(conn, chunk);
