@@ -70,7 +70,8 @@ foreach(mode uc rc)
                UCCL_EXPECT_COUNTERS=srq_empty)
     # the peer dies mid-transfer: ep error within seconds, no hang
     flt_verify(fault_${mode}_peer_killed kill "-T 10"
-               UCX_UCCL_MODE=${mode} UCCL_SERVER_ARGS=-K300)
+               UCX_UCCL_MODE=${mode} UCCL_SERVER_ARGS=-K300
+               UCX_UCCL_PEER_TIMEOUT=3s)
     # malformed and unexpected control packets, then a normal run
     flt_verify(fault_${mode}_bad_ctl fuzz "-n 50 -S 23"
                UCX_UCCL_MODE=${mode} UCX_UCCL_STATS_DUMP=y)

@@ -36,10 +36,12 @@ ucp_add(ucp_am 300 ARGS -t am)
 ucp_add(ucp_rma 300 ARGS -t rma)
 ucp_add(ucp_flush_close 300 ARGS -t flush_close)
 # Keepalive every second so a dead peer is noticed quickly also on a lane
-# with nothing in flight; the test allows 20 s from death to recovery.
+# with nothing in flight, and uccl gives up on a silent peer after 3 s (its
+# default is 30 s); the test allows 20 s from death to recovery.
 # The client kills itself (run2.sh expects exit 137 from it).
 ucp_add(ucp_peer_failure 120
-        ENV UCX_KEEPALIVE_INTERVAL=1s UCCL_TEST_VICTIM=client
+        ENV UCX_KEEPALIVE_INTERVAL=1s UCX_UCCL_PEER_TIMEOUT=3s
+            UCCL_TEST_VICTIM=client
         ARGS -t peer_failure -e peer -T 20)
 
 add_test(NAME ucp_ucx_info_lanes

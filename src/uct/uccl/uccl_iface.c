@@ -84,9 +84,12 @@ static ucs_config_field_t uct_uccl_iface_config_table[] = {
      "connection fails (together with PEER_TIMEOUT).",
      ucs_offsetof(uct_uccl_iface_config_t, max_retries), UCS_CONFIG_TYPE_UINT},
 
-    {"PEER_TIMEOUT", "3s",
-     "Time without any acknowledged progress after which a connection that\n"
-     "also spent MAX_RETRIES fails and its endpoint reports an error.",
+    {"PEER_TIMEOUT", "30s",
+     "Time without any acknowledged progress on outstanding chunks after\n"
+     "which a connection that also spent MAX_RETRIES fails and its endpoint\n"
+     "reports an error. ACKs need the peer's CPU (a peer that computes\n"
+     "without calling progress is silent), hence the generous default, as\n"
+     "UCX's ud transport has.",
      ucs_offsetof(uct_uccl_iface_config_t, peer_timeout), UCS_CONFIG_TYPE_TIME},
 
     {"RTO_INIT", "10ms",

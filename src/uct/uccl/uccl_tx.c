@@ -684,6 +684,11 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
 
     uct_uccl_tx_fast_retx(conn, now);
     inflight = uct_uccl_tracker_outstanding(&conn->tracker);
+    if (inflight == 0) {
+        /* idle: the peer owes nothing, so its silence is no sign of death;
+         * the time budget starts with the next chunk */
+        conn->last_progress = now;
+    }
     switch (uct_uccl_rto_check(&conn->rto, now, inflight)) {
     case UCT_UCCL_RTO_WAIT:
         return;
