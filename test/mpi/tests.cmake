@@ -4,8 +4,9 @@
 # UCCL_TEST_TLS (default uccl,self), each under timeout(1) in run_mpi.sh.
 # mpi_check covers point-to-point, the collectives and one-sided operations;
 # its sizes per operation are listed in mpi_check_*.c and printed by the
-# test. N=2 and N=4 go to 64 MiB buffers; N=8 (8 ranks on this machine's
-# cores) and the loss, killed-rank and two-host jobs stop at 16 MiB.
+# test. N=2, 4 and 8 go to 64 MiB buffers; the loss, killed-rank and
+# two-host jobs stop at 16 MiB (at 1% loss, 64 MiB still fails now and then:
+# a known uccl bug, see docs/STATUS.md).
 if(UCCL_MPICC)
     set(MPI_RUN ${UCCL_SRCDIR}/test/mpi/run_mpi.sh)
     set(MPI_CHECK ${UCCL_BUILDDIR}/test/mpi/mpi_check)
@@ -27,7 +28,7 @@ if(UCCL_MPICC)
 
     mpi_add(mpi_np2 2 300)
     mpi_add(mpi_np4 4 300)
-    mpi_add(mpi_np8 8 400 ARGS -m 16M)
+    mpi_add(mpi_np8 8 400)
     # 1% of packets lost in the softverbs fabric (no effect on tcp).
     mpi_add(mpi_np4_loss 4 400 ENV SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=7
             ARGS -m 16M)
