@@ -295,6 +295,11 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w)
     if (r == SV_RESP_DEAD) {
         sv_fabric_peer_dead(m.peer);
     }
+    if (r == SV_RESP_LOCAL) {
+        /* any QP type: the NIC could not read (or write) its own side */
+        sv_req_complete(qp, w, IBV_WC_LOC_PROT_ERR, m.ts);
+        return SV_REQ_DONE;
+    }
     if (type != IBV_QPT_RC) {
         sv_req_drop(qp, w, m.ts);   /* UC/UD: silently discarded */
         return SV_REQ_DONE;

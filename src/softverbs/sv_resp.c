@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 ssize_t sv_copy(const sv_peer_t *peer, int to_peer, const struct iovec *liov,
                 int lcnt, const struct iovec *riov, int rcnt)
@@ -239,12 +240,52 @@ static enum sv_resp sv_resp_recv(sv_msg_t *m, uint64_t need, uint64_t *wr_id,
     return SV_RESP_OK;
 }
 
-static enum sv_resp sv_resp_copy_status(ssize_t n, uint64_t len)
+/* Whether the requester's own iovecs are readable, probed one byte per page
+ * by reading them from ourselves. A registered buffer the program unmapped
+ * (or protected) while a WR still used it is pinned memory on a real NIC;
+ * here the copy faults, and the fault is the requester's. Only asked after
+ * a failed copy. */
+static int sv_resp_local_readable(const struct iovec *iov, int cnt)
+{
+    static long page;
+    struct iovec probe[64], dst;
+    char scratch[64];
+    uintptr_t a, end;
+    int i, n;
+
+    if (page == 0) {
+        page = sysconf(_SC_PAGESIZE);
+    }
+    for (i = 0; i < cnt; ++i) {
+        a   = (uintptr_t)iov[i].iov_base;
+        end = a + iov[i].iov_len;
+        while (a < end) {
+            for (n = 0; (n < 64) && (a < end); ++n) {
+                probe[n].iov_base = (void*)a;
+                probe[n].iov_len  = 1;
+                a = (a & ~(uintptr_t)(page - 1)) + page;
+            }
+            dst.iov_base = scratch;
+            dst.iov_len  = n;
+            if (process_vm_readv(getpid(), &dst, 1, probe, n, 0) != n) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static enum sv_resp sv_resp_copy_status(ssize_t n, uint64_t len,
+                                        const struct iovec *liov, int lcnt)
 {
     if (n == -ESRCH) {
         return SV_RESP_DEAD;
     }
-    return ((n < 0) || ((uint64_t)n != len)) ? SV_RESP_ACCESS : SV_RESP_OK;
+    if ((n >= 0) && ((uint64_t)n == len)) {
+        return SV_RESP_OK;
+    }
+    return sv_resp_local_readable(liov, lcnt) ? SV_RESP_ACCESS :
+                                              SV_RESP_LOCAL;
 }
 
 enum sv_resp sv_resp_write(sv_msg_t *m)
@@ -267,18 +308,20 @@ enum sv_resp sv_resp_write(sv_msg_t *m)
             return sv_resp_access_error(m);
         }
     }
-    if (imm) {
-        /* the immediate consumes a receive WQE; its buffers stay unused */
-        r = sv_resp_recv(m, 0, &wr_id, riov, &rcnt);
-        if (r != SV_RESP_OK) {
-            return r;
-        }
-    }
     if (m->len > 0) {
         riov[0].iov_base = (void*)(uintptr_t)va;
         riov[0].iov_len  = m->len;
         r = sv_resp_copy_status(sv_copy(m->peer, 1, m->liov, m->liovcnt,
-                                        riov, 1), m->len);
+                                        riov, 1), m->len, m->liov,
+                                m->liovcnt);
+        if (r != SV_RESP_OK) {
+            return r;
+        }
+    }
+    if (imm) {
+        /* the immediate consumes a receive WQE at the last packet, after
+         * the data was placed; its buffers stay unused */
+        r = sv_resp_recv(m, 0, &wr_id, riov, &rcnt);
         if (r != SV_RESP_OK) {
             return r;
         }
@@ -327,7 +370,13 @@ enum sv_resp sv_resp_send(sv_msg_t *m)
     }
     if (need > 0) {
         r = sv_resp_copy_status(sv_copy(m->peer, 1, liov, lcnt, riov, rcnt),
-                                need);
+                                need, m->liov, m->liovcnt);
+        if (r == SV_RESP_LOCAL) {
+            /* the claimed WQE cannot be given back (other senders share
+             * the queue): it completes as aborted, the QP stays up */
+            sv_resp_cqe(m, wr_id, IBV_WC_REM_ABORT_ERR, IBV_WC_RECV, 0, 0);
+            return r;
+        }
         if (r == SV_RESP_ACCESS) {
             sv_resp_cqe(m, wr_id, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0);
             sv_resp_qp_error(m, 0);
@@ -362,5 +411,6 @@ enum sv_resp sv_resp_read(sv_msg_t *m)
     riov.iov_base = (void*)(uintptr_t)va;
     riov.iov_len  = m->len;
     return sv_resp_copy_status(sv_copy(m->peer, 0, m->liov, m->liovcnt,
-                                       &riov, 1), m->len);
+                                       &riov, 1), m->len, m->liov,
+                               m->liovcnt);
 }

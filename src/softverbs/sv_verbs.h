@@ -317,7 +317,8 @@ enum sv_resp {
     SV_RESP_ACCESS,     /* bad rkey, bounds or rights */
     SV_RESP_INV_REQ,    /* receive buffer too small, bad opcode */
     SV_RESP_OP_ERR,     /* target's receive WQE is bad */
-    SV_RESP_DEAD        /* target process gone */
+    SV_RESP_DEAD,       /* target process gone */
+    SV_RESP_LOCAL       /* the requester's own buffer is unreadable */
 };
 
 typedef struct sv_msg {

@@ -167,5 +167,6 @@ void svt_bad_keys(svt_t *t);
 void svt_killed_peer(svt_t *t);
 void svt_doorbell(svt_t *t);
 void svt_qp_state_field(svt_t *t);
+void svt_unmapped_src(svt_t *t);
 
 #endif

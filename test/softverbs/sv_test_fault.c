@@ -4,6 +4,8 @@
  */
 #include "sv_test.h"
 
+#include <sys/mman.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -399,6 +401,67 @@ void svt_qp_state_field(svt_t *t)
               (svt_qp_state(t, p.qp) == IBV_QPS_RESET),
               "after ibv_modify_qp(RESET): field %d, query %d", p.qp->state,
               svt_qp_state(t, p.qp));
+    svt_barrier(t);
+    svt_pair_destroy(t, &p);
+}
+
+/* The sender registers a buffer, takes its pages away (the MR stays; the
+ * test protects them, as munmap would let a later mapping take the range)
+ * and sends from it on UC. A NIC would read pinned pages; softverbs cannot,
+ * and the fault is the sender's: LOC_PROT_ERR on its send, its QP in ERR, while the receiver
+ * only sees its claimed WQE complete as aborted and keeps its QP. */
+void svt_unmapped_src(svt_t *t)
+{
+    struct ibv_recv_wr rwr;
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    struct ibv_mr *mr;
+    struct ibv_wc wc;
+    svt_pair_t p;
+    size_t len = 1 << 16;
+    void *buf;
+
+    svt_pair_setup(t, &p, IBV_QPT_UC, len, 16, 1, 0);
+    if (t->role == 1) {
+        svt_sge(&sge, p.mr, 0, len);
+        rwr = (struct ibv_recv_wr){ .wr_id = 0x51, .sg_list = &sge,
+                                    .num_sge = 1 };
+        svt_post_recv(t, p.qp, &rwr);
+    }
+    svt_barrier(t);
+
+    if (t->role == 0) {
+        buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        SVT_CHECK(t, buf != MAP_FAILED, "mmap: %s", strerror(errno));
+        mr = ibv_reg_mr(t->pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
+        SVT_CHECK(t, mr != NULL, "ibv_reg_mr: %s", strerror(errno));
+        SVT_CHECK(t, mprotect(buf, len, PROT_NONE) == 0, "mprotect: %s",
+                  strerror(errno));
+
+        sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = len,
+                                .lkey = mr->lkey };
+        wr  = (struct ibv_send_wr){ .wr_id = 0x50, .sg_list = &sge,
+                                    .num_sge = 1, .opcode = IBV_WR_SEND,
+                                    .send_flags = IBV_SEND_SIGNALED };
+        svt_post_send(t, p.qp, &wr);
+        svt_poll_n(t, p.cq, &wc, 1, 5000, "SEND from an unreadable buffer");
+        svt_check_wc(t, &wc, IBV_WC_LOC_PROT_ERR, -1, 0x50, p.qp, -1,
+                     "SEND from an unreadable buffer");
+        SVT_CHECK(t, svt_qp_state(t, p.qp) == IBV_QPS_ERR,
+                  "sender QP state %d after a local error, expected ERR",
+                  svt_qp_state(t, p.qp));
+        SVT_CHECK(t, ibv_dereg_mr(mr) == 0, "ibv_dereg_mr: %s",
+                  strerror(errno));
+        munmap(buf, len);
+    } else {
+        svt_poll_n(t, p.cq, &wc, 1, 5000, "receive of an aborted SEND");
+        svt_check_wc(t, &wc, IBV_WC_REM_ABORT_ERR, -1, 0x51, p.qp, -1,
+                     "receive of an aborted SEND");
+        SVT_CHECK(t, svt_qp_state(t, p.qp) == IBV_QPS_RTS,
+                  "receiver QP state %d: the sender's fault moved it",
+                  svt_qp_state(t, p.qp));
+    }
     svt_barrier(t);
     svt_pair_destroy(t, &p);
 }

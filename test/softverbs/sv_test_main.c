@@ -42,6 +42,8 @@ static const svt_case_t svt_cases[] = {
       "kill -9 the target mid-transfer: RETRY_EXC_ERR, no hang" },
     { "qp_state",     svt_qp_state_field,
       "internal moves to ERR leave ibv_qp.state to modify/query" },
+    { "unmapped_src", svt_unmapped_src,
+      "sending from an unmapped registered buffer: the sender's error" },
     { "doorbell",     svt_doorbell,
       "a chain of 16 WRs is one doorbell in the SOFTVERBS_STATS dump" },
 };

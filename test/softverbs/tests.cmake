@@ -46,6 +46,8 @@ sv_verbs(sv_reorder reorder SOFTVERBS_PATHS=8 SOFTVERBS_DELAY_US=2
 sv_verbs(sv_killed_peer killed_peer)
 # errors move QPs to ERR inside; ibv_qp.state follows only modify/query
 sv_verbs(sv_qp_state qp_state)
+# a local fault (unmapped source) is the requester's, not the responder's
+sv_verbs(sv_unmapped_src unmapped_src)
 
 # a fabric left by killed processes is re-created with the next run's model;
 # clean runs leave nothing in /dev/shm
