@@ -532,14 +532,22 @@ static void uct_uccl_conn_handle_disconnect(uct_uccl_iface_t *iface,
 {
     uct_uccl_conn_t *conn = uct_uccl_conn_lookup(iface, pkt->dst_conn_id);
 
-    if ((conn == NULL) || !conn->passive ||
-        (conn->remote_id != pkt->src_conn_id)) {
+    if ((conn == NULL) || (conn->remote_id != pkt->src_conn_id)) {
         ++iface->stats.unknown_conn;
         return;
     }
 
-    ucs_debug("uccl: peer closed conn %u", conn->id);
-    uct_uccl_conn_destroy(conn);
+    if (conn->passive) {
+        ucs_debug("uccl: peer %s conn %u", (pkt->reason == UCS_OK) ?
+                  "closed" : "failed", conn->id);
+        uct_uccl_conn_destroy(conn);
+    } else if (pkt->reason != UCS_OK) {
+        /* the serving side failed (a broken QP, say): tell UCX now rather
+         * than after the peer timeout */
+        ucs_diag("uccl: peer failed conn %u: %s", conn->id,
+                 ucs_status_string((ucs_status_t)pkt->reason));
+        uct_uccl_conn_fail(conn, UCS_ERR_CONNECTION_RESET);
+    }
 }
 
 void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
@@ -596,8 +604,9 @@ void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status)
         return;
     }
 
-    ucs_debug("uccl: conn %u failed: %s", conn->id,
-              ucs_status_string(status));
+    ucs_diag("uccl: %s conn %u failed: %s",
+             conn->passive ? "passive" : "active", conn->id,
+             ucs_status_string(status));
     conn->state       = UCT_UCCL_CONN_FAILED;
     conn->fail_status = status;
 
@@ -608,6 +617,12 @@ void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status)
         }
     }
 
+    /* unless the peer is gone, it learns at once (its ep errors out, or its
+     * passive side is reaped) */
+    if ((status != UCS_ERR_ENDPOINT_TIMEOUT) &&
+        (status != UCS_ERR_CONNECTION_RESET)) {
+        uct_uccl_conn_send_disconnect(conn, status);
+    }
     uct_uccl_tx_purge(conn, status);
     if (ep != NULL) {
         /* UCX may destroy the ep (and this conn) from the callback */
@@ -640,15 +655,18 @@ void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now)
             if (conn->state == UCT_UCCL_CONN_FAILED) {
                 return;
             }
+        } else if (conn->passive) {
+            /* failed, and no ep will ever destroy it */
+            uct_uccl_conn_destroy(conn);
         }
     }
 }
 
-void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn)
+void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason)
 {
     uct_uccl_disconnect_t pkt;
 
-    if ((conn->state != UCT_UCCL_CONN_CONNECTED) ||
+    if ((conn->state == UCT_UCCL_CONN_CONNECTING) ||
         (conn->remote_id == UCT_UCCL_CONN_ID_NONE)) {
         return;
     }
@@ -657,7 +675,7 @@ void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn)
     uct_uccl_wire_hdr_init(&pkt.hdr, UCT_UCCL_CTL_DISCONNECT, sizeof(pkt));
     pkt.dst_conn_id = conn->remote_id;
     pkt.src_conn_id = conn->id;
-    pkt.reason      = UCS_OK;
+    pkt.reason      = reason;
     (void)uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,
                                   &pkt, sizeof(pkt));
 }
@@ -671,7 +689,8 @@ void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
             "retx_bytes %lu retx_obsolete %lu dup_rx %lu acks_tx %lu "
             "acks_rx %lu sq_full %lu "
             "am_held %lu "
-            "srtt_us %.1f rto_us %.1f cwnd %lu inflight %u\n",
+            "srtt_us %.1f rto_us %.1f cwnd %lu inflight %u queued %u "
+            "ops %lu zombies %lu\n",
             getpid(), conn->id, conn->passive ? " (passive)" : "",
             conn->remote_id,
             (conn->state == UCT_UCCL_CONN_CONNECTED) ? "connected" :
@@ -683,5 +702,7 @@ void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
             s->sq_full, s->am_held, conn->rto.srtt_ns / 1e3,
             uct_uccl_rto_current(&conn->rto) / 1e3, conn->cc.cwnd_bytes,
             conn->rc ? conn->rc_outstanding :
-                       uct_uccl_tracker_outstanding(&conn->tracker));
+                       uct_uccl_tracker_outstanding(&conn->tracker),
+            conn->tx_queued, ucs_list_length(&conn->ops),
+            ucs_list_length(&conn->zombies));
 }

@@ -43,29 +43,6 @@ static inline size_t uct_uccl_conn_chunk_size(uct_uccl_conn_t *conn)
                    conn->remote_chunk_size - UCT_UCCL_SEND_HDR_MAX);
 }
 
-static uct_uccl_op_t *uct_uccl_op_get(uct_uccl_conn_t *conn,
-                                      uct_uccl_op_type_t type,
-                                      uct_completion_t *comp)
-{
-    uct_uccl_op_t *op = ucs_mpool_get_inline(&conn->iface->op_mp);
-
-    if (op == NULL) {
-        return NULL;
-    }
-
-    op->type       = type;
-    op->pending    = 0;
-    op->status     = UCS_OK;
-    op->comp       = comp;
-    op->done_valid = 0;
-    op->buf        = NULL;
-    op->unpack_cb  = NULL;
-    op->length     = 0;
-    op->id         = conn->next_op_id++;
-    ucs_list_add_tail(&conn->ops, &op->list);
-    return op;
-}
-
 static uct_uccl_chunk_t *uct_uccl_ep_am_chunk(uct_uccl_conn_t *conn,
                                               uint8_t id)
 {
@@ -631,7 +608,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_ep_t)
     uct_uccl_conn_t *conn = self->conn;
 
     conn->ep = NULL;
-    uct_uccl_conn_send_disconnect(conn);
+    if (conn->state == UCT_UCCL_CONN_CONNECTED) {
+        uct_uccl_conn_send_disconnect(conn, UCS_OK);
+    }
     uct_uccl_conn_destroy(conn);
 }
 

@@ -176,7 +176,8 @@ typedef enum {
     UCT_UCCL_OP_ZCOPY,       /* put/am zcopy: comp when all chunks acked */
     UCT_UCCL_OP_GET_BCOPY,
     UCT_UCCL_OP_GET_ZCOPY,
-    UCT_UCCL_OP_FLUSH
+    UCT_UCCL_OP_FLUSH,
+    UCT_UCCL_OP_GET_SERVE    /* peer's GET (UC): GET_DONE when all acked */
 } uct_uccl_op_type_t;
 
 /* An operation with a user completion */
@@ -442,7 +443,7 @@ void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
                               size_t len);
 void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now);
 void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream);
-void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn);
+void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason);
 
 /* tx (uccl_tx.c) */
 void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
@@ -456,6 +457,8 @@ void uct_uccl_tx_orphan(uct_uccl_conn_t *conn);
 int uct_uccl_tx_is_flushed(uct_uccl_conn_t *conn);
 void uct_uccl_tx_check_flush(uct_uccl_conn_t *conn);
 uct_uccl_chunk_t *uct_uccl_chunk_get(uct_uccl_iface_t *iface);
+uct_uccl_op_t *uct_uccl_op_get(uct_uccl_conn_t *conn, uct_uccl_op_type_t type,
+                               uct_completion_t *comp);
 void uct_uccl_op_part_done(uct_uccl_conn_t *conn, uct_uccl_op_t *op,
                            ucs_status_t status);
 void uct_uccl_tx_get_done(uct_uccl_conn_t *conn, uint64_t op_id,

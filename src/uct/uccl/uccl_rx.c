@@ -204,7 +204,7 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     if (ucs_unlikely(wc->status != IBV_WC_SUCCESS)) {
         if (wc->status != IBV_WC_WR_FLUSH_ERR) {
             ++iface->stats.err_cqe;
-            ucs_debug("uccl: receive completion error %s on qp 0x%x",
+            ucs_diag("uccl: receive completion error %s on qp 0x%x",
                       ibv_wc_status_str(wc->status), wc->qp_num);
         }
         goto out_put;

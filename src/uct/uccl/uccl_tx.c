@@ -45,17 +45,27 @@ static void uct_uccl_chunk_release(uct_uccl_chunk_t *chunk)
     }
 }
 
-/* A WR carrying the chunk completed */
+/* A WR carrying the chunk completed. An acknowledged chunk whose operation
+ * waited for this WR (a resend still reading the user's buffer) completes
+ * its part now. */
 static void uct_uccl_chunk_wr_done(uct_uccl_chunk_t *chunk)
 {
+    uct_uccl_conn_t *conn = chunk->conn;
+    uct_uccl_op_t *op     = chunk->op;
+
     ucs_assert(chunk->posted > 0);
     if ((--chunk->posted > 0) || !(chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
         return;
     }
-    if ((chunk->flags & UCT_UCCL_CHUNK_F_ZOMBIE) && (chunk->conn != NULL)) {
+    if ((chunk->flags & UCT_UCCL_CHUNK_F_ZOMBIE) && (conn != NULL)) {
         ucs_list_del(&chunk->zlink);
     }
     uct_uccl_iface_chunk_put(chunk);
+    if (op != NULL) {
+        ucs_assert(conn != NULL); /* a purge detaches ops from zombies */
+        uct_uccl_op_part_done(conn, op, UCS_OK);
+        uct_uccl_tx_check_flush(conn);
+    }
 }
 
 /* The conn goes away: chunks still on the wire complete without it */
@@ -69,6 +79,33 @@ void uct_uccl_tx_orphan(uct_uccl_conn_t *conn)
         chunk->conn = NULL;
     }
 }
+
+uct_uccl_op_t *uct_uccl_op_get(uct_uccl_conn_t *conn, uct_uccl_op_type_t type,
+                               uct_completion_t *comp)
+{
+    uct_uccl_op_t *op = ucs_mpool_get_inline(&conn->iface->op_mp);
+
+    if (op == NULL) {
+        return NULL;
+    }
+
+    op->type       = type;
+    op->pending    = 0;
+    op->status     = UCS_OK;
+    op->comp       = comp;
+    op->done_valid = 0;
+    op->buf        = NULL;
+    op->unpack_cb  = NULL;
+    op->length     = 0;
+    op->id         = conn->next_op_id++;
+    ucs_list_add_tail(&conn->ops, &op->list);
+    return op;
+}
+
+static ucs_status_t uct_uccl_tx_get_done_send(uct_uccl_conn_t *conn,
+                                              uint64_t op_id,
+                                              ucs_status_t status,
+                                              uint64_t length);
 
 static void uct_uccl_op_free(uct_uccl_conn_t *conn, uct_uccl_op_t *op)
 {
@@ -85,6 +122,14 @@ static void uct_uccl_op_free(uct_uccl_conn_t *conn, uct_uccl_op_t *op)
 static void uct_uccl_op_complete(uct_uccl_conn_t *conn, uct_uccl_op_t *op)
 {
     ucs_list_del(&op->list);
+    if ((op->type == UCT_UCCL_OP_GET_SERVE) &&
+        (conn->state == UCT_UCCL_CONN_CONNECTED) &&
+        (uct_uccl_tx_get_done_send(conn, op->id, op->status,
+                                   (op->status == UCS_OK) ? op->length : 0) !=
+         UCS_OK)) {
+        ucs_error("uccl: conn %u: no memory to complete the peer's GET",
+                  conn->id);
+    }
     if ((op->type == UCT_UCCL_OP_GET_BCOPY) && (op->status == UCS_OK)) {
         op->unpack_cb(op->unpack_arg, op->buf->data, op->length);
     }
@@ -111,6 +156,13 @@ static void uct_uccl_chunk_done(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
 {
     uct_uccl_op_t *op = chunk->op;
 
+    if ((op != NULL) && (status == UCS_OK) && (chunk->posted > 0)) {
+        /* acknowledged, but a resend of it is still queued at the NIC and
+         * may read the user's buffer: the user gets it back (and may free
+         * or deregister it) only when that WR completes */
+        uct_uccl_chunk_release(chunk);
+        return;
+    }
     chunk->op = NULL;
     uct_uccl_chunk_release(chunk);
     if (op != NULL) {
@@ -515,15 +567,17 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     }
 
     if (ucs_unlikely(wc->status != IBV_WC_SUCCESS)) {
+        if (wc->status != IBV_WC_WR_FLUSH_ERR) {
+            ++iface->stats.err_cqe;
+            ucs_diag("uccl: conn %u: send completion error %s (qp 0x%x)",
+                     conn->id, ibv_wc_status_str(wc->status), wc->qp_num);
+        }
         if ((conn->state == UCT_UCCL_CONN_FAILED) ||
             (chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
             uct_uccl_chunk_wr_done(chunk);
             return;
         }
 
-        ++iface->stats.err_cqe;
-        ucs_debug("uccl: conn %u: send completion error %s (qp 0x%x)",
-                  conn->id, ibv_wc_status_str(wc->status), wc->qp_num);
         uct_uccl_chunk_wr_done(chunk); /* still tracked: not freed */
         if (!conn->rc && (wc->status != IBV_WC_RETRY_EXC_ERR) &&
             (wc->status != IBV_WC_WR_FLUSH_ERR)) {
@@ -753,6 +807,7 @@ ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
                                       conn->remote_chunk_size -
                                       UCT_UCCL_SEND_HDR_MAX);
     uct_uccl_chunk_t *chunk;
+    uct_uccl_op_t *op;
     uint64_t offset;
     uint32_t lkey;
 
@@ -765,11 +820,25 @@ ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
                                          UCS_ERR_INVALID_ADDR, 0);
     }
 
+    /* GET_DONE goes out when every reply chunk is acknowledged and no WR
+     * reads the source any more: the requester completes on it, and its
+     * owner may then free the source at once */
+    op = uct_uccl_op_get(conn, UCT_UCCL_OP_GET_SERVE, NULL);
+    if (op == NULL) {
+        return uct_uccl_tx_get_done_send(conn, req->op_id, UCS_ERR_NO_MEMORY,
+                                         0);
+    }
+    op->id      = req->op_id;
+    op->length  = req->length;
+    op->pending = 1; /* until every chunk is queued */
     for (offset = 0; offset < req->length; offset += chunk_size) {
         chunk = uct_uccl_chunk_get(iface);
         if (chunk == NULL) {
-            return UCS_ERR_NO_MEMORY;
+            op->status = UCS_ERR_NO_MEMORY;
+            break;
         }
+        chunk->op           = op;
+        ++op->pending;
         chunk->kind         = UCT_UCCL_KIND_GET_RESP;
         chunk->length       = ucs_min(chunk_size, req->length - offset);
         chunk->laddr        = req->remote_addr + offset;
@@ -780,7 +849,8 @@ ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
         uct_uccl_tx_enqueue(conn, chunk);
     }
 
-    return uct_uccl_tx_get_done_send(conn, req->op_id, UCS_OK, req->length);
+    uct_uccl_op_part_done(conn, op, UCS_OK);
+    return UCS_OK;
 }
 
 /* GET_DONE arrived with CSN csn: the data landed once everything before it
@@ -865,6 +935,12 @@ void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
     conn->rc_outstanding    = 0;
     conn->gets_waiting      = 0;
     conn->cc.inflight_bytes = 0;
+
+    /* acknowledged chunks whose resend is still on the wire: their ops
+     * complete below, the chunks when the WRs flush */
+    ucs_list_for_each(chunk, &conn->zombies, zlink) {
+        chunk->op = NULL;
+    }
 
     /* what is left waits for a GET_DONE or a READ: complete it now */
     while (!ucs_list_is_empty(&conn->ops)) {

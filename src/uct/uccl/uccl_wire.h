@@ -153,9 +153,11 @@ typedef struct UCS_S_PACKED uct_uccl_get_req {
     uint64_t op_id;      /* opaque to the responder, echoed in GET_DONE */
 } uct_uccl_get_req_t;
 
-/* Sent by the responder after the last GET_RESP chunk. Its CSN is higher
- * than every chunk of the response, so the requester completes op_id once
- * its SACK cumulative point has passed this chunk's CSN (all data landed). */
+/* Sent by the responder once every GET_RESP chunk was acknowledged and no
+ * send of it is still reading the source (so the source's owner may free it
+ * as soon as the requester completes). Its CSN is higher than every chunk of
+ * the response; the requester completes op_id once its SACK cumulative point
+ * has passed this chunk's CSN. */
 typedef struct UCS_S_PACKED uct_uccl_get_done {
     uint8_t  type;       /* UCT_UCCL_KIND_GET_DONE */
     uint8_t  rsvd0[3];
