@@ -519,6 +519,7 @@ int sv_qp_destroy(struct ibv_qp *ibqp)
         __atomic_fetch_sub(&qp->srq->nqps, 1, __ATOMIC_RELAXED);
     }
     free(qp->pend);
+    sv_req_batch_free(qp);
     free(qp->wrx);
     free(qp->wrx_sge);
     free(qp->wrx_inl);

@@ -123,9 +123,127 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
     }
 }
 
+/*
+ * The RDMA WRITEs of one doorbell to one peer are placed with a single
+ * process_vm_writev, as a NIC fetches a posted chain in one DMA batch: CMA
+ * costs microseconds per call, as much as copying 20 KB. The checks run
+ * when each WR executes; the copy, the immediates' receive completions and
+ * the send completions follow in WR order when the batch is flushed, which
+ * happens before any other WR of the QP has an effect.
+ */
+#define SV_BATCH_MAX  16
+
+typedef struct sv_batch_ent {
+    sv_swqe_t     w;
+    sv_msg_t      m;
+    struct iovec  liov[SV_MAX_SGE];
+    struct iovec  riov;
+} sv_batch_ent_t;
+
+typedef struct sv_batch {
+    unsigned       n;
+    unsigned       nliov;
+    sv_batch_ent_t e[SV_BATCH_MAX];
+    struct iovec   liov[SV_BATCH_MAX * SV_MAX_SGE];
+    struct iovec   riov[SV_BATCH_MAX];
+} sv_batch_t;
+
+static int sv_req_finish(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m,
+                         enum sv_resp r, uint64_t now);
+
+static void sv_req_batch_flush(sv_qp_t *qp)
+{
+    sv_batch_t *b = qp->batch;
+    sv_batch_ent_t *e;
+    uint64_t total = 0;
+    unsigned i, n;
+    enum sv_resp r;
+    ssize_t done;
+
+    if ((b == NULL) || (b->n == 0)) {
+        return;
+    }
+    n    = b->n;
+    b->n = 0;         /* completions below may flush again: nothing left */
+    for (i = 0; i < n; ++i) {
+        b->riov[i] = b->e[i].riov;
+        total     += b->e[i].m.len;
+    }
+    done = process_vm_writev(b->e[0].m.peer->pid, b->liov, b->nliov, b->riov,
+                             n, 0);
+    for (i = 0; i < n; ++i) {
+        e = &b->e[i];
+        if (qp->attr.qp_state == IBV_QPS_ERR) {
+            sv_comp_send(qp, &e->w, IBV_WC_WR_FLUSH_ERR, qp->sq_last_ts);
+            continue;
+        }
+        if ((done >= 0) && ((uint64_t)done == total)) {
+            r = SV_RESP_OK;
+        } else {
+            /* something failed: place each again to find which */
+            r = sv_resp_copy_status(sv_copy(e->m.peer, 1, e->liov,
+                                            e->m.liovcnt, &e->riov, 1),
+                                    e->m.len, e->liov, e->m.liovcnt);
+        }
+        if (r == SV_RESP_OK) {
+            r = sv_resp_write_done(&e->m);
+        }
+        (void)sv_req_finish(qp, &e->w, &e->m, r, e->m.ts);
+    }
+}
+
+/* Can this WR join the batch? Only what needs no reply from the target: a
+ * WRITE, or on UC a WRITE with immediate (an RC one may draw an RNR NAK). */
+static int sv_req_batchable(const sv_qp_t *qp, const sv_swqe_t *w)
+{
+    return (w->opcode == IBV_WR_RDMA_WRITE) ||
+           ((w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) &&
+            (qp->qp.qp_type == IBV_QPT_UC));
+}
+
+/* Queue the copy of a checked WRITE; 0 if it did, so its completion waits
+ * for the flush. */
+static int sv_req_batch_add(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m,
+                            uint64_t va)
+{
+    sv_batch_t *b = qp->batch;
+    sv_batch_ent_t *e;
+
+    if (b == NULL) {
+        b = qp->batch = calloc(1, sizeof(*b));
+        if (b == NULL) {
+            return -1;
+        }
+    }
+    if ((b->n > 0) && ((b->e[0].m.peer != m->peer) || (b->n == SV_BATCH_MAX))) {
+        sv_req_batch_flush(qp);
+    }
+    if (b->n == 0) {
+        b->nliov = 0;
+    }
+    e    = &b->e[b->n++];
+    e->w = *w;
+    e->m = *m;
+    memcpy(e->liov, m->liov, m->liovcnt * sizeof(*e->liov));
+    memcpy(&b->liov[b->nliov], m->liov, m->liovcnt * sizeof(*e->liov));
+    b->nliov        += m->liovcnt;
+    e->m.w           = &e->w;
+    e->m.liov        = e->liov;
+    e->riov.iov_base = (void*)(uintptr_t)va;
+    e->riov.iov_len  = m->len;
+    return 0;
+}
+
+void sv_req_batch_free(sv_qp_t *qp)
+{
+    free(qp->batch);
+    qp->batch = NULL;
+}
+
 static void sv_req_complete(sv_qp_t *qp, sv_swqe_t *w, enum ibv_wc_status s,
                             uint64_t ts)
 {
+    sv_req_batch_flush(qp);   /* earlier WRs complete first */
     sv_comp_send(qp, w, s, ts);
 }
 
@@ -209,10 +327,14 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w)
     struct iovec liov[SV_MAX_SGE];
     sv_msg_t m = { .sqp = qp, .w = w, .liov = liov, .len = w->len };
     unsigned sport = qp->port->index;
-    uint64_t now = sv_now_ns();
+    uint64_t now = sv_now_ns(), va;
+    int batch = sv_req_batchable(qp, w);
     enum sv_resp r;
     sv_wire_t wire;
 
+    if (!batch) {
+        sv_req_batch_flush(qp);
+    }
     if (!w->started) {
         w->started  = 1;
         w->retries  = qp->attr.retry_cnt;
@@ -260,6 +382,7 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w)
     }
     m.ts = wire.ts;
     if (!wire.ok) {
+        sv_req_batch_flush(qp);
         if (type == IBV_QPT_RC) {
             sv_req_complete(qp, w, IBV_WC_RETRY_EXC_ERR, wire.ts);
             return SV_REQ_DONE;
@@ -284,9 +407,29 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w)
     } else if ((w->opcode == IBV_WR_SEND) ||
                (w->opcode == IBV_WR_SEND_WITH_IMM)) {
         r = sv_resp_send(&m);
+    } else if (batch && (m.len > 0) && !m.peer->self) {
+        if ((sv_resp_write_check(&m, &va) == SV_RESP_OK) &&
+            (sv_req_batch_add(qp, w, &m, va) == 0)) {
+            return SV_REQ_DONE;
+        }
+        /* refused (or no memory for a batch): the earlier WRs land first,
+         * then this one the slow way, with the target's reaction */
+        sv_req_batch_flush(qp);
+        r = sv_resp_write(&m);
     } else {
         r = sv_resp_write(&m);
     }
+
+    return sv_req_finish(qp, w, &m, r, now);
+}
+
+/* What the requester sees of the target's answer r. */
+static int sv_req_finish(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *mp,
+                         enum sv_resp r, uint64_t now)
+{
+    enum ibv_qp_type type = qp->qp.qp_type;
+    unsigned sport        = qp->port->index;
+    const sv_msg_t m      = *mp;
 
     if (r == SV_RESP_OK) {
         sv_req_complete(qp, w, IBV_WC_SUCCESS, m.ts);
@@ -415,7 +558,7 @@ static void sv_req_progress_locked(sv_qp_t *qp)
 
     while (qp->pend_head != qp->pend_tail) {
         if (sv_now_ns() < qp->next_try_ns) {
-            return;
+            break;
         }
         w = &qp->pend[qp->pend_head & (qp->pend_size - 1)];
         ++qp->pend_head;
@@ -423,10 +566,11 @@ static void sv_req_progress_locked(sv_qp_t *qp)
             sv_comp_send(qp, w, IBV_WC_WR_FLUSH_ERR, qp->sq_last_ts);
         } else if (sv_req_execute(qp, w) == SV_REQ_DEFER) {
             --qp->pend_head;
-            return;
+            break;
         }
         sv_swqe_release(w);
     }
+    sv_req_batch_flush(qp);
 }
 
 void sv_req_progress(sv_qp_t *qp)
@@ -444,6 +588,7 @@ void sv_req_flush(sv_qp_t *qp)
     uint64_t now = sv_now_ns();
     sv_swqe_t *w;
 
+    sv_req_batch_flush(qp);     /* older than anything pending */
     while (qp->pend_head != qp->pend_tail) {
         w = &qp->pend[qp->pend_head++ & (qp->pend_size - 1)];
         if (qp->attr.qp_state != IBV_QPS_RESET) {
@@ -451,6 +596,7 @@ void sv_req_flush(sv_qp_t *qp)
         }
         sv_swqe_release(w);
     }
+    sv_req_batch_flush(qp);
 }
 
 /* Remote errors (a peer moved our QP to ERR) and deferred sends. */
@@ -599,6 +745,7 @@ int sv_req_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
         nwr++;
         bytes += w.len;
         if (qp->attr.qp_state == IBV_QPS_ERR) {
+            sv_req_batch_flush(qp);
             sv_comp_send(qp, &w, IBV_WC_WR_FLUSH_ERR, sv_now_ns());
         } else if ((qp->pend_head != qp->pend_tail) ||
                    (sv_req_execute(qp, &w) == SV_REQ_DEFER)) {
@@ -609,6 +756,7 @@ int sv_req_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
             }
         }
     }
+    sv_req_batch_flush(qp);
 out:
     pthread_spin_unlock(&qp->sq_lock);
     SV_ADD(&st->wrs, nwr);

@@ -275,8 +275,8 @@ static int sv_resp_local_readable(const struct iovec *iov, int cnt)
     return 1;
 }
 
-static enum sv_resp sv_resp_copy_status(ssize_t n, uint64_t len,
-                                        const struct iovec *liov, int lcnt)
+enum sv_resp sv_resp_copy_status(ssize_t n, uint64_t len,
+                                 const struct iovec *liov, int lcnt)
 {
     if (n == -ESRCH) {
         return SV_RESP_DEAD;
@@ -288,49 +288,63 @@ static enum sv_resp sv_resp_copy_status(ssize_t n, uint64_t len,
                                               SV_RESP_LOCAL;
 }
 
-enum sv_resp sv_resp_write(sv_msg_t *m)
+/* The checks of a WRITE without the copy or any effect: the target address
+ * in *va. */
+enum sv_resp sv_resp_write_check(sv_msg_t *m, uint64_t *va)
 {
     const sv_swqe_t *w = m->w;
-    int imm = (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) && !m->partial;
-    struct iovec riov[SV_MAX_SGE];
-    enum sv_resp r;
-    uint64_t va = 0, wr_id = 0;
-    int rcnt;
 
+    *va = 0;
     if (!sv_resp_accepts(m)) {
         return SV_RESP_NOT_READY;
     }
-    if (m->len > 0) {
-        if (!(SV_LOAD_RELAXED(&m->dqp->access) & IBV_ACCESS_REMOTE_WRITE) ||
-            (sv_mr_lookup(m->peer, w->rkey, SV_LOAD_RELAXED(&m->dqp->pd_id),
-                          w->raddr, m->len, IBV_ACCESS_REMOTE_WRITE,
-                          &va) != 0)) {
-            return sv_resp_access_error(m);
-        }
+    if ((m->len > 0) &&
+        (!(SV_LOAD_RELAXED(&m->dqp->access) & IBV_ACCESS_REMOTE_WRITE) ||
+         (sv_mr_lookup(m->peer, w->rkey, SV_LOAD_RELAXED(&m->dqp->pd_id),
+                       w->raddr, m->len, IBV_ACCESS_REMOTE_WRITE, va) != 0))) {
+        return SV_RESP_ACCESS;
     }
-    if (m->len > 0) {
-        riov[0].iov_base = (void*)(uintptr_t)va;
-        riov[0].iov_len  = m->len;
-        r = sv_resp_copy_status(sv_copy(m->peer, 1, m->liov, m->liovcnt,
-                                        riov, 1), m->len, m->liov,
-                                m->liovcnt);
-        if (r != SV_RESP_OK) {
-            return r;
-        }
+    return SV_RESP_OK;
+}
+
+/* The data is placed: the immediate consumes a receive WQE at the last
+ * packet; its buffers stay unused. */
+enum sv_resp sv_resp_write_done(sv_msg_t *m)
+{
+    struct iovec riov[SV_MAX_SGE];
+    uint64_t wr_id = 0;
+    enum sv_resp r;
+    int rcnt;
+
+    if ((m->w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) || m->partial) {
+        return SV_RESP_OK;
     }
-    if (imm) {
-        /* the immediate consumes a receive WQE at the last packet, after
-         * the data was placed; its buffers stay unused */
-        r = sv_resp_recv(m, 0, &wr_id, riov, &rcnt);
-        if (r != SV_RESP_OK) {
-            return r;
-        }
-    }
-    if (imm) {
+    r = sv_resp_recv(m, 0, &wr_id, riov, &rcnt);
+    if (r == SV_RESP_OK) {
         sv_resp_cqe(m, wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
                     (uint32_t)m->len, 1);
     }
-    return SV_RESP_OK;
+    return r;
+}
+
+enum sv_resp sv_resp_write(sv_msg_t *m)
+{
+    struct iovec riov;
+    enum sv_resp r;
+    uint64_t va;
+
+    r = sv_resp_write_check(m, &va);
+    if (r == SV_RESP_ACCESS) {
+        return sv_resp_access_error(m);
+    }
+    if ((r != SV_RESP_OK) || (m->len == 0)) {
+        return (r != SV_RESP_OK) ? r : sv_resp_write_done(m);
+    }
+    riov.iov_base = (void*)(uintptr_t)va;
+    riov.iov_len  = m->len;
+    r = sv_resp_copy_status(sv_copy(m->peer, 1, m->liov, m->liovcnt, &riov,
+                                    1), m->len, m->liov, m->liovcnt);
+    return (r != SV_RESP_OK) ? r : sv_resp_write_done(m);
 }
 
 enum sv_resp sv_resp_send(sv_msg_t *m)

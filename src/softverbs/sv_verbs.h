@@ -165,6 +165,8 @@ typedef struct sv_qp {
     uint64_t           next_try_ns;
     struct sv_qp      *pend_next;
     int                on_pend_list;
+    /* WRITEs of one doorbell whose copy is still to do (sv_req.c) */
+    struct sv_batch   *batch;
     /* ibv_wr_* builder */
     struct ibv_send_wr *wrx;
     struct ibv_sge     *wrx_sge;
@@ -291,6 +293,7 @@ int  sv_qp_destroy(struct ibv_qp *qp);
 int  sv_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
                      struct ibv_recv_wr **bad);
 void sv_qp_to_err(sv_qp_t *qp, int sq_locked);
+void sv_req_batch_free(sv_qp_t *qp);
 void sv_qp_flush_rq(sv_qp_t *qp);
 void sv_qp_wr_init(sv_qp_t *qp);
 sv_qp_t *sv_qp_lookup(sv_port_t *port, uint32_t qpn);
@@ -337,6 +340,10 @@ typedef struct sv_msg {
 
 sv_qp_shm_t *sv_resp_qp(sv_peer_t *peer, unsigned dport, uint32_t dqpn);
 enum sv_resp sv_resp_write(sv_msg_t *m);
+enum sv_resp sv_resp_write_check(sv_msg_t *m, uint64_t *va);
+enum sv_resp sv_resp_write_done(sv_msg_t *m);
+enum sv_resp sv_resp_copy_status(ssize_t n, uint64_t len,
+                                 const struct iovec *liov, int lcnt);
 enum sv_resp sv_resp_send(sv_msg_t *m);
 enum sv_resp sv_resp_read(sv_msg_t *m);
 ssize_t sv_copy(const sv_peer_t *peer, int to_peer, const struct iovec *liov,

@@ -168,5 +168,6 @@ void svt_killed_peer(svt_t *t);
 void svt_doorbell(svt_t *t);
 void svt_qp_state_field(svt_t *t);
 void svt_unmapped_src(svt_t *t);
+void svt_batch(svt_t *t);
 
 #endif

@@ -465,3 +465,87 @@ void svt_unmapped_src(svt_t *t)
     svt_barrier(t);
     svt_pair_destroy(t, &p);
 }
+
+/* One doorbell's WRITEs are placed with one copy (a batch); what the
+ * requester and the target see must not change: on UC, eight WRITEs with
+ * immediate of different sizes arrive whole and complete in order; on RC,
+ * a bad rkey in the middle of a chain completes the WRs before it (their
+ * data landed), fails itself and flushes the rest. */
+#define BT_N    8
+#define BT_SEG  (1 << 16)
+void svt_batch(svt_t *t)
+{
+    struct ibv_send_wr wr[BT_N];
+    struct ibv_recv_wr rwr;
+    struct ibv_sge sge[BT_N];
+    struct ibv_wc wc[BT_N];
+    svt_pair_t p;
+    size_t len;
+    int i, rc;
+
+    for (rc = 0; rc < 2; ++rc) {
+        svt_pair_setup(t, &p, rc ? IBV_QPT_RC : IBV_QPT_UC, BT_N * BT_SEG,
+                       4 * BT_N, 1, 0);
+        if (t->role == 1) {
+            memset(p.mr->addr, 0, BT_N * BT_SEG);
+            for (i = 0; i < BT_N; ++i) {
+                rwr = (struct ibv_recv_wr){ .wr_id = 0x100 + i };
+                svt_post_recv(t, p.qp, &rwr);
+            }
+        } else {
+            for (i = 0; i < BT_N; ++i) {
+                svt_fill(t, (char*)p.mr->addr + (size_t)i * BT_SEG, BT_SEG,
+                         0xb0 + 16 * rc + i);
+            }
+        }
+        svt_barrier(t);
+
+        if (t->role == 0) {
+            for (i = 0; i < BT_N; ++i) {
+                len = BT_SEG - 64 * i;          /* sizes differ */
+                svt_sge(&sge[i], p.mr, (size_t)i * BT_SEG, len);
+                wr[i] = (struct ibv_send_wr){
+                    .wr_id = 0x200 + i, .sg_list = &sge[i], .num_sge = 1,
+                    .opcode = rc ? IBV_WR_RDMA_WRITE :
+                                   IBV_WR_RDMA_WRITE_WITH_IMM,
+                    .send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(i),
+                    .next = (i + 1 < BT_N) ? &wr[i + 1] : NULL,
+                    .wr.rdma = { .remote_addr = p.peer.addr +
+                                                (uint64_t)i * BT_SEG,
+                                 .rkey = p.peer.rkey } };
+            }
+            if (rc) {
+                wr[BT_N / 2].wr.rdma.rkey ^= 0x5a5a00;
+            }
+            svt_post_send(t, p.qp, &wr[0]);
+            svt_poll_n(t, p.cq, wc, BT_N, 5000, "chain of WRITEs");
+            for (i = 0; i < BT_N; ++i) {
+                svt_check_wc(t, &wc[i], !rc || (i < BT_N / 2) ?
+                             IBV_WC_SUCCESS : (i == BT_N / 2) ?
+                             IBV_WC_REM_ACCESS_ERR : IBV_WC_WR_FLUSH_ERR,
+                             -1, 0x200 + i, p.qp, -1, "chained WRITE");
+            }
+        } else if (!rc) {
+            svt_poll_n(t, p.cq, wc, BT_N, 5000, "WRITE immediates");
+            for (i = 0; i < BT_N; ++i) {
+                svt_check_wc(t, &wc[i], IBV_WC_SUCCESS,
+                             IBV_WC_RECV_RDMA_WITH_IMM, 0x100 + i, p.qp,
+                             BT_SEG - 64 * i, "WRITE immediate");
+                SVT_CHECK(t, ntohl(wc[i].imm_data) == (uint32_t)i,
+                          "immediate %u in place %d: reordered",
+                          ntohl(wc[i].imm_data), i);
+            }
+        }
+        svt_barrier(t);
+        if (t->role == 1) {
+            /* what completed landed whole (sv_verify reports a diff) */
+            for (i = 0; i < (rc ? BT_N / 2 : BT_N); ++i) {
+                len = BT_SEG - 64 * i;
+                svt_verify(t, (char*)p.mr->addr + (size_t)i * BT_SEG, len,
+                           0xb0 + 16 * rc + i, "batched WRITE data");
+            }
+        }
+        svt_barrier(t);
+        svt_pair_destroy(t, &p);
+    }
+}

@@ -44,6 +44,8 @@ static const svt_case_t svt_cases[] = {
       "internal moves to ERR leave ibv_qp.state to modify/query" },
     { "unmapped_src", svt_unmapped_src,
       "sending from an unmapped registered buffer: the sender's error" },
+    { "batch",        svt_batch,
+      "a chain's WRITEs copied as one batch: order, data, errors" },
     { "doorbell",     svt_doorbell,
       "a chain of 16 WRs is one doorbell in the SOFTVERBS_STATS dump" },
 };

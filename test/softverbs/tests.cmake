@@ -48,6 +48,9 @@ sv_verbs(sv_killed_peer killed_peer)
 sv_verbs(sv_qp_state qp_state)
 # a local fault (unmapped source) is the requester's, not the responder's
 sv_verbs(sv_unmapped_src unmapped_src)
+# a doorbell's WRITEs are copied as one batch; model off and on
+sv_verbs(sv_batch batch)
+sv_verbs(sv_batch_model batch SOFTVERBS_LINK_GBPS=25 SOFTVERBS_DELAY_US=5)
 
 # a fabric left by killed processes is re-created with the next run's model;
 # clean runs leave nothing in /dev/shm
