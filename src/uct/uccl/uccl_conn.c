@@ -247,11 +247,52 @@ err_free:
     return status;
 }
 
+/* A NIC completes (flushes) the WRs of a QP only while the QP exists, and
+ * the chunks they carry are freed by those completions: a QP with WRs out
+ * moves to ERR and stays, without its conn, until the send CQ drained it. */
+static void uct_uccl_conn_qp_release(uct_uccl_iface_t *iface,
+                                     uct_uccl_qp_t *path)
+{
+    struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+    uct_uccl_qp_t *drain    = NULL;
+    khiter_t it;
+
+    it = kh_get(uct_uccl_qpn, &iface->qpn_hash, path->qp->qp_num);
+    if (path->outstanding > 0) {
+        drain = ucs_malloc(sizeof(*drain), "uccl_drain_qp");
+    }
+    if ((drain == NULL) || (it == kh_end(&iface->qpn_hash)) ||
+        ibv_modify_qp(path->qp, &attr, IBV_QP_STATE)) {
+        if (it != kh_end(&iface->qpn_hash)) {
+            kh_del(uct_uccl_qpn, &iface->qpn_hash, it);
+        }
+        iface->tx_outstanding -= path->outstanding;
+        ibv_destroy_qp(path->qp);
+        ucs_free(drain);
+        return;
+    }
+
+    *drain       = *path;
+    drain->conn  = NULL;
+    drain->chain = NULL;
+    kh_val(&iface->qpn_hash, it) = drain;
+}
+
+void uct_uccl_iface_qp_drained(uct_uccl_iface_t *iface, uct_uccl_qp_t *drain)
+{
+    khiter_t it = kh_get(uct_uccl_qpn, &iface->qpn_hash, drain->qp->qp_num);
+
+    if (it != kh_end(&iface->qpn_hash)) {
+        kh_del(uct_uccl_qpn, &iface->qpn_hash, it);
+    }
+    ibv_destroy_qp(drain->qp);
+    ucs_free(drain);
+}
+
 void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
 {
     uct_uccl_iface_t *iface = conn->iface;
     uct_uccl_qp_t *path;
-    khiter_t it;
     unsigned i;
 
     if (iface->config.stats_dump) {
@@ -270,14 +311,9 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
 
     for (i = 0; i < conn->num_paths; ++i) {
         path = &conn->paths[i];
-        if (path->qp == NULL) {
-            continue;
+        if (path->qp != NULL) {
+            uct_uccl_conn_qp_release(iface, path);
         }
-        it = kh_get(uct_uccl_qpn, &iface->qpn_hash, path->qp->qp_num);
-        if (it != kh_end(&iface->qpn_hash)) {
-            kh_del(uct_uccl_qpn, &iface->qpn_hash, it);
-        }
-        ibv_destroy_qp(path->qp);
     }
 
     if (conn->sack_valid) {

@@ -1044,6 +1044,7 @@ err:
 static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
 {
     uct_uccl_conn_t *conn, *tmp;
+    uct_uccl_qp_t *path;
 
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
@@ -1054,6 +1055,13 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
     ucs_list_for_each_safe(conn, tmp, &self->conns, list) {
         uct_uccl_conn_destroy(conn);
     }
+    /* QPs of destroyed conns still draining */
+    kh_foreach_value(&self->qpn_hash, path, {
+        if (path->conn == NULL) {
+            ibv_destroy_qp(path->qp);
+            ucs_free(path);
+        }
+    });
 
     uct_uccl_iface_ctl_cleanup(self);
     ibv_destroy_srq(self->srq);

@@ -199,7 +199,7 @@ struct uct_uccl_op {
 
 
 typedef struct uct_uccl_qp {
-    uct_uccl_conn_t         *conn;
+    uct_uccl_conn_t         *conn;       /* NULL: conn gone, QP draining */
     struct ibv_qp           *qp;
     uint32_t                remote_qpn;
     uint16_t                index;
@@ -443,6 +443,7 @@ void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
                               size_t len);
 void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now);
 void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream);
+void uct_uccl_iface_qp_drained(uct_uccl_iface_t *iface, uct_uccl_qp_t *drain);
 void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason);
 
 /* tx (uccl_tx.c) */

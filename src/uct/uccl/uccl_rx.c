@@ -217,6 +217,10 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     }
     path = kh_val(&iface->qpn_hash, it);
     conn = path->conn;
+    if (ucs_unlikely(conn == NULL)) {
+        ++iface->stats.unknown_qpn;   /* a QP of a destroyed conn */
+        goto out_put;
+    }
     if (ucs_unlikely((conn->state != UCT_UCCL_CONN_CONNECTED) ||
                      !(wc->wc_flags & IBV_WC_WITH_IMM))) {
         ++iface->stats.bad_data;

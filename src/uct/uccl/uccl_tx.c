@@ -557,7 +557,9 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     it = kh_get(uct_uccl_qpn, &iface->qpn_hash, wc->qp_num);
     if (it != kh_end(&iface->qpn_hash)) {
         path = kh_val(&iface->qpn_hash, it);
-        --path->outstanding;
+        if ((--path->outstanding == 0) && (path->conn == NULL)) {
+            uct_uccl_iface_qp_drained(iface, path);
+        }
     }
 
     if (conn == NULL) {
