@@ -91,6 +91,7 @@ int main(int argc, char **argv)
     uct_ep_params_t ep_params = {};
     uct_md_resource_desc_t *mds;
     unsigned ncomps, nmds, i;
+    int rc = 0;
     uct_component_attr_t ca;
     uct_iface_config_t *ic;
     uct_md_config_t *mc;
@@ -181,7 +182,8 @@ int main(int argc, char **argv)
         if (n_rx != N_MSGS + 1) {
             printf("uct_post_now: FAIL: %d of %d messages arrived\n", n_rx,
                    N_MSGS + 1);
-            return 1;
+            rc = 1;
+            goto out;
         }
         /* message 0 may wait for the connection */
         for (i = 1; i <= N_MSGS; ++i) {
@@ -189,12 +191,13 @@ int main(int argc, char **argv)
                 printf("uct_post_now: FAIL: message %u took %.1f ms > %d ms "
                        "(the sender did not progress for %d ms)\n", i,
                        late_ms[i], LIMIT_MS, SLEEP_MS);
-                return 1;
+                rc = 1;
+            goto out;
             }
         }
         printf("uct_post_now: PASS: %d messages, each within %d ms\n",
                N_MSGS, LIMIT_MS);
-        return 0;
+        goto out;
     }
 
     ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
@@ -240,6 +243,8 @@ int main(int argc, char **argv)
         uct_worker_progress(worker);
     }
     uct_ep_destroy(ep);
+    printf("uct_post_now: sender done\n");
+out:
     uct_iface_close(iface);
     uct_config_release(ic);
     uct_worker_destroy(worker);
@@ -248,6 +253,5 @@ int main(int argc, char **argv)
     uct_config_release(mc);
     free(mds);
     uct_release_component_list(comps);
-    printf("uct_post_now: sender done\n");
-    return 0;
+    return rc;
 }
