@@ -218,6 +218,9 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
         goto err_ah;
     }
 
+    conn->chains      = NULL;
+    conn->chains_tail = &conn->chains;
+
     conn->id = ucs_ptr_array_insert(&iface->conn_ids, conn);
     ucs_list_add_tail(&iface->conns, &conn->list);
 
@@ -297,6 +300,13 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
 
     if (iface->config.stats_dump) {
         uct_uccl_conn_dump_stats(conn, stderr);
+    }
+    if (conn->ack_pending && (conn->state == UCT_UCCL_CONN_CONNECTED)) {
+        /* what arrived is acknowledged before we go: a peer waiting on the
+         * ACK of its last message would resend it into the void until its
+         * peer timeout */
+        conn->ack_due = 0;
+        (void)uct_uccl_rx_flush_acks(iface, uct_uccl_now_ns());
     }
     uct_uccl_tx_purge(conn, UCS_ERR_CANCELED);
     uct_uccl_rx_conn_cleanup(conn);

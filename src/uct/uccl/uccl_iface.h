@@ -207,6 +207,7 @@ typedef struct uct_uccl_qp {
     struct ibv_send_wr      *chain;      /* being built by the pump */
     struct ibv_send_wr      *chain_tail;
     unsigned                chain_len;
+    struct uct_uccl_qp      *chain_next; /* next path in posting order */
 } uct_uccl_qp_t;
 
 
@@ -270,6 +271,8 @@ struct uct_uccl_conn {
     uct_uccl_qp_t           *paths;
     uct_uccl_paths_t        sel;         /* path scoreboard and choice */
     unsigned                burst_left;  /* chunks left for sel.last */
+    uct_uccl_qp_t           *chains;     /* paths with a chain, in the */
+    uct_uccl_qp_t           **chains_tail; /* order their chains began */
     uint32_t                psn;
 
     /* transmit */

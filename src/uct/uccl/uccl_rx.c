@@ -165,10 +165,13 @@ static int uct_uccl_rx_retx(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc,
 }
 
 /* The sender must hear of this arrival: soon (ACK_DELAY, coalescing), or at
- * once after ACK_EVERY chunks or a duplicate (our ACK was lost). Arrivals
- * out of order are normal when chunks are sprayed: they wait like others */
+ * once after ACK_EVERY chunks, a duplicate (our ACK was lost) or the last
+ * chunk of a PUT or GET reply (the sender waits for it to complete the
+ * operation or to release the GET source). Arrivals out of order are
+ * normal when chunks are sprayed: they wait like others */
 static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
-                                unsigned path, uct_uccl_sack_result_t r)
+                                unsigned path, uct_uccl_sack_result_t r,
+                                int urgent)
 {
     uct_uccl_iface_t *iface = conn->iface;
     uint64_t now            = uct_uccl_now_ns();
@@ -180,7 +183,7 @@ static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
         conn->ack_due = now + iface->config.ack_delay_ns;
     }
     if ((++conn->rx_since_ack >= iface->config.ack_every) ||
-        (r == UCT_UCCL_SACK_DUPLICATE)) {
+        (r == UCT_UCCL_SACK_DUPLICATE) || urgent) {
         conn->ack_due = 0;
     }
     uct_uccl_iface_ack_add(iface, conn);
@@ -249,7 +252,8 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
             }
             conn->stats.dup_rx    += (r == UCT_UCCL_SACK_DUPLICATE);
             conn->stats.chunks_rx += (r != UCT_UCCL_SACK_DUPLICATE);
-            uct_uccl_rx_owe_ack(conn, csn, path->index, r);
+            uct_uccl_rx_owe_ack(conn, csn, path->index, r,
+                                uct_uccl_imm_last(imm));
         } else {
             ++conn->stats.chunks_rx;
         }
@@ -268,7 +272,7 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         if (!conn->rc && uct_uccl_rx_retx(conn, desc, &csn)) {
             /* a resend means a loss: answer at once */
             uct_uccl_rx_owe_ack(conn, csn, path->index,
-                                UCT_UCCL_SACK_DUPLICATE);
+                                UCT_UCCL_SACK_DUPLICATE, 1);
         }
         goto out_put;
     }
@@ -279,7 +283,7 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
             ++iface->stats.out_of_window;
             goto out_put;
         }
-        uct_uccl_rx_owe_ack(conn, csn, path->index, r);
+        uct_uccl_rx_owe_ack(conn, csn, path->index, r, 0);
         if (r == UCT_UCCL_SACK_DUPLICATE) {
             ++conn->stats.dup_rx;
             goto out_put;
