@@ -146,10 +146,12 @@ static ucs_config_field_t uct_uccl_iface_config_table[] = {
      "go out as one chain (one doorbell).",
      ucs_offsetof(uct_uccl_iface_config_t, path_burst), UCS_CONFIG_TYPE_UINT},
 
-    {"ACK_DELAY", "20us",
+    {"ACK_DELAY", "0",
      "Longest time a receiver holds an ACK to coalesce it with later ones\n"
      "(an out-of-order or duplicate arrival, or ACK_EVERY chunks, send it\n"
-     "at once).",
+     "at once). With 0 the ACKs of all arrivals of one progress call go out\n"
+     "at its end: a peer may stop calling progress right after, and an ACK\n"
+     "held for later would then hold up the sender until its peer timeout.",
      ucs_offsetof(uct_uccl_iface_config_t, ack_delay), UCS_CONFIG_TYPE_TIME},
 
     {"DRR_QUANTUM", "1m",

@@ -14,6 +14,10 @@
 #include <string.h>
 
 
+/* chunks resent when the retransmission timer fires */
+#define UCT_UCCL_RTO_RESEND_MAX  4
+
+
 uct_uccl_chunk_t *uct_uccl_chunk_get(uct_uccl_iface_t *iface)
 {
     uct_uccl_chunk_t *chunk = ucs_mpool_get_inline(&iface->tx_mp);
@@ -771,8 +775,13 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
 
     ++conn->stats.timeouts;
     uct_uccl_cc_on_timeout(&conn->cc, now);
-    if (uct_uccl_tracker_expire(&conn->tracker, now,
-                                uct_uccl_rto_current(&conn->rto), 256,
+    /* The backoff spaces the timer out, but what is resent is aged against
+     * the base RTO: against the backed-off one, a lost chunk (age 1, 3,
+     * 7.. RTOs) never caught up with it (2, 4, 8..), ~100 ms per loss in a
+     * ping-pong. Only the oldest few go: a silent peer (descheduled, say)
+     * should not cost a window of resends; SACK holes have fast_retx. */
+    if (uct_uccl_tracker_expire(&conn->tracker, now, conn->rto.rto_ns,
+                                UCT_UCCL_RTO_RESEND_MAX,
                                 uct_uccl_tracker_retx_cb, conn) > 0) {
         uct_uccl_conn_post_chains(conn);
     }
