@@ -142,7 +142,6 @@ typedef struct sv_batch_ent {
 
 typedef struct sv_batch {
     unsigned       n;
-    unsigned       nliov;
     sv_batch_ent_t e[SV_BATCH_MAX];
     struct iovec   liov[SV_BATCH_MAX * SV_MAX_SGE];
     struct iovec   riov[SV_BATCH_MAX];
@@ -156,7 +155,7 @@ static void sv_req_batch_flush(sv_qp_t *qp)
     sv_batch_t *b = qp->batch;
     sv_batch_ent_t *e;
     uint64_t total = 0;
-    unsigned i, n;
+    unsigned i, n, nliov = 0;
     enum sv_resp r;
     ssize_t done;
 
@@ -166,11 +165,14 @@ static void sv_req_batch_flush(sv_qp_t *qp)
     n    = b->n;
     b->n = 0;         /* completions below may flush again: nothing left */
     for (i = 0; i < n; ++i) {
-        b->riov[i] = b->e[i].riov;
-        total     += b->e[i].m.len;
+        e = &b->e[i];
+        memcpy(&b->liov[nliov], e->liov, e->m.liovcnt * sizeof(*e->liov));
+        nliov     += e->m.liovcnt;
+        b->riov[i] = e->riov;
+        total     += e->m.len;
     }
-    done = process_vm_writev(b->e[0].m.peer->pid, b->liov, b->nliov, b->riov,
-                             n, 0);
+    done = process_vm_writev(b->e[0].m.peer->pid, b->liov, nliov, b->riov, n,
+                             0);
     for (i = 0; i < n; ++i) {
         e = &b->e[i];
         if (qp->attr.qp_state == IBV_QPS_ERR) {
@@ -218,15 +220,10 @@ static int sv_req_batch_add(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m,
     if ((b->n > 0) && ((b->e[0].m.peer != m->peer) || (b->n == SV_BATCH_MAX))) {
         sv_req_batch_flush(qp);
     }
-    if (b->n == 0) {
-        b->nliov = 0;
-    }
     e    = &b->e[b->n++];
     e->w = *w;
     e->m = *m;
     memcpy(e->liov, m->liov, m->liovcnt * sizeof(*e->liov));
-    memcpy(&b->liov[b->nliov], m->liov, m->liovcnt * sizeof(*e->liov));
-    b->nliov        += m->liovcnt;
     e->m.w           = &e->w;
     e->m.liov        = e->liov;
     e->riov.iov_base = (void*)(uintptr_t)va;
@@ -424,27 +421,26 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w)
 }
 
 /* What the requester sees of the target's answer r. */
-static int sv_req_finish(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *mp,
+static int sv_req_finish(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m,
                          enum sv_resp r, uint64_t now)
 {
     enum ibv_qp_type type = qp->qp.qp_type;
     unsigned sport        = qp->port->index;
-    const sv_msg_t m      = *mp;
 
     if (r == SV_RESP_OK) {
-        sv_req_complete(qp, w, IBV_WC_SUCCESS, m.ts);
+        sv_req_complete(qp, w, IBV_WC_SUCCESS, m->ts);
         return SV_REQ_DONE;
     }
     if (r == SV_RESP_DEAD) {
-        sv_fabric_peer_dead(m.peer);
+        sv_fabric_peer_dead(m->peer);
     }
     if (r == SV_RESP_LOCAL) {
         /* any QP type: the NIC could not read (or write) its own side */
-        sv_req_complete(qp, w, IBV_WC_LOC_PROT_ERR, m.ts);
+        sv_req_complete(qp, w, IBV_WC_LOC_PROT_ERR, m->ts);
         return SV_REQ_DONE;
     }
     if (type != IBV_QPT_RC) {
-        sv_req_drop(qp, w, m.ts);   /* UC/UD: silently discarded */
+        sv_req_drop(qp, w, m->ts);   /* UC/UD: silently discarded */
         return SV_REQ_DONE;
     }
     switch (r) {
@@ -452,25 +448,25 @@ static int sv_req_finish(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *mp,
         SV_ADD(&sv_port_stats(sport)->rnr_naks, 1);
         if (qp->attr.rnr_retry != 7) {
             if (w->rnr_left == 0) {
-                sv_req_complete(qp, w, IBV_WC_RNR_RETRY_EXC_ERR, m.ts);
+                sv_req_complete(qp, w, IBV_WC_RNR_RETRY_EXC_ERR, m->ts);
                 return SV_REQ_DONE;
             }
             --w->rnr_left;
         }
-        qp->next_try_ns = m.ts +
-                          sv_rnr_ns[SV_LOAD_RELAXED(&m.dqp->min_rnr_timer) &
+        qp->next_try_ns = m->ts +
+                          sv_rnr_ns[SV_LOAD_RELAXED(&m->dqp->min_rnr_timer) &
                                     31];
         return SV_REQ_DEFER;
     case SV_RESP_NOT_READY:
         return sv_req_defer_timeout(qp, w, now);
     case SV_RESP_ACCESS:
-        sv_req_complete(qp, w, IBV_WC_REM_ACCESS_ERR, m.ts);
+        sv_req_complete(qp, w, IBV_WC_REM_ACCESS_ERR, m->ts);
         return SV_REQ_DONE;
     case SV_RESP_INV_REQ:
-        sv_req_complete(qp, w, IBV_WC_REM_INV_REQ_ERR, m.ts);
+        sv_req_complete(qp, w, IBV_WC_REM_INV_REQ_ERR, m->ts);
         return SV_REQ_DONE;
     case SV_RESP_OP_ERR:
-        sv_req_complete(qp, w, IBV_WC_REM_OP_ERR, m.ts);
+        sv_req_complete(qp, w, IBV_WC_REM_OP_ERR, m->ts);
         return SV_REQ_DONE;
     default:
         sv_req_dead(qp, w, now);
@@ -596,7 +592,6 @@ void sv_req_flush(sv_qp_t *qp)
         }
         sv_swqe_release(w);
     }
-    sv_req_batch_flush(qp);
 }
 
 /* Remote errors (a peer moved our QP to ERR) and deferred sends. */

@@ -53,7 +53,9 @@ uccl() {
         ucx_perftest localhost -p $port -x uccl -d sv0:1 "$@" |
         grep '^Final:'
 }
-uccl_bw()  { uccl "$1" -t put_bw -D zcopy -s 1048576 -n 2000 | awk '{print $7}'; }
+uccl_bw()  {
+    uccl "$1" -t put_bw -D zcopy -s 1048576 -n 2000 | awk '{print $7}'
+}
 uccl_lat() { uccl "$1" -t am_lat -D short -s 8 -n 20000 | awk '{print $4}'; }
 
 # The machine is shared and noisy: every measurement runs ROUNDS times,

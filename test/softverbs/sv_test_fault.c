@@ -408,8 +408,9 @@ void svt_qp_state_field(svt_t *t)
 /* The sender registers a buffer, takes its pages away (the MR stays; the
  * test protects them, as munmap would let a later mapping take the range)
  * and sends from it on UC. A NIC would read pinned pages; softverbs cannot,
- * and the fault is the sender's: LOC_PROT_ERR on its send, its QP in ERR, while the receiver
- * only sees its claimed WQE complete as aborted and keeps its QP. */
+ * and the fault is the sender's: LOC_PROT_ERR on its send, its QP in ERR,
+ * while the receiver only sees its claimed WQE complete as aborted and keeps
+ * its QP. */
 void svt_unmapped_src(svt_t *t)
 {
     struct ibv_recv_wr rwr;

@@ -250,6 +250,16 @@ err_free:
     return status;
 }
 
+static void uct_uccl_conn_qp_destroy(uct_uccl_iface_t *iface, struct ibv_qp *qp)
+{
+    khiter_t it = kh_get(uct_uccl_qpn, &iface->qpn_hash, qp->qp_num);
+
+    if (it != kh_end(&iface->qpn_hash)) {
+        kh_del(uct_uccl_qpn, &iface->qpn_hash, it);
+    }
+    ibv_destroy_qp(qp);
+}
+
 /* A NIC completes (flushes) the WRs of a QP only while the QP exists, and
  * the chunks they carry are freed by those completions: a QP with WRs out
  * moves to ERR and stays, without its conn, until the send CQ drained it. */
@@ -261,16 +271,12 @@ static void uct_uccl_conn_qp_release(uct_uccl_iface_t *iface,
     khiter_t it;
 
     it = kh_get(uct_uccl_qpn, &iface->qpn_hash, path->qp->qp_num);
-    if (path->outstanding > 0) {
+    if ((path->outstanding > 0) && (it != kh_end(&iface->qpn_hash))) {
         drain = ucs_malloc(sizeof(*drain), "uccl_drain_qp");
     }
-    if ((drain == NULL) || (it == kh_end(&iface->qpn_hash)) ||
-        ibv_modify_qp(path->qp, &attr, IBV_QP_STATE)) {
-        if (it != kh_end(&iface->qpn_hash)) {
-            kh_del(uct_uccl_qpn, &iface->qpn_hash, it);
-        }
+    if ((drain == NULL) || ibv_modify_qp(path->qp, &attr, IBV_QP_STATE)) {
         iface->tx_outstanding -= path->outstanding;
-        ibv_destroy_qp(path->qp);
+        uct_uccl_conn_qp_destroy(iface, path->qp);
         ucs_free(drain);
         return;
     }
@@ -283,12 +289,7 @@ static void uct_uccl_conn_qp_release(uct_uccl_iface_t *iface,
 
 void uct_uccl_iface_qp_drained(uct_uccl_iface_t *iface, uct_uccl_qp_t *drain)
 {
-    khiter_t it = kh_get(uct_uccl_qpn, &iface->qpn_hash, drain->qp->qp_num);
-
-    if (it != kh_end(&iface->qpn_hash)) {
-        kh_del(uct_uccl_qpn, &iface->qpn_hash, it);
-    }
-    ibv_destroy_qp(drain->qp);
+    uct_uccl_conn_qp_destroy(iface, drain->qp);
     ucs_free(drain);
 }
 
