@@ -7,12 +7,15 @@
 #     (selective retransmission, not go-back-N);
 #   - the data sender rang clearly fewer doorbells than it posted work
 #     requests (chained posting).
-#   uccl_counters.sh PORT SIZE ITERS
+# With TEST=am_lat (a ping-pong of 8 B short AMs) it checks instead that a
+# loss costs one retransmission timeout, not a series of backed-off ones.
+#   uccl_counters.sh PORT SIZE ITERS [TEST]
 # Environment: UCCL_RUN, SOFTVERBS_FABRIC, SOFTVERBS_LOSS (e.g. 0.01).
 #
 set -u
 
-port=$1 size=$2 iters=$3
+port=$1 size=$2 iters=$3 test=${4:-put_bw}
+[ "$test" = put_bw ] && layout=zcopy || layout=short
 run=${UCCL_RUN:?UCCL_RUN must name the uccl-run launcher}
 limit=${UCCL_TEST_TIMEOUT:-150}
 tmp=$(mktemp -d /tmp/uccl-counters.XXXXXX)
@@ -24,7 +27,7 @@ SOFTVERBS_STATS=$tmp/sv_server timeout "$limit" "$run" ucx_perftest \
 server=$!
 sleep 0.5
 SOFTVERBS_STATS=$tmp/sv_client timeout "$limit" "$run" ucx_perftest \
-    localhost -p "$port" -c 1 -t put_bw -x uccl -d sv0:1 -D zcopy \
+    localhost -p "$port" -c 1 -t "$test" -x uccl -d sv0:1 -D "$layout" \
     -s "$size" -n "$iters" >"$tmp/client" 2>&1
 client_rc=$?
 wait $server
@@ -50,6 +53,21 @@ sv_sum() {
 uccl_sum() {
     grep -o " $2 [0-9]*" "$1" | awk '{ s += $2 } END { print s + 0 }'
 }
+
+if [ "$test" = am_lat ]; then
+    # both sides send; count both
+    retx=$(($(uccl_sum "$tmp/client" retx) + $(uccl_sum "$tmp/server" retx)))
+    tmo=$(($(uccl_sum "$tmp/client" timeouts) +
+           $(uccl_sum "$tmp/server" timeouts)))
+    echo "ping-pong: $retx chunks resent after $tmo retransmission timeouts"
+    [ "$retx" -gt 0 ] || fail "nothing was resent: is SOFTVERBS_LOSS set?"
+    # a lost message is resent when the first timeout fires; aging resends
+    # against the backed-off RTO once took ~7 timeouts per loss
+    [ "$tmo" -le $((retx * 2 + 10)) ] ||
+        fail "$tmo timeouts for $retx resends: losses wait out backoffs"
+    echo PASS
+    exit 0
+fi
 
 drops=$(sv_sum "$tmp/sv_client" msg_drops)
 doorbells=$(sv_sum "$tmp/sv_client" doorbells)
