@@ -182,7 +182,10 @@ static void sf_close(sf_t *sf)
     ucp_request_param_t param = { .op_attr_mask = 0 };
     char c = 0;
 
-    sf_wait(sf, ucp_ep_close_nbx(sf->ep, &param), "ep close");
+    /* a flushing close fails if the peer never acknowledged our last
+     * messages: report it rather than claim a clean end */
+    sf_check(sf, sf_wait(sf, ucp_ep_close_nbx(sf->ep, &param), "ep close"),
+             "ep close");
     /* the peer is done with us too before the worker goes */
     sf_sock_io(sf, &c, 1, 1);
     sf_sock_io(sf, &c, 1, 0);
