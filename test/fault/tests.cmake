@@ -72,6 +72,11 @@ foreach(mode uc rc)
     flt_verify(fault_${mode}_peer_killed kill "-T 10"
                UCX_UCCL_MODE=${mode} UCCL_SERVER_ARGS=-K300
                UCX_UCCL_PEER_TIMEOUT=3s)
+    # the peer dies while nothing is in flight: only uct_ep_check's probe
+    # can notice (UCP's keepalive on an idle lane, a rendezvous waiting)
+    flt_verify(fault_${mode}_peer_killed_idle idle "-T 10"
+               UCX_UCCL_MODE=${mode} UCCL_SERVER_ARGS=-K1000
+               UCX_UCCL_PEER_TIMEOUT=3s)
     # malformed and unexpected control packets, then a normal run
     flt_verify(fault_${mode}_bad_ctl fuzz "-n 50 -S 23"
                UCX_UCCL_MODE=${mode} UCX_UCCL_STATS_DUMP=y)

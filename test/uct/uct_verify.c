@@ -17,6 +17,9 @@
  *   kill  the server kills itself (SIGKILL) -K ms after the client starts
  *         streaming PUTs; the client must see its ep error callback within
  *         -T seconds of the peer's death.
+ *   idle  as kill, but the client sends nothing: it only calls
+ *         uct_ep_check every 100 ms (as UCP's keepalive does), which must
+ *         not fail while the server lives and must fail once it died.
  *   fuzz  the client first sends malformed and unexpected control packets
  *         to the server's control QP from a raw verbs UD QP (white box: it
  *         knows uccl's address layout), then runs the data test: the
@@ -708,9 +711,9 @@ static void server_data(void)
     }
 }
 
-static void client_kill(void)
+static void client_kill(int idle)
 {
-    double start, dead = 0, deadline;
+    double start, dead = 0, deadline, next_check = 0;
     uint32_t go = 1;
     uct_iov_t iov;
     char c;
@@ -727,9 +730,14 @@ static void client_kill(void)
     start    = now_sec();
     deadline = start + g.kill_ms / 1000.0 + g.err_timeout + 5;
     while (!g.ep_error) {
-        status = uct_ep_put_zcopy(g.ep, &iov, 1, g.peer.buf_addr, g.rkey.rkey,
-                                  NULL);
-        posted += (status == UCS_INPROGRESS) || (status == UCS_OK);
+        if (!idle) {
+            status = uct_ep_put_zcopy(g.ep, &iov, 1, g.peer.buf_addr,
+                                      g.rkey.rkey, NULL);
+            posted += (status == UCS_INPROGRESS) || (status == UCS_OK);
+        } else if (now_sec() >= next_check) {
+            check(uct_ep_check(g.ep, 0, NULL), "ep check");
+            next_check = now_sec() + 0.1;
+        }
         progress();
         if ((dead == 0) && (recv(g.sock, &c, 1, MSG_DONTWAIT) == 0)) {
             dead = now_sec(); /* the peer's socket closed: it died */
@@ -743,6 +751,11 @@ static void client_kill(void)
     }
 
     if (dead == 0) {
+        if (idle) {
+            /* nothing in flight: only the probe can have failed it */
+            die("ep error '%s' while the peer was alive",
+                ucs_status_string(g.ep_status));
+        }
         dead = g.ep_error_time; /* error noticed before the socket */
     }
     printf("ep error '%s' %.3f s after the peer died\n",
@@ -935,7 +948,8 @@ int main(int argc, char **argv)
         case 'P': g.pause_ms = atoi(optarg); break;
         default:
             fprintf(stderr, "usage: %s [-s] [-h host] [-p port] [-d dev] "
-                    "[-n iters] [-S seed] [-m data|kill|fuzz] [-K ms] [-T s] "
+                    "[-n iters] [-S seed] [-m data|kill|idle|fuzz] [-K ms] "
+                    "[-T s] "
                     "[-P ms]\n",
                     argv[0]);
             return 2;
@@ -949,13 +963,13 @@ int main(int argc, char **argv)
             client_fuzz();
         }
         g.server ? server_data() : client_data();
-    } else if (!strcmp(g.mode, "kill")) {
-        g.server ? server_kill() : client_kill();
+    } else if (!strcmp(g.mode, "kill") || !strcmp(g.mode, "idle")) {
+        g.server ? server_kill() : client_kill(!strcmp(g.mode, "idle"));
     } else {
         die("unknown mode %s", g.mode);
     }
 
-    if (strcmp(g.mode, "kill") || g.server) {
+    if ((strcmp(g.mode, "kill") && strcmp(g.mode, "idle")) || g.server) {
         flush_ep();
     }
     uct_ep_destroy(g.ep);

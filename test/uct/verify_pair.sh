@@ -1,7 +1,7 @@
 #!/bin/sh
 #
 # Run uct_verify (data-checking UCT test) between two processes:
-#   verify_pair.sh PORT MODE [client args...]     MODE: data | kill
+#   verify_pair.sh PORT MODE [client args...]     MODE: data|kill|idle|fuzz
 # Environment: UCCL_RUN (launcher), UCCL_BUILDDIR, SOFTVERBS_FABRIC, UCX_UCCL_*,
 # UCCL_DEV (default sv0:1), UCCL_SERVER_ARGS (extra server arguments),
 # UCCL_EXPECT_COUNTERS (iface counters the server must report non-zero).
@@ -33,7 +33,7 @@ if [ $client_rc -ne 0 ]; then
     echo "FAIL: client exited with $client_rc"
     exit 1
 fi
-if [ "$mode" = kill ]; then
+if [ "$mode" = kill ] || [ "$mode" = idle ]; then
     # the server killed itself: SIGKILL (137 through timeout/sh)
     [ $server_rc -ne 0 ] || { echo "FAIL: server did not die"; exit 1; }
 elif [ $server_rc -ne 0 ]; then

@@ -597,6 +597,81 @@ static void uct_uccl_conn_handle_disconnect(uct_uccl_iface_t *iface,
     }
 }
 
+static void uct_uccl_conn_send_keepalive(uct_uccl_conn_t *conn,
+                                         uint32_t flags, uint64_t ts_ns)
+{
+    uct_uccl_keepalive_t pkt;
+
+    memset(&pkt, 0, sizeof(pkt));
+    uct_uccl_wire_hdr_init(&pkt.hdr, UCT_UCCL_CTL_KEEPALIVE, sizeof(pkt));
+    pkt.dst_conn_id = conn->remote_id;
+    pkt.src_conn_id = conn->id;
+    pkt.flags       = flags;
+    pkt.ts_ns       = ts_ns;
+    /* a probe lost here or on the wire is resent by the timer */
+    (void)uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,
+                                  &pkt, sizeof(pkt));
+}
+
+/* uct_ep_check: an idle conn (a rendezvous waiting for its peer, say) has
+ * no chunk whose timeout would notice a dead peer, so ask the peer's
+ * engine; no answer within PEER_TIMEOUT fails the conn */
+ucs_status_t uct_uccl_conn_check(uct_uccl_conn_t *conn)
+{
+    uint64_t now;
+
+    /* set-up has its own timer; a failed conn was reported already */
+    if ((conn->state != UCT_UCCL_CONN_CONNECTED) || (conn->ka_start != 0)) {
+        return UCS_OK;
+    }
+
+    now               = uct_uccl_now_ns();
+    conn->ka_start    = now;
+    conn->ka_next_try = now + conn->iface->config.conn_retry_ns;
+    uct_uccl_conn_send_keepalive(conn, 0, now);
+    return UCS_OK;
+}
+
+static void uct_uccl_conn_handle_keepalive(uct_uccl_iface_t *iface,
+                                           const uct_uccl_keepalive_t *pkt)
+{
+    uct_uccl_conn_t *conn = uct_uccl_conn_lookup(iface, pkt->dst_conn_id);
+
+    if ((conn == NULL) || (conn->remote_id != pkt->src_conn_id) ||
+        (conn->state != UCT_UCCL_CONN_CONNECTED)) {
+        /* no answer: the prober's conn times out, as it should */
+        ++iface->stats.unknown_conn;
+        return;
+    }
+
+    if (!(pkt->flags & UCT_UCCL_KEEPALIVE_REPLY)) {
+        uct_uccl_conn_send_keepalive(conn, UCT_UCCL_KEEPALIVE_REPLY,
+                                     pkt->ts_ns);
+    } else if (pkt->ts_ns == conn->ka_start) {
+        conn->ka_start = 0; /* a late reply to an older probe is ignored */
+    }
+}
+
+static void uct_uccl_conn_keepalive_timer(uct_uccl_conn_t *conn,
+                                          uint64_t now)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+
+    if ((conn->ka_start == 0) || (now < conn->ka_next_try)) {
+        return;
+    }
+
+    if (now - conn->ka_start >= iface->config.peer_timeout_ns) {
+        ucs_debug("uccl: conn %u: no keepalive reply for %.1f ms", conn->id,
+                  (now - conn->ka_start) / 1e6);
+        uct_uccl_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
+        return;
+    }
+
+    conn->ka_next_try = now + iface->config.conn_retry_ns;
+    uct_uccl_conn_send_keepalive(conn, 0, conn->ka_start);
+}
+
 void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
                               size_t len)
 {
@@ -634,8 +709,11 @@ void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
     case UCT_UCCL_CTL_DISCONNECT:
         uct_uccl_conn_handle_disconnect(iface, pkt);
         break;
+    case UCT_UCCL_CTL_KEEPALIVE:
+        uct_uccl_conn_handle_keepalive(iface, pkt);
+        break;
     default:
-        /* keepalive and future types: nothing to do */
+        /* wire_ctl_check accepts no other type */
         break;
     }
 }
@@ -699,6 +777,9 @@ void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now)
             (void)uct_uccl_conn_send_pkt(conn, UCT_UCCL_CTL_CONN_REQ, UCS_OK);
         } else if (conn->state == UCT_UCCL_CONN_CONNECTED) {
             uct_uccl_tx_timers(conn, now);
+            if (conn->state == UCT_UCCL_CONN_CONNECTED) {
+                uct_uccl_conn_keepalive_timer(conn, now);
+            }
             if (conn->state == UCT_UCCL_CONN_FAILED) {
                 return;
             }

@@ -517,15 +517,15 @@ ucs_status_t uct_uccl_ep_fence(uct_ep_h tl_ep, unsigned flags)
     return UCS_OK;
 }
 
-/* UCP calls this for keepalive on any lane (also without
- * UCT_IFACE_FLAG_EP_CHECK) until wireup is done. A dead peer is found by the
- * connection timer (set-up) or the retransmission timer (data in flight)
- * and reported through the ep error handler. */
+/* UCP's keepalive: with the peer's ep id known it sends an AM (whose chunk
+ * times out like any other); before that, or on an idle lane, it asks here */
 ucs_status_t uct_uccl_ep_check_alive(uct_ep_h tl_ep, unsigned flags,
                                     uct_completion_t *comp)
 {
+    uct_uccl_ep_t *ep = ucs_derived_of(tl_ep, uct_uccl_ep_t);
+
     UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
-    return UCS_OK;
+    return uct_uccl_conn_check(ep->conn);
 }
 
 ucs_status_t uct_uccl_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,

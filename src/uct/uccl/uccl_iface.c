@@ -87,7 +87,8 @@ static ucs_config_field_t uct_uccl_iface_config_table[] = {
     {"PEER_TIMEOUT", "30s",
      "Time without any acknowledged progress on outstanding chunks after\n"
      "which a connection that also spent MAX_RETRIES fails and its endpoint\n"
-     "reports an error. ACKs need the peer's CPU (a peer that computes\n"
+     "reports an error; also the time a keepalive probe (uct_ep_check, sent\n"
+     "again every CONN_RETRY) may go unanswered. ACKs need the peer's CPU (a peer that computes\n"
      "without calling progress is silent), hence the generous default, as\n"
      "UCX's ud transport has.",
      ucs_offsetof(uct_uccl_iface_config_t, peer_timeout), UCS_CONFIG_TYPE_TIME},
@@ -699,6 +700,7 @@ static ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
                              * the engine has no progress thread */
                             UCT_IFACE_FLAG_CB_ASYNC |
                             UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                            UCT_IFACE_FLAG_EP_CHECK |
                             UCT_UCCL_GLUE_IFACE_FLAG_INTER_NODE;
     attr->cap.event_flags = 0;
 

@@ -314,6 +314,10 @@ struct uct_uccl_conn {
     uint64_t                conn_next_try;
     unsigned                conn_tries;
 
+    /* keepalive (uct_ep_check): probe outstanding since ka_start, or 0 */
+    uint64_t                ka_start;
+    uint64_t                ka_next_try;
+
     ucs_list_link_t         list;        /* iface conns */
     ucs_list_link_t         sched;       /* iface scheduler */
     ucs_list_link_t         ack_link;    /* iface ACK list */
@@ -448,6 +452,8 @@ void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now);
 void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream);
 void uct_uccl_iface_qp_drained(uct_uccl_iface_t *iface, uct_uccl_qp_t *drain);
 void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason);
+
+ucs_status_t uct_uccl_conn_check(uct_uccl_conn_t *conn);
 
 /* tx (uccl_tx.c) */
 void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
