@@ -87,7 +87,8 @@ static void test_holes(void)
 {
     const uint32_t init = UCT_UCCL_SEQ_MASK - 4; /* holes across the wrap */
     uct_uccl_tracker_params_t p = {
-        .size = 64, .init_csn = init, .dupack_thresh = 3, .reorder_csns = 0
+        .size = 64, .init_csn = init, .dupack_thresh = 3, .reorder_csns = 0,
+        .num_paths = 16
     };
     uint32_t sacked[5], exp[10], i;
     uct_uccl_ack_info_t info;
@@ -97,7 +98,8 @@ static void test_holes(void)
 
     UT_EQ(uct_uccl_tracker_init(&t, &p), UCS_OK);
     for (i = 0; i < 10; ++i) {
-        UT_EQ(uct_uccl_tracker_add(&t, 100 + i, i % 4, 1000,
+        /* a path each: no chunk overtakes another on its path */
+        UT_EQ(uct_uccl_tracker_add(&t, 100 + i, i, 1000,
                                    (void*)(uintptr_t)(i + 1)),
               uct_uccl_seq_add(init, i));
     }
@@ -116,7 +118,7 @@ static void test_holes(void)
     UT_EQ(info.acked, 5);
     UT_EQ(info.acked_bytes, 105 + 106 + 107 + 108 + 109);
     UT_EQ(info.rtt_ns, 3000 - 1000 - 100);  /* echo minus receiver delay */
-    UT_EQ(info.rtt_path, 9 % 4);
+    UT_EQ(info.rtt_path, 9);
     UT_EQ(info.dupack, 1);
     UT_EQ(info.una_advanced, 0);
     UT_EQ(t.dupacks, 1);
@@ -234,7 +236,8 @@ static void test_holes(void)
 static void test_reorder_distance(void)
 {
     uct_uccl_tracker_params_t p = {
-        .size = 128, .init_csn = 0, .dupack_thresh = 100, .reorder_csns = 3
+        .size = 128, .init_csn = 0, .dupack_thresh = 100, .reorder_csns = 3,
+        .num_paths = 16
     };
     uint32_t sacked[1] = {5}, exp[3] = {0, 1, 2}, i;
     uct_uccl_tracker_t t;
@@ -243,7 +246,7 @@ static void test_reorder_distance(void)
 
     UT_EQ(uct_uccl_tracker_init(&t, &p), UCS_OK);
     for (i = 0; i < 10; ++i) {
-        uct_uccl_tracker_add(&t, 1, 0, 0, (void*)1);
+        uct_uccl_tracker_add(&t, 1, i, 0, (void*)1);
     }
     make_ack(&a, 0, sacked, 1, 5, 0);
     memset(&l, 0, sizeof(l));
@@ -257,7 +260,7 @@ static void test_reorder_distance(void)
     uct_uccl_tracker_cleanup(&t);
     UT_EQ(uct_uccl_tracker_init(&t, &p), UCS_OK);
     for (i = 0; i < 10; ++i) {
-        uct_uccl_tracker_add(&t, 1, 0, 0, (void*)1);
+        uct_uccl_tracker_add(&t, 1, i, 0, (void*)1);
     }
     make_ack(&a, 0, sacked, 1, 2, 0);
     UT_EQ(uct_uccl_tracker_ack(&t, &a.ack, 10, log_ack_cb, &l, NULL), UCS_OK);
@@ -270,6 +273,98 @@ static void test_reorder_distance(void)
     p.size          = 64;
     p.dupack_thresh = 0;
     UT_EQ(uct_uccl_tracker_init(&t, &p), UCS_ERR_INVALID_PARAM);
+    p.dupack_thresh = 1;
+    p.num_paths     = 0;
+    UT_EQ(uct_uccl_tracker_init(&t, &p), UCS_ERR_INVALID_PARAM);
+    p.num_paths     = UCT_UCCL_WIRE_MAX_PATHS + 1;
+    UT_EQ(uct_uccl_tracker_init(&t, &p), UCS_ERR_INVALID_PARAM);
+}
+
+/* retx cb that moves the chunk to path_to */
+static unsigned path_to;
+
+static ucs_status_t move_retx_cb(void *arg, uint32_t csn,
+                                 uct_uccl_tx_entry_t *e)
+{
+    e->path = path_to;
+    return log_retx_cb(arg, csn, e);
+}
+
+/* A path is one QP and delivers in order: a hole that a later chunk of its
+ * own path overtook is lost at once, whatever its age; a resend is judged
+ * by what follows it on its new path; a resend's arrival is no evidence. */
+static void test_path_order(void)
+{
+    static const unsigned paths[8] = {0, 1, 0, 1, 2, 2, 3, 3};
+    uct_uccl_tracker_params_t p = {
+        .size = 64, .init_csn = UCT_UCCL_SEQ_MASK - 2, .dupack_thresh = 100,
+        .reorder_csns = 100, .num_paths = 4
+    };
+    const uint64_t age = 1000000; /* the age rules never fire here */
+    uint32_t c[8], sacked[4], exp[2];
+    uct_uccl_tracker_t t;
+    ack_buf_t a;
+    unsigned i;
+    log_t l;
+
+    UT_EQ(uct_uccl_tracker_init(&t, &p), UCS_OK);
+    for (i = 0; i < 8; ++i) {
+        c[i] = uct_uccl_tracker_add(&t, 1, paths[i], 0, (void*)1);
+    }
+    memset(&l, 0, sizeof(l));
+
+    /* 2 (path 0) arrives: 0 went before it on path 0 and is lost; 1 (path
+     * 1) may still come */
+    make_ack(&a, c[0], &c[2], 1, c[2], 0);
+    UT_EQ(uct_uccl_tracker_ack(&t, &a.ack, 10, log_ack_cb, &l, NULL), UCS_OK);
+    l.n = 0; l.budget = 100; path_to = 3;
+    UT_EQ(uct_uccl_tracker_fast_retx(&t, 10, age, 100, move_retx_cb, &l), 1);
+    expect_log(&l, &c[0], 1);
+    UT_EQ(uct_uccl_tracker_entry(&t, c[0])->path, 3);
+    /* nothing new: not resent twice */
+    l.n = 0;
+    UT_EQ(uct_uccl_tracker_fast_retx(&t, 20, age, 100, move_retx_cb, &l), 0);
+
+    /* 6 and 7 (path 3) arrive: both went before 0's resend on path 3 */
+    sacked[0] = c[2]; sacked[1] = c[6]; sacked[2] = c[7];
+    make_ack(&a, c[0], sacked, 3, c[7], 0);
+    UT_EQ(uct_uccl_tracker_ack(&t, &a.ack, 30, log_ack_cb, &l, NULL), UCS_OK);
+    l.n = 0;
+    UT_EQ(uct_uccl_tracker_fast_retx(&t, 30, age, 100, move_retx_cb, &l), 0);
+
+    /* 0's resend (on path 3) arrives: it says nothing about path 0 or 3;
+     * then 3 (path 1) arrives: 1 is lost */
+    sacked[3] = c[0];
+    make_ack(&a, c[0], sacked, 4, c[0], 0);
+    UT_EQ(uct_uccl_tracker_ack(&t, &a.ack, 40, log_ack_cb, &l, NULL), UCS_OK);
+    UT_EQ(t.path_acked[3], 2);
+    l.n = 0;
+    UT_EQ(uct_uccl_tracker_fast_retx(&t, 40, age, 100, move_retx_cb, &l), 0);
+    sacked[3] = c[3];
+    make_ack(&a, c[1], sacked, 4, c[3], 0);
+    UT_EQ(uct_uccl_tracker_ack(&t, &a.ack, 50, log_ack_cb, &l, NULL), UCS_OK);
+    l.n = 0; path_to = 2;
+    UT_EQ(uct_uccl_tracker_fast_retx(&t, 50, age, 100, move_retx_cb, &l), 1);
+    expect_log(&l, &c[1], 1);
+
+    /* 1's resend is on path 2 after 4 and 5: their arrival proves nothing
+     * about it, a later first transmission on path 2 does */
+    c[0] = uct_uccl_tracker_add(&t, 1, 2, 0, (void*)1);
+    sacked[0] = c[4]; sacked[1] = c[5];
+    make_ack(&a, c[1], sacked, 2, c[5], 0);
+    UT_EQ(uct_uccl_tracker_ack(&t, &a.ack, 60, log_ack_cb, &l, NULL), UCS_OK);
+    l.n = 0;
+    UT_EQ(uct_uccl_tracker_fast_retx(&t, 60, age, 100, move_retx_cb, &l), 0);
+    make_ack(&a, c[1], &c[0], 1, c[0], 0);
+    UT_EQ(uct_uccl_tracker_ack(&t, &a.ack, 70, log_ack_cb, &l, NULL), UCS_OK);
+    l.n = 0;
+    UT_EQ(uct_uccl_tracker_fast_retx(&t, 70, age, 100, move_retx_cb, &l), 1);
+    exp[0] = c[1];
+    expect_log(&l, exp, 1);
+    UT_EQ(uct_uccl_tracker_entry(&t, c[1])->retries, 2);
+    uct_uccl_tracker_cleanup(&t);
+    printf("  path order: overtaken holes resent at once, once; resends "
+           "judged on their new path; resend arrivals no evidence\n");
 }
 
 static void test_rto(void)
@@ -367,6 +462,7 @@ typedef struct {
     uct_uccl_tracker_t tx;
     uct_uccl_rto_t   rto;
     uint8_t          *got;
+    uint64_t         path_last[SIM_PATHS]; /* a path delivers in order */
     uint32_t         init;
     uint64_t         lost, retx, acked, delivered, acks_lost;
 } sim_t;
@@ -394,6 +490,10 @@ static void sim_send_chunk(sim_t *s, uint32_t csn, unsigned path)
 {
     sim_pkt_t p = {.at = s->now + sim_delay(path), .csn = csn};
 
+    if (p.at <= s->path_last[path]) {
+        p.at = s->path_last[path] + 1;
+    }
+    s->path_last[path] = p.at;
     if (sim_drop(s)) {
         ++s->lost;
         return;
@@ -533,7 +633,7 @@ static void sim_init(sim_t *s, double loss, uint32_t window)
 {
     uct_uccl_tracker_params_t tp = {
         .size = window, .init_csn = UCT_UCCL_SEQ_MASK - 1000,
-        .dupack_thresh = 16, .reorder_csns = 32
+        .dupack_thresh = 16, .reorder_csns = 32, .num_paths = SIM_PATHS
     };
     uct_uccl_rto_params_t rp = {
         .init_ns = 1000000, .min_ns = 200000, .max_ns = 50000000,
@@ -614,6 +714,7 @@ int main(int argc, char **argv)
     ut_init(argc, argv, "test_retx");
     test_holes();
     test_reorder_distance();
+    test_path_order();
     test_rto();
     test_sim(0.0);
     test_sim(0.001);

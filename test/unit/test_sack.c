@@ -142,7 +142,7 @@ static void test_round(unsigned round)
     uint32_t nflight = 0, nsent = 0, delivered = 0, dups = 0, acks = 0;
     uint32_t i, off, cum_off, csn, words, base;
     uct_uccl_tracker_params_t tp = {
-        .size = W, .init_csn = init, .dupack_thresh = 3
+        .size = W, .init_csn = init, .dupack_thresh = 3, .num_paths = 1
     };
     uct_uccl_sack_result_t res, exp;
     uct_uccl_tracker_t t;

@@ -165,6 +165,7 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     tparams.init_csn      = conn->init_csn;
     tparams.dupack_thresh = iface->config.dupack_thresh;
     tparams.reorder_csns  = iface->config.reorder_thresh;
+    tparams.num_paths     = conn->num_paths;
     status = uct_uccl_tracker_init(&conn->tracker, &tparams);
     if (status != UCS_OK) {
         goto err_free;

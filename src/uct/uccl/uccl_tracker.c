@@ -22,14 +22,18 @@ ucs_status_t uct_uccl_tracker_init(uct_uccl_tracker_t *t,
 
     if ((size < 64) || (size > (1u << 16)) || (size & (size - 1)) ||
         (params->init_csn & ~UCT_UCCL_SEQ_MASK) ||
-        (params->dupack_thresh == 0)) {
+        (params->dupack_thresh == 0) || (params->num_paths == 0) ||
+        (params->num_paths > UCT_UCCL_WIRE_MAX_PATHS)) {
         return UCS_ERR_INVALID_PARAM;
     }
 
     memset(t, 0, sizeof(*t));
-    t->ent    = calloc(size, sizeof(*t->ent));
-    t->sacked = calloc(size / 64, sizeof(*t->sacked));
-    if ((t->ent == NULL) || (t->sacked == NULL)) {
+    t->ent        = calloc(size, sizeof(*t->ent));
+    t->sacked     = calloc(size / 64, sizeof(*t->sacked));
+    t->path_sent  = calloc(params->num_paths, sizeof(*t->path_sent));
+    t->path_acked = calloc(params->num_paths, sizeof(*t->path_acked));
+    if ((t->ent == NULL) || (t->sacked == NULL) || (t->path_sent == NULL) ||
+        (t->path_acked == NULL)) {
         uct_uccl_tracker_cleanup(t);
         return UCS_ERR_NO_MEMORY;
     }
@@ -41,6 +45,7 @@ ucs_status_t uct_uccl_tracker_init(uct_uccl_tracker_t *t,
     t->word_mask     = size / 64 - 1;
     t->dupack_thresh = params->dupack_thresh;
     t->reorder_csns  = params->reorder_csns;
+    t->num_paths     = params->num_paths;
     return UCS_OK;
 }
 
@@ -48,8 +53,12 @@ void uct_uccl_tracker_cleanup(uct_uccl_tracker_t *t)
 {
     free(t->ent);
     free(t->sacked);
-    t->ent    = NULL;
-    t->sacked = NULL;
+    free(t->path_sent);
+    free(t->path_acked);
+    t->ent        = NULL;
+    t->sacked     = NULL;
+    t->path_sent  = NULL;
+    t->path_acked = NULL;
 }
 
 static inline void
@@ -59,6 +68,13 @@ uct_uccl_tracker_acked(uct_uccl_tracker_t *t, uint32_t csn,
 {
     uct_uccl_tx_entry_t *e = &t->ent[csn & t->mask];
 
+    /* a first transmission arrived: what its path carried before it and
+     * is still missing was lost (a resend's arrival is ambiguous: its
+     * earlier transmission, on another path, may be the one that came) */
+    if ((e->retries == 0) &&
+        ((int32_t)(e->path_seq - t->path_acked[e->path]) >= 0)) {
+        t->path_acked[e->path] = e->path_seq + 1;
+    }
     ++info->acked;
     info->acked_bytes += e->length;
     t->inflight_bytes -= e->length;
@@ -189,12 +205,21 @@ ucs_status_t uct_uccl_tracker_ack(uct_uccl_tracker_t *t,
     return UCS_OK;
 }
 
-/* resend chunks of [una, to) not SACKed and last sent >= min_age ago */
+/* was this hole's transmission overtaken on its path? */
+static inline int uct_uccl_tracker_path_lost(const uct_uccl_tracker_t *t,
+                                             const uct_uccl_tx_entry_t *e)
+{
+    return (int32_t)(e->path_seq - t->path_acked[e->path]) < 0;
+}
+
+/* resend chunks of [una, to) not SACKed that were overtaken on their path
+ * or, below aged_to, were last sent >= min_age ago */
 static unsigned
-uct_uccl_tracker_scan(uct_uccl_tracker_t *t, uint32_t to, uint64_t now,
-                      uint64_t min_age, unsigned max,
+uct_uccl_tracker_scan(uct_uccl_tracker_t *t, uint32_t to, uint32_t aged_to,
+                      uint64_t now, uint64_t min_age, unsigned max,
                       uct_uccl_tracker_retx_cb_t cb, void *arg)
 {
+    uint32_t aged = uct_uccl_seq_dist(aged_to, t->una);
     uint32_t from = t->una, left = uct_uccl_seq_dist(to, from), csn;
     unsigned off, n, count = 0;
     uct_uccl_tx_entry_t *e;
@@ -208,10 +233,13 @@ uct_uccl_tracker_scan(uct_uccl_tracker_t *t, uint32_t to, uint64_t now,
         while (holes) {
             csn = uct_uccl_seq_add(from - off, __builtin_ctzll(holes));
             e   = &t->ent[csn & t->mask];
-            if ((now >= e->send_time) && (now - e->send_time >= min_age)) {
+            if (uct_uccl_tracker_path_lost(t, e) ||
+                ((uct_uccl_seq_dist(csn, t->una) < aged) &&
+                 (now >= e->send_time) && (now - e->send_time >= min_age))) {
                 if (cb(arg, csn, e) != UCS_OK) {
                     return count;
                 }
+                e->path_seq  = t->path_sent[e->path]++;
                 e->send_time = now;
                 if (e->retries < UINT8_MAX) {
                     ++e->retries;
@@ -232,27 +260,30 @@ unsigned uct_uccl_tracker_fast_retx(uct_uccl_tracker_t *t, uint64_t now,
                                     uint64_t min_age_ns, unsigned max,
                                     uct_uccl_tracker_retx_cb_t cb, void *arg)
 {
-    uint32_t end = t->high_sacked;
+    uint32_t end = t->high_sacked, aged_end = end;
 
     if (!uct_uccl_tracker_has_holes(t)) {
         return 0;
     }
     if (t->dupacks < t->dupack_thresh) {
-        /* only holes far enough below the highest acked chunk */
+        /* by age, only holes far enough below the highest acked chunk */
         if ((t->reorder_csns == 0) ||
             (uct_uccl_seq_dist(end, t->una) <= t->reorder_csns)) {
-            return 0;
+            aged_end = t->una;
+        } else {
+            aged_end = (end - t->reorder_csns) & UCT_UCCL_SEQ_MASK;
         }
-        end = (end - t->reorder_csns) & UCT_UCCL_SEQ_MASK;
     }
-    return uct_uccl_tracker_scan(t, end, now, min_age_ns, max, cb, arg);
+    return uct_uccl_tracker_scan(t, end, aged_end, now, min_age_ns, max, cb,
+                                 arg);
 }
 
 unsigned uct_uccl_tracker_expire(uct_uccl_tracker_t *t, uint64_t now,
                                  uint64_t rto_ns, unsigned max,
                                  uct_uccl_tracker_retx_cb_t cb, void *arg)
 {
-    return uct_uccl_tracker_scan(t, t->nxt, now, rto_ns, max, cb, arg);
+    return uct_uccl_tracker_scan(t, t->nxt, t->nxt, now, rto_ns, max, cb,
+                                 arg);
 }
 
 void uct_uccl_tracker_purge(uct_uccl_tracker_t *t,

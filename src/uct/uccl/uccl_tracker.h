@@ -7,11 +7,15 @@
  * - uct_uccl_tracker_ack() for each ACK: calls back once per newly acked
  *   chunk (cumulative or SACK) so the UCT layer completes its operation,
  *   and returns an RTT sample;
- * - uct_uccl_tracker_fast_retx() resends SACK holes (after dupack_thresh
- *   duplicate ACKs, or when a chunk reorder_csns later has been acked),
+ * - uct_uccl_tracker_fast_retx() resends SACK holes: at once when a chunk
+ *   sent after it on the same path was acked (a path is one QP, which
+ *   delivers in order, so that hole was lost), otherwise after
+ *   dupack_thresh duplicate ACKs or when a chunk reorder_csns later has
+ *   been acked, and then at most once per min_age (an RTT);
  *   uct_uccl_tracker_expire() resends everything older than the RTO.
- * A chunk is resent at most once per min_age (an RTT): its send time is
- * refreshed by each resend. Bitmap scans go 64 chunks per word.
+ * Each transmission is stamped with its path's send count; a resend is
+ * stamped anew, so it is judged by what follows it on its new path.
+ * Bitmap scans go 64 chunks per word.
  */
 #ifndef UCT_UCCL_TRACKER_H_
 #define UCT_UCCL_TRACKER_H_
@@ -27,9 +31,10 @@ typedef struct uct_uccl_tx_entry {
     uint64_t send_time;   /* ns, last (re)transmission */
     void     *desc;       /* UCT layer's chunk (kept WR); NULL once acked */
     uint32_t length;      /* payload bytes, for cc accounting */
+    uint32_t path_seq;    /* path's send count at the last transmission */
     uint16_t path;        /* path of the last transmission */
     uint8_t  retries;     /* resends so far (saturates at 255) */
-    uint8_t  rsvd;
+    uint8_t  rsvd[5];
 } uct_uccl_tx_entry_t;
 
 typedef struct uct_uccl_tracker_params {
@@ -38,6 +43,7 @@ typedef struct uct_uccl_tracker_params {
     uint32_t dupack_thresh; /* duplicate ACKs before all holes are resent */
     uint32_t reorder_csns;  /* a hole this far below a SACKed chunk is lost;
                                0 = only the dupack rule */
+    uint32_t num_paths;     /* paths a chunk may take, 1..WIRE_MAX_PATHS */
 } uct_uccl_tracker_params_t;
 
 typedef struct uct_uccl_tracker {
@@ -54,6 +60,10 @@ typedef struct uct_uccl_tracker {
     uint64_t            inflight_bytes; /* bytes sent and not yet acked */
     uint64_t            *sacked;      /* size bits */
     uct_uccl_tx_entry_t *ent;         /* size entries */
+    uint32_t            num_paths;
+    uint32_t            *path_sent;   /* per path: transmissions stamped */
+    uint32_t            *path_acked;  /* per path: 1 + highest stamp acked;
+                                         holes stamped below are lost */
 } uct_uccl_tracker_t;
 
 /* What one ACK did */
@@ -120,7 +130,8 @@ static inline int uct_uccl_tracker_in_flight(const uct_uccl_tracker_t *t,
     return uct_uccl_seq_dist(csn, t->una) < uct_uccl_tracker_outstanding(t);
 }
 
-/* Track a chunk about to be posted; returns its CSN. Must not be full. */
+/* Track a chunk about to be posted on path (< num_paths) after everything
+ * posted on that path so far; returns its CSN. Must not be full. */
 static UCS_F_ALWAYS_INLINE uint32_t
 uct_uccl_tracker_add(uct_uccl_tracker_t *t, uint32_t length, unsigned path,
                      uint64_t now, void *desc)
@@ -132,6 +143,7 @@ uct_uccl_tracker_add(uct_uccl_tracker_t *t, uint32_t length, unsigned path,
     e->desc            = desc;
     e->length          = length;
     e->path            = path;
+    e->path_seq        = t->path_sent[path]++;
     e->retries         = 0;
     t->nxt             = uct_uccl_seq_add(csn, 1);
     t->inflight_bytes += length;
@@ -156,10 +168,10 @@ static inline int uct_uccl_tracker_has_holes(const uct_uccl_tracker_t *t)
 }
 
 /*
- * Resend SACK holes judged lost: holes below high_sacked when dupacks >=
- * dupack_thresh, otherwise holes at least reorder_csns below it; only those
- * last sent at least min_age_ns ago. At most max resends. Returns the
- * number resent.
+ * Resend SACK holes judged lost: at any age those a later chunk of their
+ * path overtook; and holes below high_sacked when dupacks >= dupack_thresh,
+ * otherwise holes at least reorder_csns below it, last sent at least
+ * min_age_ns ago. At most max resends. Returns the number resent.
  */
 unsigned uct_uccl_tracker_fast_retx(uct_uccl_tracker_t *t, uint64_t now,
                                     uint64_t min_age_ns, unsigned max,
