@@ -624,7 +624,7 @@ static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
     return total;
 }
 
-#define UCT_UCCL_TIMER_NS  200000ull  /* timers are checked every 200us */
+#define UCT_UCCL_TIMER_NS  50000ull   /* timers are checked every 50us */
 
 /* SIGUSR2 asks every iface for a counter dump (UCX_UCCL_STATS_DUMP=y) */
 static volatile sig_atomic_t uct_uccl_dump_requests;
@@ -657,9 +657,11 @@ static unsigned uct_uccl_iface_progress(uct_iface_h tl_iface)
         }
     }
 
+    /* ACKs first: a transmit may copy megabytes (on softverbs the post
+     * itself moves the data), and the peer would take the wait for loss */
+    count += uct_uccl_rx_flush_acks(iface, now);
     count += uct_uccl_iface_transmit(iface);
     uct_uccl_rx_refill(iface);
-    count += uct_uccl_rx_flush_acks(iface, now);
     --iface->busy;
     return count;
 }

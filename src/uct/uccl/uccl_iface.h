@@ -238,6 +238,7 @@ typedef struct uct_uccl_conn_stats {
     uint64_t                retx_obsolete; /* resent without data: newer
                                               data already on its way */
     uint64_t                fast_retx;
+    uint64_t                tail_probes; /* resends when ACKs stalled */
     uint64_t                timeouts;
     uint64_t                dup_rx;
     uint64_t                acks_tx;
@@ -288,6 +289,7 @@ struct uct_uccl_conn {
     uct_uccl_put_guard_t    put_guard[UCT_UCCL_PUT_GUARD];
     uint8_t                 fence;       /* wait for all acked before next */
     uint64_t                last_progress; /* ns: una last moved */
+    uint8_t                 probed;      /* tail probe since last_progress */
     uint64_t                next_op_id;
     ucs_list_link_t         ops;         /* outstanding ops with comp */
     ucs_list_link_t         flushes;     /* flush ops waiting */
