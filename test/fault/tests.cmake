@@ -88,7 +88,7 @@ add_test(NAME fault_uc_loss_counters
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 1048576 100)
 flt_env(fault_uc_loss_counters SOFTVERBS_LOSS=0.01)
 
-# in a ping-pong, a loss costs one retransmission timeout
+# in a ping-pong, a lost message is resent by the tail probe, not the RTO
 math(EXPR FLT_PORT "${FLT_PORT} + 1")
 add_test(NAME fault_uc_loss_timeouts
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 8 5000 am_lat)

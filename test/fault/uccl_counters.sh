@@ -59,12 +59,18 @@ if [ "$test" = am_lat ]; then
     retx=$(($(uccl_sum "$tmp/client" retx) + $(uccl_sum "$tmp/server" retx)))
     tmo=$(($(uccl_sum "$tmp/client" timeouts) +
            $(uccl_sum "$tmp/server" timeouts)))
-    echo "ping-pong: $retx chunks resent after $tmo retransmission timeouts"
+    probes=$(($(uccl_sum "$tmp/client" tail_probes) +
+              $(uccl_sum "$tmp/server" tail_probes)))
+    echo "ping-pong: $retx chunks resent ($probes by tail probes) after" \
+         "$tmo retransmission timeouts"
     [ "$retx" -gt 0 ] || fail "nothing was resent: is SOFTVERBS_LOSS set?"
-    # a lost message is resent when the first timeout fires; aging resends
-    # against the backed-off RTO once took ~7 timeouts per loss
-    [ "$tmo" -le $((retx * 2 + 10)) ] ||
-        fail "$tmo timeouts for $retx resends: losses wait out backoffs"
+    # a lost message (nothing follows it) is resent by the tail probe after
+    # two RTTs, well before the RTO (>= 1 ms); only a lost probe should
+    # need the timeout. Without probes every loss cost one (aging resends
+    # against the backed-off RTO once cost ~7).
+    [ "$probes" -gt 0 ] || fail "no tail probe: losses wait for the RTO"
+    [ $((tmo * 4)) -le $((retx + 40)) ] ||
+        fail "$tmo timeouts for $retx resends: losses wait for the RTO"
     echo PASS
     exit 0
 fi

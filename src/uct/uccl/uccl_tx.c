@@ -748,8 +748,10 @@ void uct_uccl_tx_handle_ack(uct_uccl_iface_t *iface, const uct_uccl_ack_t *ack)
 static void uct_uccl_tx_tail_probe(uct_uccl_conn_t *conn, uint64_t now,
                                    uint32_t inflight)
 {
-    uint64_t pto = ucs_min(2 * uct_uccl_rto_srtt(&conn->rto),
-                           conn->rto.rto_ns);
+    const uct_uccl_rto_t *rto = &conn->rto;
+    uint64_t pto = ucs_min(ucs_max(2 * uct_uccl_rto_srtt(rto),
+                                   rto->srtt_ns + 4 * rto->rttvar_ns),
+                           rto->rto_ns);
     unsigned n;
 
     if ((inflight == 0) || conn->probed ||
