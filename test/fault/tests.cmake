@@ -73,10 +73,13 @@ foreach(mode uc rc)
                UCX_UCCL_MODE=${mode} UCCL_SERVER_ARGS=-K300
                UCX_UCCL_PEER_TIMEOUT=3s)
     # the peer dies while nothing is in flight: only uct_ep_check's probe
-    # can notice (UCP's keepalive on an idle lane, a rendezvous waiting)
-    flt_verify(fault_${mode}_peer_killed_idle idle "-T 10"
+    # can notice (UCP's keepalive on an idle lane, a rendezvous waiting);
+    # the dead peer's passive conn on the client is probed and reaped
+    flt_verify(fault_${mode}_peer_killed_idle idle "-T 10 -W 3"
                UCX_UCCL_MODE=${mode} UCCL_SERVER_ARGS=-K1000
-               UCX_UCCL_PEER_TIMEOUT=3s)
+               UCX_UCCL_PEER_TIMEOUT=1s UCX_UCCL_IDLE_TIMEOUT=1s
+               UCX_UCCL_STATS_DUMP=y
+               UCCL_EXPECT_CLIENT_COUNTERS=peers_lost)
     # malformed and unexpected control packets, then a normal run
     flt_verify(fault_${mode}_bad_ctl fuzz "-n 50 -S 23"
                UCX_UCCL_MODE=${mode} UCX_UCCL_STATS_DUMP=y)

@@ -20,6 +20,8 @@
  *   idle  as kill, but the client sends nothing: it only calls
  *         uct_ep_check every 100 ms (as UCP's keepalive does), which must
  *         not fail while the server lives and must fail once it died.
+ *         With -W s the client then progresses s seconds more (so that its
+ *         iface reaps the dead server's passive connection).
  *   fuzz  the client first sends malformed and unexpected control packets
  *         to the server's control QP from a raw verbs UD QP (white box: it
  *         knows uccl's address layout), then runs the data test: the
@@ -69,6 +71,7 @@ static struct {
     unsigned          seed;
     const char        *mode;
     unsigned          kill_ms;
+    unsigned          linger_s;     /* -W: progress after the ep error */
     unsigned          pause_ms;
     unsigned          err_timeout;
 
@@ -764,6 +767,9 @@ static void client_kill(int idle)
         die("ep error took %.1f s (limit %u s)", g.ep_error_time - dead,
             g.err_timeout);
     }
+    for (start = now_sec(); now_sec() - start < g.linger_s;) {
+        progress();
+    }
     /* the iface still works: a flush of the failed ep returns at once */
     status = uct_ep_flush(g.ep, UCT_FLUSH_FLAG_CANCEL, NULL);
     printf("flush(cancel) of the failed ep: %s\n", ucs_status_string(status));
@@ -934,7 +940,7 @@ int main(int argc, char **argv)
 {
     int c;
 
-    while ((c = getopt(argc, argv, "sh:p:d:n:S:m:K:T:P:")) != -1) {
+    while ((c = getopt(argc, argv, "sh:p:d:n:S:m:K:T:W:P:")) != -1) {
         switch (c) {
         case 's': g.server = 1; break;
         case 'h': g.host = optarg; break;
@@ -945,12 +951,13 @@ int main(int argc, char **argv)
         case 'm': g.mode = optarg; break;
         case 'K': g.kill_ms = atoi(optarg); break;
         case 'T': g.err_timeout = atoi(optarg); break;
+        case 'W': g.linger_s = atoi(optarg); break;
         case 'P': g.pause_ms = atoi(optarg); break;
         default:
             fprintf(stderr, "usage: %s [-s] [-h host] [-p port] [-d dev] "
                     "[-n iters] [-S seed] [-m data|kill|idle|fuzz] [-K ms] "
                     "[-T s] "
-                    "[-P ms]\n",
+                    "[-W s] [-P ms]\n",
                     argv[0]);
             return 2;
         }

@@ -4,7 +4,8 @@
 #   verify_pair.sh PORT MODE [client args...]     MODE: data|kill|idle|fuzz
 # Environment: UCCL_RUN (launcher), UCCL_BUILDDIR, SOFTVERBS_FABRIC, UCX_UCCL_*,
 # UCCL_DEV (default sv0:1), UCCL_SERVER_ARGS (extra server arguments),
-# UCCL_EXPECT_COUNTERS (iface counters the server must report non-zero).
+# UCCL_EXPECT_COUNTERS (iface counters the server must report non-zero),
+# UCCL_EXPECT_CLIENT_COUNTERS (the same for the client).
 #
 set -u
 
@@ -47,6 +48,12 @@ for c in $expect; do
     grep -q "mode [ru]c: .* $c [1-9]" "$tmp/server" ||
         { echo "FAIL: server did not count $c"; exit 1; }
     echo "server counted $c: $(grep -o " $c [0-9]*" "$tmp/server" | head -1)"
+done
+# and the client (in kill/idle modes the server dies and dumps nothing)
+for c in ${UCCL_EXPECT_CLIENT_COUNTERS:-}; do
+    grep -q "mode [ru]c: .* $c [1-9]" "$tmp/client" ||
+        { echo "FAIL: client did not count $c"; exit 1; }
+    echo "client counted $c: $(grep -o " $c [0-9]*" "$tmp/client" | head -1)"
 done
 echo PASS
 exit 0

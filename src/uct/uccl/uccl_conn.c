@@ -645,6 +645,7 @@ static void uct_uccl_conn_handle_keepalive(uct_uccl_iface_t *iface,
         return;
     }
 
+    ++conn->ka_rx;
     if (!(pkt->flags & UCT_UCCL_KEEPALIVE_REPLY)) {
         uct_uccl_conn_send_keepalive(conn, UCT_UCCL_KEEPALIVE_REPLY,
                                      pkt->ts_ns);
@@ -665,12 +666,30 @@ static void uct_uccl_conn_keepalive_timer(uct_uccl_conn_t *conn,
     if (now - conn->ka_start >= iface->config.peer_timeout_ns) {
         ucs_debug("uccl: conn %u: no keepalive reply for %.1f ms", conn->id,
                   (now - conn->ka_start) / 1e6);
+        iface->stats.peers_lost += conn->passive;
         uct_uccl_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
         return;
     }
 
     conn->ka_next_try = now + iface->config.conn_retry_ns;
     uct_uccl_conn_send_keepalive(conn, 0, conn->ka_start);
+}
+
+/* No ep watches a passive conn: when its peer has been silent for
+ * IDLE_TIMEOUT, probe it, so that a peer that died while idle does not
+ * hold the conn's QPs and buffers until the iface closes */
+static void uct_uccl_conn_idle_check(uct_uccl_conn_t *conn, uint64_t now)
+{
+    const uct_uccl_conn_stats_t *s = &conn->stats;
+    uint64_t seen = s->chunks_rx + s->dup_rx + s->acks_rx + conn->ka_rx;
+
+    if ((seen != conn->idle_seen) || (conn->idle_since == 0)) {
+        conn->idle_seen  = seen;
+        conn->idle_since = now;
+    } else if (now - conn->idle_since >= conn->iface->config.idle_timeout_ns) {
+        conn->idle_since = now;
+        (void)uct_uccl_conn_check(conn);
+    }
 }
 
 void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
@@ -778,6 +797,10 @@ void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now)
             (void)uct_uccl_conn_send_pkt(conn, UCT_UCCL_CTL_CONN_REQ, UCS_OK);
         } else if (conn->state == UCT_UCCL_CONN_CONNECTED) {
             uct_uccl_tx_timers(conn, now);
+            if (conn->passive && (conn->state == UCT_UCCL_CONN_CONNECTED) &&
+                (iface->config.idle_timeout_ns != UINT64_MAX)) {
+                uct_uccl_conn_idle_check(conn, now);
+            }
             if (conn->state == UCT_UCCL_CONN_CONNECTED) {
                 uct_uccl_conn_keepalive_timer(conn, now);
             }

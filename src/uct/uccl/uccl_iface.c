@@ -88,10 +88,18 @@ static ucs_config_field_t uct_uccl_iface_config_table[] = {
      "Time without any acknowledged progress on outstanding chunks after\n"
      "which a connection that also spent MAX_RETRIES fails and its endpoint\n"
      "reports an error; also the time a keepalive probe (uct_ep_check, sent\n"
-     "again every CONN_RETRY) may go unanswered. ACKs need the peer's CPU (a peer that computes\n"
-     "without calling progress is silent), hence the generous default, as\n"
-     "UCX's ud transport has.",
+     "again every CONN_RETRY) may go unanswered. ACKs need the peer's CPU\n"
+     "(a peer that computes without calling progress is silent), hence the\n"
+     "generous default, as UCX's ud transport has.",
      ucs_offsetof(uct_uccl_iface_config_t, peer_timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"IDLE_TIMEOUT", "inf",
+     "A connection a peer opened to this iface (no local ep watches it) is\n"
+     "probed after this long without a packet from the peer, and closed when\n"
+     "the probe goes unanswered for PEER_TIMEOUT: frees what peers that died\n"
+     "while idle held. A live peer that does not call progress for that long\n"
+     "would lose the connection too, hence inf (never) by default.",
+     ucs_offsetof(uct_uccl_iface_config_t, idle_timeout), UCS_CONFIG_TYPE_TIME},
 
     {"RTO_INIT", "10ms",
      "Retransmission timeout before the first RTT sample.",
@@ -805,12 +813,13 @@ static void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
     fprintf(stderr, "uccl[%d] iface %s:%d mode %s: doorbells %lu wrs %lu "
             "bad_ctl %lu unknown_conn %lu bad_ack %lu bad_data %lu "
             "bad_rkey %lu unknown_qpn %lu err_cqe %lu srq_empty %lu "
-            "out_of_window %lu rx_no_desc %lu ctl_tx_busy %lu\n",
+            "out_of_window %lu rx_no_desc %lu ctl_tx_busy %lu "
+            "peers_lost %lu\n",
             getpid(), iface->md->name, iface->port_num,
             iface->rc_mode ? "rc" : "uc", s->doorbells, s->wrs, s->bad_ctl,
             s->unknown_conn, s->bad_ack, s->bad_data, s->bad_rkey,
             s->unknown_qpn, s->err_cqe, s->srq_empty, s->out_of_window,
-            s->rx_no_desc, s->ctl_tx_busy);
+            s->rx_no_desc, s->ctl_tx_busy, s->peers_lost);
 }
 
 static void uct_uccl_iface_dump_all(uct_uccl_iface_t *iface)
@@ -941,6 +950,9 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     self->config.sack_window   = config->sack_window;
     self->config.max_retries   = config->max_retries;
     self->config.peer_timeout_ns = config->peer_timeout * 1e9;
+    self->config.idle_timeout_ns = (config->idle_timeout * 1e9 <
+                                    (double)UINT64_MAX) ?
+                                   config->idle_timeout * 1e9 : UINT64_MAX;
     self->config.rto.init_ns   = config->rto_init * 1e9;
     self->config.rto.min_ns    = config->rto_min * 1e9;
     self->config.rto.max_ns    = config->rto_max * 1e9;

@@ -69,6 +69,7 @@ typedef struct uct_uccl_iface_config {
     unsigned                sack_window;
     unsigned                max_retries;
     double                  peer_timeout;
+    double                  idle_timeout;
     double                  rto_init;
     double                  rto_min;
     double                  rto_max;
@@ -319,6 +320,9 @@ struct uct_uccl_conn {
     /* keepalive (uct_ep_check): probe outstanding since ka_start, or 0 */
     uint64_t                ka_start;
     uint64_t                ka_next_try;
+    uint64_t                ka_rx;       /* keepalives received */
+    uint64_t                idle_seen;   /* passive: packets seen ... */
+    uint64_t                idle_since;  /* ... unchanged since (ns) */
 
     ucs_list_link_t         list;        /* iface conns */
     ucs_list_link_t         sched;       /* iface scheduler */
@@ -348,6 +352,7 @@ typedef struct uct_uccl_iface_stats {
     uint64_t                out_of_window;
     uint64_t                rx_no_desc;
     uint64_t                ctl_tx_busy;
+    uint64_t                peers_lost;  /* passive conns of silent peers */
     uint64_t                doorbells;
     uint64_t                wrs;
 } uct_uccl_iface_stats_t;
@@ -404,6 +409,7 @@ struct uct_uccl_iface {
         unsigned            sack_window;
         unsigned            max_retries;
         uint64_t            peer_timeout_ns;
+        uint64_t            idle_timeout_ns; /* UINT64_MAX: never */
         uct_uccl_rto_params_t rto;
         uint64_t            conn_retry_ns;
         uint64_t            conn_timeout_ns;
