@@ -85,6 +85,13 @@ foreach(mode uc rc)
                UCX_UCCL_MODE=${mode} UCX_UCCL_STATS_DUMP=y)
 endforeach()
 
+# a served GET fails on the server (its buffer was unmapped): its engine
+# tells the client, whose ep fails with CONNECTION_RESET within seconds
+# rather than after the 30 s peer timeout (UC: in RC the client's own NIC
+# reads, and its QP reports the error)
+flt_verify(fault_uc_peer_reset reset "-K 300 -T 5"
+           UCX_UCCL_MODE=uc UCCL_SERVER_ARGS=-K300)
+
 # selective retransmission and chained posting, from softverbs' counters
 math(EXPR FLT_PORT "${FLT_PORT} + 1")
 add_test(NAME fault_uc_loss_counters

@@ -22,6 +22,12 @@
  *         not fail while the server lives and must fail once it died.
  *         With -W s the client then progresses s seconds more (so that its
  *         iface reaps the dead server's passive connection).
+ *   reset (UC) the client GETs from the server's buffer in a loop; -K ms
+ *         after the start the server unmaps that buffer, so its engine
+ *         cannot read the data it serves and its connection fails. It
+ *         must tell the client: the client's ep must fail with
+ *         UCS_ERR_CONNECTION_RESET within -T seconds (far below the
+ *         peer timeout that would otherwise end it).
  *   fuzz  the client first sends malformed and unexpected control packets
  *         to the server's control QP from a raw verbs UD QP (white box: it
  *         knows uccl's address layout), then runs the data test: the
@@ -46,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -302,7 +309,14 @@ static void setup(void)
     check(uct_iface_set_am_handler(g.iface, AM_ID, am_handler, NULL, 0),
           "am handler");
 
-    if (posix_memalign((void**)&g.buf, 4096, BUF_SIZE)) {
+    if (!strcmp(g.mode, "reset")) {
+        /* the server unmaps it: not from the heap */
+        g.buf = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (g.buf == MAP_FAILED) {
+            die("mmap: %m");
+        }
+    } else if (posix_memalign((void**)&g.buf, 4096, BUF_SIZE)) {
         die("no memory");
     }
     memset(g.buf, 0, BUF_SIZE);
@@ -791,6 +805,82 @@ static void server_kill(void)
     kill(getpid(), SIGKILL);
 }
 
+static void client_reset(void)
+{
+    double start, deadline;
+    uint32_t go = 1;
+    unsigned done = 0;
+    uct_iov_t iov;
+    req_t req;
+    ucs_status_t status;
+
+    iov.buffer = g.buf;
+    iov.length = 1 << 20;
+    iov.memh   = g.memh;
+    iov.stride = 0;
+    iov.count  = 1;
+
+    xfer(&go, sizeof(go), 1);
+    start    = now_sec();
+    deadline = start + g.kill_ms / 1000.0 + g.err_timeout;
+    req.done = 1;
+    while (!g.ep_error) {
+        if (req.done) {
+            done += (req.comp.status == UCS_OK);
+            req_init(&req);
+            status = uct_ep_get_zcopy(g.ep, &iov, 1, g.peer.buf_addr,
+                                      g.rkey.rkey, &req.comp);
+            if (status == UCS_OK) {
+                req.done = 1;
+            } else if (status != UCS_INPROGRESS) {
+                req.done = (status == UCS_ERR_NO_RESOURCE);
+            }
+        }
+        progress();
+        if (now_sec() > deadline) {
+            die("no ep error %.1f s after the start (%u GETs done)",
+                now_sec() - start, done);
+        }
+    }
+    printf("ep error '%s' %.3f s after the start, %u GETs done before\n",
+           ucs_status_string(g.ep_status), g.ep_error_time - start, done);
+    if (g.ep_status != UCS_ERR_CONNECTION_RESET) {
+        die("ep error '%s', expected '%s' (the server's engine should "
+            "have said it failed)", ucs_status_string(g.ep_status),
+            ucs_status_string(UCS_ERR_CONNECTION_RESET));
+    }
+    while (!req.done) {
+        progress();       /* the purge completes the GET with an error */
+    }
+}
+
+static void server_reset(void)
+{
+    double start;
+    uint32_t go;
+    char c;
+
+    xfer(&go, sizeof(go), 0);
+    start = now_sec();
+    while (now_sec() - start < g.kill_ms / 1000.0) {
+        progress();
+    }
+    /* what a program that frees registered memory too early does */
+    if (munmap(g.buf, BUF_SIZE) != 0) {
+        die("munmap: %m");
+    }
+    printf("server: unmapped the buffer the client reads\n");
+    fflush(stdout);
+    /* serve (and fail) until the client is done */
+    while (recv(g.sock, &c, 1, MSG_DONTWAIT) != 0) {
+        progress();
+        if (now_sec() - start > 60) {
+            die("the client did not finish");
+        }
+    }
+    g.buf = NULL;         /* unmapped: not to be freed */
+}
+
 /* uccl's address layout (uccl_iface.h): device = lid(2) is_global(1)
  * rsvd(1) gid(16); iface = control QPN(4) */
 #define FUZZ_QKEY 0x1ee7a330u
@@ -955,7 +1045,7 @@ int main(int argc, char **argv)
         case 'P': g.pause_ms = atoi(optarg); break;
         default:
             fprintf(stderr, "usage: %s [-s] [-h host] [-p port] [-d dev] "
-                    "[-n iters] [-S seed] [-m data|kill|idle|fuzz] [-K ms] "
+                    "[-n iters] [-S seed] [-m data|kill|idle|reset|fuzz] [-K ms] "
                     "[-T s] "
                     "[-W s] [-P ms]\n",
                     argv[0]);
@@ -970,13 +1060,16 @@ int main(int argc, char **argv)
             client_fuzz();
         }
         g.server ? server_data() : client_data();
+    } else if (!strcmp(g.mode, "reset")) {
+        g.server ? server_reset() : client_reset();
     } else if (!strcmp(g.mode, "kill") || !strcmp(g.mode, "idle")) {
         g.server ? server_kill() : client_kill(!strcmp(g.mode, "idle"));
     } else {
         die("unknown mode %s", g.mode);
     }
 
-    if ((strcmp(g.mode, "kill") && strcmp(g.mode, "idle")) || g.server) {
+    if ((strcmp(g.mode, "kill") && strcmp(g.mode, "idle") &&
+         strcmp(g.mode, "reset")) || g.server) {
         flush_ep();
     }
     uct_ep_destroy(g.ep);
@@ -989,6 +1082,10 @@ int main(int argc, char **argv)
     printf("uct_verify[%s] %s: OK\n", g.server ? "server" : "client",
            g.mode);
     close(g.sock);
-    free(g.buf);
+    if (strcmp(g.mode, "reset")) {
+        free(g.buf);
+    } else if (g.buf != NULL) {
+        munmap(g.buf, BUF_SIZE);
+    }
     return 0;
 }
