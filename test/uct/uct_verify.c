@@ -1045,9 +1045,8 @@ int main(int argc, char **argv)
         case 'P': g.pause_ms = atoi(optarg); break;
         default:
             fprintf(stderr, "usage: %s [-s] [-h host] [-p port] [-d dev] "
-                    "[-n iters] [-S seed] [-m data|kill|idle|reset|fuzz] [-K ms] "
-                    "[-T s] "
-                    "[-W s] [-P ms]\n",
+                    "[-n iters] [-S seed] [-m data|kill|idle|reset|fuzz] "
+                    "[-K ms] [-T s] [-W s] [-P ms]\n",
                     argv[0]);
             return 2;
         }
