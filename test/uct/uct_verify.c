@@ -728,6 +728,31 @@ static void server_data(void)
     }
 }
 
+/* kill/idle/reset: the client's 1 MiB transfers use the start of g.buf */
+static void mib_iov(uct_iov_t *iov)
+{
+    iov->buffer = g.buf;
+    iov->length = 1 << 20;
+    iov->memh   = g.memh;
+    iov->stride = 0;
+    iov->count  = 1;
+}
+
+/* kill/idle/reset: the server serves -K ms after the client's go; returns
+ * when the go came */
+static double server_serve_go(void)
+{
+    uint32_t go;
+    double start;
+
+    xfer(&go, sizeof(go), 0);
+    start = now_sec();
+    while (now_sec() - start < g.kill_ms / 1000.0) {
+        progress();
+    }
+    return start;
+}
+
 static void client_kill(int idle)
 {
     double start, dead = 0, deadline, next_check = 0;
@@ -737,12 +762,7 @@ static void client_kill(int idle)
     ucs_status_t status;
     unsigned posted = 0;
 
-    iov.buffer = g.buf;
-    iov.length = 1 << 20;
-    iov.memh   = g.memh;
-    iov.stride = 0;
-    iov.count  = 1;
-
+    mib_iov(&iov);
     xfer(&go, sizeof(go), 1);
     start    = now_sec();
     deadline = start + g.kill_ms / 1000.0 + g.err_timeout + 5;
@@ -791,14 +811,7 @@ static void client_kill(int idle)
 
 static void server_kill(void)
 {
-    uint32_t go;
-    double start;
-
-    xfer(&go, sizeof(go), 0);
-    start = now_sec();
-    while (now_sec() - start < g.kill_ms / 1000.0) {
-        progress();
-    }
+    (void)server_serve_go();
     printf("server: killing myself %u ms after the client started\n",
            g.kill_ms);
     fflush(stdout);
@@ -814,12 +827,7 @@ static void client_reset(void)
     req_t req;
     ucs_status_t status;
 
-    iov.buffer = g.buf;
-    iov.length = 1 << 20;
-    iov.memh   = g.memh;
-    iov.stride = 0;
-    iov.count  = 1;
-
+    mib_iov(&iov);
     xfer(&go, sizeof(go), 1);
     start    = now_sec();
     deadline = start + g.kill_ms / 1000.0 + g.err_timeout;
@@ -856,15 +864,9 @@ static void client_reset(void)
 
 static void server_reset(void)
 {
-    double start;
-    uint32_t go;
+    double start = server_serve_go();
     char c;
 
-    xfer(&go, sizeof(go), 0);
-    start = now_sec();
-    while (now_sec() - start < g.kill_ms / 1000.0) {
-        progress();
-    }
     /* what a program that frees registered memory too early does */
     if (munmap(g.buf, BUF_SIZE) != 0) {
         die("munmap: %m");
