@@ -149,6 +149,7 @@ typedef struct sv_batch {
 
 static int sv_req_finish(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m,
                          enum sv_resp r, uint64_t now);
+static void sv_req_drop(sv_qp_t *qp, sv_swqe_t *w, uint64_t ts);
 
 static void sv_req_batch_flush(sv_qp_t *qp)
 {
@@ -186,6 +187,12 @@ static void sv_req_batch_flush(sv_qp_t *qp)
             r = sv_resp_copy_status(sv_copy(e->m.peer, 1, e->liov,
                                             e->m.liovcnt, &e->riov, 1),
                                     e->m.len, e->liov, e->m.liovcnt);
+        }
+        if (e->m.partial) {
+            /* UC cut by a loss: the prefix is placed (if it could be),
+             * the message is dropped all the same */
+            sv_req_drop(qp, &e->w, e->m.ts);
+            continue;
         }
         if (r == SV_RESP_OK) {
             r = sv_resp_write_done(&e->m);
@@ -379,7 +386,6 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w)
     }
     m.ts = wire.ts;
     if (!wire.ok) {
-        sv_req_batch_flush(qp);
         if (type == IBV_QPT_RC) {
             sv_req_complete(qp, w, IBV_WC_RETRY_EXC_ERR, wire.ts);
             return SV_REQ_DONE;
@@ -387,13 +393,21 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w)
         if ((type == IBV_QPT_UC) && (m.dqp != NULL) && (wire.prefix > 0) &&
             ((w->opcode == IBV_WR_RDMA_WRITE) ||
              (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM))) {
-            /* the packets before the loss were placed */
+            /* the packets before the loss were placed: with the rest of
+             * the chain's copy if it can join it (a loss must not cost
+             * the batch), else now, after what is batched */
             m.partial = 1;
             m.len     = wire.prefix;
             sv_iov_trunc(liov, &m.liovcnt, m.len);
+            if (!m.peer->self &&
+                (sv_resp_write_check(&m, &va) == SV_RESP_OK) &&
+                (sv_req_batch_add(qp, w, &m, va) == 0)) {
+                return SV_REQ_DONE;
+            }
+            sv_req_batch_flush(qp);
             (void)sv_resp_write(&m);
         }
-        sv_req_drop(qp, w, wire.ts);
+        sv_req_drop(qp, w, wire.ts);  /* completes after the batch */
         return SV_REQ_DONE;
     }
 

@@ -550,3 +550,111 @@ void svt_batch(svt_t *t)
         svt_pair_destroy(t, &p);
     }
 }
+
+/* A loss in the middle of a batched UC chain: every WRITE completes at the
+ * requester, in order; at the target a message either arrived whole (with
+ * its immediate, in order) or, lost, left a prefix of whole packets placed
+ * and nothing after it (UC places the packets before the loss). The lost
+ * messages' prefixes travel in the chain's copy. Run with SOFTVERBS_LOSS. */
+#define BL_N      16
+#define BL_ROUNDS 8
+#define BL_MTU    4096
+void svt_batch_loss(svt_t *t)
+{
+    struct ibv_send_wr wr[BL_N];
+    struct ibv_recv_wr rwr;
+    struct ibv_sge sge[BL_N];
+    struct ibv_wc wc[BL_N];
+    unsigned r, i, k, got, lost = 0, partial = 0;
+    uint8_t *mine, *want;
+    size_t off, pkts;
+    svt_pair_t p;
+    int seen[BL_N];
+
+    svt_pair_setup(t, &p, IBV_QPT_UC, BL_N * BT_SEG, 4 * BL_N, 1, 0);
+    want = malloc(BT_SEG);
+    SVT_CHECK(t, want != NULL, "no memory");
+    /* BL_N receives posted at all times: a lost message consumes none */
+    for (got = BL_N, r = 0; r < BL_ROUNDS; ++r) {
+        if (t->role == 1) {
+            memset(p.mr->addr, 0, BL_N * BT_SEG);
+            for (k = 0; k < got; ++k) {
+                rwr = (struct ibv_recv_wr){ .wr_id = 0x100 };
+                svt_post_recv(t, p.qp, &rwr);
+            }
+        } else {
+            for (i = 0; i < BL_N; ++i) {
+                svt_fill(t, (char*)p.mr->addr + (size_t)i * BT_SEG, BT_SEG,
+                         0x1000 * r + i);
+            }
+        }
+        svt_barrier(t);
+
+        if (t->role == 0) {
+            for (i = 0; i < BL_N; ++i) {
+                svt_sge(&sge[i], p.mr, (size_t)i * BT_SEG, BT_SEG);
+                wr[i] = (struct ibv_send_wr){
+                    .wr_id = 0x200 + i, .sg_list = &sge[i], .num_sge = 1,
+                    .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+                    .send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(i),
+                    .next = (i + 1 < BL_N) ? &wr[i + 1] : NULL,
+                    .wr.rdma = { .remote_addr = p.peer.addr +
+                                                (uint64_t)i * BT_SEG,
+                                 .rkey = p.peer.rkey } };
+            }
+            svt_post_send(t, p.qp, &wr[0]);
+            svt_poll_n(t, p.cq, wc, BL_N, 5000, "lossy chain of WRITEs");
+            for (i = 0; i < BL_N; ++i) {
+                svt_check_wc(t, &wc[i], IBV_WC_SUCCESS, -1, 0x200 + i, p.qp,
+                             -1, "lossy chained WRITE");
+            }
+        }
+        svt_barrier(t);      /* the sender is done: what came, came */
+
+        if (t->role == 1) {
+            memset(seen, 0, sizeof(seen));
+            got = svt_poll(t, p.cq, wc, BL_N, 200);
+            for (k = 0; k < got; ++k) {
+                i = ntohl(wc[k].imm_data);
+                svt_check_wc(t, &wc[k], IBV_WC_SUCCESS,
+                             IBV_WC_RECV_RDMA_WITH_IMM, 0x100, p.qp,
+                             BT_SEG, "lossy WRITE immediate");
+                SVT_CHECK(t, (i < BL_N) && ((k == 0) ||
+                          (i > ntohl(wc[k - 1].imm_data))),
+                          "immediate %u after %u: reordered", i,
+                          (k > 0) ? ntohl(wc[k - 1].imm_data) : 0);
+                seen[i] = 1;
+            }
+            for (i = 0; i < BL_N; ++i) {
+                mine = (uint8_t*)p.mr->addr + (size_t)i * BT_SEG;
+                svt_fill(t, want, BT_SEG, 0x1000 * r + i);
+                for (pkts = 0; (pkts < BT_SEG / BL_MTU) &&
+                     !memcmp(mine + pkts * BL_MTU, want + pkts * BL_MTU,
+                             BL_MTU); ++pkts) {
+                }
+                if (seen[i]) {
+                    SVT_CHECK(t, pkts == BT_SEG / BL_MTU, "round %u message "
+                              "%u completed with %zu of %u packets placed",
+                              r, i, pkts, BT_SEG / BL_MTU);
+                    continue;
+                }
+                ++lost;
+                partial += (pkts > 0);
+                for (off = pkts * BL_MTU; off < BT_SEG; ++off) {
+                    SVT_CHECK(t, mine[off] == 0, "round %u lost message %u: "
+                              "byte %zu written after a loss at packet %zu",
+                              r, i, off, pkts);
+                }
+            }
+        }
+        svt_barrier(t);
+    }
+    if (t->role == 1) {
+        printf("batch_loss: %u of %u messages lost, %u with a prefix "
+               "placed\n", lost, BL_ROUNDS * BL_N, partial);
+        SVT_CHECK(t, partial > 0, "no lost message left a prefix: is "
+                  "SOFTVERBS_LOSS set?");
+    }
+    free(want);
+    svt_pair_destroy(t, &p);
+}

@@ -46,6 +46,8 @@ static const svt_case_t svt_cases[] = {
       "sending from an unmapped registered buffer: the sender's error" },
     { "batch",        svt_batch,
       "a chain's WRITEs copied as one batch: order, data, errors" },
+    { "batch_loss",   svt_batch_loss,
+      "UC losses inside a batched chain: whole or a packet prefix" },
     { "doorbell",     svt_doorbell,
       "a chain of 16 WRs is one doorbell in the SOFTVERBS_STATS dump" },
 };

@@ -51,6 +51,8 @@ sv_verbs(sv_unmapped_src unmapped_src)
 # a doorbell's WRITEs are copied as one batch; model off and on
 sv_verbs(sv_batch batch)
 sv_verbs(sv_batch_model batch SOFTVERBS_LINK_GBPS=25 SOFTVERBS_DELAY_US=5)
+# UC losses inside a batched chain place a packet prefix, nothing after it
+sv_verbs(sv_batch_loss batch_loss SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=21)
 
 # a fabric left by killed processes is re-created with the next run's model;
 # clean runs leave nothing in /dev/shm
