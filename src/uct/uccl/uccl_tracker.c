@@ -45,7 +45,6 @@ ucs_status_t uct_uccl_tracker_init(uct_uccl_tracker_t *t,
     t->word_mask     = size / 64 - 1;
     t->dupack_thresh = params->dupack_thresh;
     t->reorder_csns  = params->reorder_csns;
-    t->num_paths     = params->num_paths;
     return UCS_OK;
 }
 
@@ -61,6 +60,13 @@ void uct_uccl_tracker_cleanup(uct_uccl_tracker_t *t)
     t->path_acked = NULL;
 }
 
+/* was this hole's transmission overtaken on its path? */
+static inline int uct_uccl_tracker_path_lost(const uct_uccl_tracker_t *t,
+                                             const uct_uccl_tx_entry_t *e)
+{
+    return (int32_t)(e->path_seq - t->path_acked[e->path]) < 0;
+}
+
 static inline void
 uct_uccl_tracker_acked(uct_uccl_tracker_t *t, uint32_t csn,
                        uct_uccl_tracker_ack_cb_t cb, void *arg,
@@ -71,8 +77,7 @@ uct_uccl_tracker_acked(uct_uccl_tracker_t *t, uint32_t csn,
     /* a first transmission arrived: what its path carried before it and
      * is still missing was lost (a resend's arrival is ambiguous: its
      * earlier transmission, on another path, may be the one that came) */
-    if ((e->retries == 0) &&
-        ((int32_t)(e->path_seq - t->path_acked[e->path]) >= 0)) {
+    if ((e->retries == 0) && !uct_uccl_tracker_path_lost(t, e)) {
         t->path_acked[e->path] = e->path_seq + 1;
     }
     ++info->acked;
@@ -203,13 +208,6 @@ ucs_status_t uct_uccl_tracker_ack(uct_uccl_tracker_t *t,
         t->high_sacked = t->una;
     }
     return UCS_OK;
-}
-
-/* was this hole's transmission overtaken on its path? */
-static inline int uct_uccl_tracker_path_lost(const uct_uccl_tracker_t *t,
-                                             const uct_uccl_tx_entry_t *e)
-{
-    return (int32_t)(e->path_seq - t->path_acked[e->path]) < 0;
 }
 
 /* resend chunks of [una, to) not SACKed that were overtaken on their path

@@ -60,7 +60,6 @@ typedef struct uct_uccl_tracker {
     uint64_t            inflight_bytes; /* bytes sent and not yet acked */
     uint64_t            *sacked;      /* size bits */
     uct_uccl_tx_entry_t *ent;         /* size entries */
-    uint32_t            num_paths;
     uint32_t            *path_sent;   /* per path: transmissions stamped */
     uint32_t            *path_acked;  /* per path: 1 + highest stamp acked;
                                          holes stamped below are lost */
