@@ -238,6 +238,16 @@ static int sv_req_batch_add(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m,
     return 0;
 }
 
+/* Check a WRITE and queue its copy in the batch; 1 if it joined (its
+ * completion then waits for the flush), 0 if it must be placed now. */
+static int sv_req_batch_try(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m)
+{
+    uint64_t va;
+
+    return !m->peer->self && (sv_resp_write_check(m, &va) == SV_RESP_OK) &&
+           (sv_req_batch_add(qp, w, m, va) == 0);
+}
+
 void sv_req_batch_free(sv_qp_t *qp)
 {
     free(qp->batch);
@@ -331,7 +341,7 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w)
     struct iovec liov[SV_MAX_SGE];
     sv_msg_t m = { .sqp = qp, .w = w, .liov = liov, .len = w->len };
     unsigned sport = qp->port->index;
-    uint64_t now = sv_now_ns(), va;
+    uint64_t now = sv_now_ns();
     int batch = sv_req_batchable(qp, w);
     enum sv_resp r;
     sv_wire_t wire;
@@ -399,9 +409,7 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w)
             m.partial = 1;
             m.len     = wire.prefix;
             sv_iov_trunc(liov, &m.liovcnt, m.len);
-            if (!m.peer->self &&
-                (sv_resp_write_check(&m, &va) == SV_RESP_OK) &&
-                (sv_req_batch_add(qp, w, &m, va) == 0)) {
+            if (sv_req_batch_try(qp, w, &m)) {
                 return SV_REQ_DONE;
             }
             sv_req_batch_flush(qp);
@@ -418,9 +426,8 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w)
     } else if ((w->opcode == IBV_WR_SEND) ||
                (w->opcode == IBV_WR_SEND_WITH_IMM)) {
         r = sv_resp_send(&m);
-    } else if (batch && (m.len > 0) && !m.peer->self) {
-        if ((sv_resp_write_check(&m, &va) == SV_RESP_OK) &&
-            (sv_req_batch_add(qp, w, &m, va) == 0)) {
+    } else if (batch && (m.len > 0)) {
+        if (sv_req_batch_try(qp, w, &m)) {
             return SV_REQ_DONE;
         }
         /* refused (or no memory for a batch): the earlier WRs land first,
