@@ -151,12 +151,28 @@ static int sv_req_finish(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m,
                          enum sv_resp r, uint64_t now);
 static void sv_req_drop(sv_qp_t *qp, sv_swqe_t *w, uint64_t ts);
 
+/* Add `v` to an iovec list, joined to the last entry when it continues it:
+ * the chunks of one large message are adjacent on both sides, and the
+ * kernel pins and copies one long range faster than many short ones. */
+static void sv_req_iov_append(struct iovec *iov, unsigned *count,
+                              const struct iovec *v)
+{
+    struct iovec *last = (*count > 0) ? &iov[*count - 1] : NULL;
+
+    if ((last != NULL) &&
+        ((char*)last->iov_base + last->iov_len == (char*)v->iov_base)) {
+        last->iov_len += v->iov_len;
+    } else {
+        iov[(*count)++] = *v;
+    }
+}
+
 static void sv_req_batch_flush(sv_qp_t *qp)
 {
     sv_batch_t *b = qp->batch;
     sv_batch_ent_t *e;
     uint64_t total = 0;
-    unsigned i, n, nliov = 0;
+    unsigned i, j, n, nliov = 0, nriov = 0;
     enum sv_resp r;
     ssize_t done;
 
@@ -166,14 +182,15 @@ static void sv_req_batch_flush(sv_qp_t *qp)
     n    = b->n;
     b->n = 0;         /* completions below may flush again: nothing left */
     for (i = 0; i < n; ++i) {
-        e = &b->e[i];
-        memcpy(&b->liov[nliov], e->liov, e->m.liovcnt * sizeof(*e->liov));
-        nliov     += e->m.liovcnt;
-        b->riov[i] = e->riov;
-        total     += e->m.len;
+        e      = &b->e[i];
+        total += e->m.len;
+        for (j = 0; j < (unsigned)e->m.liovcnt; ++j) {
+            sv_req_iov_append(b->liov, &nliov, &e->liov[j]);
+        }
+        sv_req_iov_append(b->riov, &nriov, &e->riov);
     }
-    done = process_vm_writev(b->e[0].m.peer->pid, b->liov, nliov, b->riov, n,
-                             0);
+    done = process_vm_writev(b->e[0].m.peer->pid, b->liov, nliov, b->riov,
+                             nriov, 0);
     for (i = 0; i < n; ++i) {
         e = &b->e[i];
         if (qp->attr.qp_state == IBV_QPS_ERR) {
