@@ -6,7 +6,8 @@
 #   - retransmitted chunks are close to the messages the fabric dropped
 #     (selective retransmission, not go-back-N);
 #   - the data sender rang clearly fewer doorbells than it posted work
-#     requests (chained posting).
+#     requests (chained posting), and polled no more send completions than
+#     it rang doorbells (only the last WR of a chain is signaled).
 # With TEST=am_lat (a ping-pong of 8 B short AMs) it checks instead that a
 # loss costs one retransmission timeout, not a series of backed-off ones.
 #   uccl_counters.sh PORT SIZE ITERS [TEST]
@@ -78,13 +79,15 @@ fi
 drops=$(sv_sum "$tmp/sv_client" msg_drops)
 doorbells=$(sv_sum "$tmp/sv_client" doorbells)
 wrs=$(sv_sum "$tmp/sv_client" wrs)
+send_cqes=$(uccl_sum "$tmp/client" send_cqes)
 retx=$(uccl_sum "$tmp/client" retx)
 chunks=$(uccl_sum "$tmp/client" chunks_tx)
 dup=$(uccl_sum "$tmp/server" dup_rx)
 
 echo "data sender: chunks $chunks, messages dropped by the fabric $drops," \
      "chunks retransmitted $retx (receiver saw $dup duplicates)"
-echo "data sender: doorbells $doorbells for $wrs work requests"
+echo "data sender: doorbells $doorbells for $wrs work requests," \
+     "$send_cqes send completions"
 
 [ "$drops" -gt 0 ] || fail "the fabric dropped nothing: is SOFTVERBS_LOSS set?"
 # every loss must be repaired; resends beyond the losses are spurious
@@ -95,4 +98,7 @@ echo "data sender: doorbells $doorbells for $wrs work requests"
     fail "retransmitted $retx chunks for $drops losses: not selective"
 [ $((doorbells * 3)) -le $((wrs * 2)) ] ||
     fail "doorbells ($doorbells) not clearly fewer than WRs ($wrs)"
+[ "$send_cqes" -gt 0 ] && [ "$send_cqes" -le "$doorbells" ] ||
+    fail "$send_cqes send completions for $doorbells doorbells:" \
+         "WRs signaled one by one"
 echo PASS

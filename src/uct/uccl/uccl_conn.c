@@ -43,12 +43,17 @@ static ucs_status_t uct_uccl_conn_qp_init(uct_uccl_conn_t *conn,
     qp_init.qp_type          = conn->rc ? IBV_QPT_RC : IBV_QPT_UC;
     qp_init.cap.max_send_wr  = iface->config.tx_queue_len;
     qp_init.cap.max_send_sge = 3;
-    qp_init.sq_sig_all       = 1;
+    qp_init.sq_sig_all       = 0;     /* the last WR of each chain */
+    path->sent = ucs_malloc((iface->config.tx_ring_mask + 1) *
+                            sizeof(*path->sent), "uccl_path_sent");
+    if (path->sent == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
     path->qp = ibv_create_qp(iface->md->pd, &qp_init);
     if (path->qp == NULL) {
         ucs_error("uccl: cannot create a %s data QP: %m",
                   conn->rc ? "RC" : "UC");
-        return UCS_ERR_IO_ERROR;
+        goto err_free;
     }
 
     attr.qp_state        = IBV_QPS_INIT;
@@ -73,6 +78,9 @@ static ucs_status_t uct_uccl_conn_qp_init(uct_uccl_conn_t *conn,
 err_destroy:
     ibv_destroy_qp(path->qp);
     path->qp = NULL;
+err_free:
+    ucs_free(path->sent);
+    path->sent = NULL;
     return UCS_ERR_IO_ERROR;
 }
 
@@ -251,14 +259,16 @@ err_free:
     return status;
 }
 
-static void uct_uccl_conn_qp_destroy(uct_uccl_iface_t *iface, struct ibv_qp *qp)
+static void uct_uccl_conn_qp_destroy(uct_uccl_iface_t *iface,
+                                     uct_uccl_qp_t *path)
 {
-    khiter_t it = kh_get(uct_uccl_qpn, &iface->qpn_hash, qp->qp_num);
+    khiter_t it = kh_get(uct_uccl_qpn, &iface->qpn_hash, path->qp->qp_num);
 
     if (it != kh_end(&iface->qpn_hash)) {
         kh_del(uct_uccl_qpn, &iface->qpn_hash, it);
     }
-    ibv_destroy_qp(qp);
+    ibv_destroy_qp(path->qp);
+    ucs_free(path->sent);
 }
 
 /* A NIC completes (flushes) the WRs of a QP only while the QP exists, and
@@ -277,7 +287,7 @@ static void uct_uccl_conn_qp_release(uct_uccl_iface_t *iface,
     }
     if ((drain == NULL) || ibv_modify_qp(path->qp, &attr, IBV_QP_STATE)) {
         iface->tx_outstanding -= path->outstanding;
-        uct_uccl_conn_qp_destroy(iface, path->qp);
+        uct_uccl_conn_qp_destroy(iface, path);
         ucs_free(drain);
         return;
     }
@@ -290,7 +300,7 @@ static void uct_uccl_conn_qp_release(uct_uccl_iface_t *iface,
 
 void uct_uccl_iface_qp_drained(uct_uccl_iface_t *iface, uct_uccl_qp_t *drain)
 {
-    uct_uccl_conn_qp_destroy(iface, drain->qp);
+    uct_uccl_conn_qp_destroy(iface, drain);
     ucs_free(drain);
 }
 

@@ -603,6 +603,7 @@ static unsigned uct_uccl_iface_poll_send(uct_uccl_iface_t *iface)
         ucs_error("uccl: send CQ poll failed: %d", n);
         return 0;
     }
+    iface->stats.send_cqes += n;
     for (i = 0; i < n; ++i) {
         uct_uccl_tx_completion(iface, &wcs[i]);
     }
@@ -811,12 +812,14 @@ static void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
     const uct_uccl_iface_stats_t *s = &iface->stats;
 
     fprintf(stderr, "uccl[%d] iface %s:%d mode %s: doorbells %lu wrs %lu "
+            "send_cqes %lu "
             "bad_ctl %lu unknown_conn %lu bad_ack %lu bad_data %lu "
             "bad_rkey %lu unknown_qpn %lu err_cqe %lu srq_empty %lu "
             "out_of_window %lu rx_no_desc %lu ctl_tx_busy %lu "
             "peers_lost %lu\n",
             getpid(), iface->md->name, iface->port_num,
-            iface->rc_mode ? "rc" : "uc", s->doorbells, s->wrs, s->bad_ctl,
+            iface->rc_mode ? "rc" : "uc", s->doorbells, s->wrs, s->send_cqes,
+            s->bad_ctl,
             s->unknown_conn, s->bad_ack, s->bad_data, s->bad_rkey,
             s->unknown_qpn, s->err_cqe, s->srq_empty, s->out_of_window,
             s->rx_no_desc, s->ctl_tx_busy, s->peers_lost);
@@ -939,6 +942,8 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
                                  UCT_UCCL_SEND_HDR_MAX;
     self->config.tx_queue_len  = ucs_min(config->tx_queue_len,
                                          md->caps.max_qp_wr);
+    self->config.tx_ring_mask  = ucs_roundup_pow2(self->config.tx_queue_len) -
+                                 1;
     self->config.srq_size      = ucs_min(config->srq_size,
                                          md->caps.max_srq_wr);
     self->config.rx_window     = config->srq_flow ?
@@ -1077,6 +1082,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
     kh_foreach_value(&self->qpn_hash, path, {
         if (path->conn == NULL) {
             ibv_destroy_qp(path->qp);
+            ucs_free(path->sent);
             ucs_free(path);
         }
     });

@@ -205,6 +205,10 @@ typedef struct uct_uccl_qp {
     uint32_t                remote_qpn;
     uint16_t                index;
     uint16_t                outstanding; /* WRs posted, not completed */
+    unsigned                sent_head;   /* oldest of them in sent[] */
+    uct_uccl_chunk_t        **sent;      /* ring of posted WRs' chunks: one
+                                            signaled CQE ends a chain and
+                                            completes every WR before it */
     struct ibv_send_wr      *chain;      /* being built by the pump */
     struct ibv_send_wr      *chain_tail;
     unsigned                chain_len;
@@ -355,6 +359,7 @@ typedef struct uct_uccl_iface_stats {
     uint64_t                peers_lost;  /* passive conns of silent peers */
     uint64_t                doorbells;
     uint64_t                wrs;
+    uint64_t                send_cqes;   /* data QPs: one per chain */
 } uct_uccl_iface_stats_t;
 
 
@@ -402,6 +407,7 @@ struct uct_uccl_iface {
         size_t              seg_size;
         size_t              rx_buf_size;
         unsigned            tx_queue_len;
+        unsigned            tx_ring_mask;    /* path sent[] ring size - 1 */
         unsigned            srq_size;
         unsigned            rx_window;   /* chunks a peer may have in flight */
         unsigned            cq_size;

@@ -300,6 +300,8 @@ static void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
     }
     path->chain_tail = &chunk->wr;
     ++path->chain_len;
+    path->sent[(path->sent_head + path->outstanding) &
+               conn->iface->config.tx_ring_mask] = chunk;
     ++path->outstanding;
     ++chunk->posted;
     ++conn->iface->tx_outstanding;
@@ -307,7 +309,10 @@ static void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
 }
 
 /* One ibv_post_send per path that has a chain, in the order the chains
- * began, so chunks leave in CSN order as far as the paths allow */
+ * began, so chunks leave in CSN order as far as the paths allow. Only the
+ * last WR of a chain asks for a completion: the QP completes in order, so
+ * its CQE tells that every WR before it is done too (half the CQEs the NIC
+ * writes and the engine polls). */
 static void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn)
 {
     uct_uccl_iface_t *iface = conn->iface;
@@ -324,20 +329,22 @@ static void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn)
 
         ++iface->stats.doorbells;
         iface->stats.wrs += path->chain_len;
+        path->chain_tail->send_flags = IBV_SEND_SIGNALED;
         ret = ibv_post_send(path->qp, path->chain, &bad_wr);
         if (ucs_unlikely(ret != 0)) {
             /* cannot happen while we respect max_send_wr; undo the
              * accounting and let the reliability layer (or the error
-             * path) deal with what was not posted */
+             * path) deal with what was not posted. A posted part without
+             * its signaled end never completes: the conn cannot go on. */
             ucs_error("uccl: ibv_post_send(qp 0x%x, %u WRs) failed: %s",
                       path->qp->qp_num, path->chain_len, strerror(ret));
+            failed |= conn->rc || (bad_wr != path->chain);
             for (wr = bad_wr; wr != NULL; wr = wr->next) {
                 chunk = (uct_uccl_chunk_t*)wr->wr_id;
                 --chunk->posted;
                 --path->outstanding;
                 --iface->tx_outstanding;
             }
-            failed = conn->rc;
         }
         path->chain     = NULL;
         path->chain_len = 0;
@@ -353,7 +360,7 @@ static void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn,
     struct ibv_send_wr *wr = &chunk->wr;
     unsigned n             = 0;
 
-    wr->send_flags = IBV_SEND_SIGNALED;
+    wr->send_flags = 0;     /* post_chains signals the end of a chain */
     if (chunk->flags & UCT_UCCL_CHUNK_F_READ) {
         wr->opcode              = IBV_WR_RDMA_READ;
         wr->wr.rdma.remote_addr = chunk->raddr;
@@ -435,7 +442,7 @@ static void uct_uccl_chunk_build_retx(uct_uccl_chunk_t *chunk, int obsolete)
     retx->length      = obsolete ? 0 : chunk->length;
 
     wr->opcode         = IBV_WR_SEND_WITH_IMM;
-    wr->send_flags     = IBV_SEND_SIGNALED;
+    wr->send_flags     = 0;
     wr->imm_data       = uct_uccl_imm_to_wire(
                             uct_uccl_imm_pack(chunk->csn, UCT_UCCL_KIND_RETX,
                                               chunk->last));
@@ -556,21 +563,12 @@ static void uct_uccl_conn_kick(uct_uccl_conn_t *conn)
     uct_uccl_tx_check_flush(conn);
 }
 
-void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
+/* One WR carrying `chunk` is done, with `status` */
+static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
+                                    uct_uccl_chunk_t *chunk,
+                                    enum ibv_wc_status status, uint32_t qp_num)
 {
-    uct_uccl_chunk_t *chunk = (uct_uccl_chunk_t*)wc->wr_id;
-    uct_uccl_conn_t *conn   = chunk->conn;
-    uct_uccl_qp_t *path;
-    khiter_t it;
-
-    --iface->tx_outstanding;
-    it = kh_get(uct_uccl_qpn, &iface->qpn_hash, wc->qp_num);
-    if (it != kh_end(&iface->qpn_hash)) {
-        path = kh_val(&iface->qpn_hash, it);
-        if ((--path->outstanding == 0) && (path->conn == NULL)) {
-            uct_uccl_iface_qp_drained(iface, path);
-        }
-    }
+    uct_uccl_conn_t *conn = chunk->conn;
 
     if (conn == NULL) {
         /* its conn is gone; only this WR kept it alive */
@@ -578,11 +576,11 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         return;
     }
 
-    if (ucs_unlikely(wc->status != IBV_WC_SUCCESS)) {
-        if (wc->status != IBV_WC_WR_FLUSH_ERR) {
+    if (ucs_unlikely(status != IBV_WC_SUCCESS)) {
+        if (status != IBV_WC_WR_FLUSH_ERR) {
             ++iface->stats.err_cqe;
             ucs_diag("uccl: conn %u: send completion error %s (qp 0x%x)",
-                     conn->id, ibv_wc_status_str(wc->status), wc->qp_num);
+                     conn->id, ibv_wc_status_str(status), qp_num);
         }
         if ((conn->state == UCT_UCCL_CONN_FAILED) ||
             (chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
@@ -591,13 +589,13 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         }
 
         uct_uccl_chunk_wr_done(chunk); /* still tracked: not freed */
-        if (!conn->rc && (wc->status != IBV_WC_RETRY_EXC_ERR) &&
-            (wc->status != IBV_WC_WR_FLUSH_ERR)) {
+        if (!conn->rc && (status != IBV_WC_RETRY_EXC_ERR) &&
+            (status != IBV_WC_WR_FLUSH_ERR)) {
             /* UC: a local error on one WR; the chunk stays tracked and the
              * timer resends it */
             return;
         }
-        uct_uccl_conn_fail(conn, (wc->status == IBV_WC_RETRY_EXC_ERR) ?
+        uct_uccl_conn_fail(conn, (status == IBV_WC_RETRY_EXC_ERR) ?
                                  UCS_ERR_ENDPOINT_TIMEOUT : UCS_ERR_IO_ERROR);
         return;
     }
@@ -616,6 +614,55 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     if (conn->tx_queued > 0) {
         uct_uccl_iface_sched_add(iface, conn);
     }
+}
+
+/* Take the WRs a CQE completes off its path: every WR posted before the
+ * one it names, and that one. Done in batches, each with a fresh look-up:
+ * completing a chunk may run user callbacks that destroy the conn, and a
+ * QP then lives on as a draining copy of its path (or goes). */
+void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
+{
+    uct_uccl_chunk_t *done = (uct_uccl_chunk_t*)wc->wr_id;
+    uct_uccl_chunk_t *batch[UCT_UCCL_CQ_BATCH];
+    unsigned i, n, found = 0;
+    uct_uccl_qp_t *path;
+    khiter_t it;
+
+    do {
+        it = kh_get(uct_uccl_qpn, &iface->qpn_hash, wc->qp_num);
+        if (ucs_unlikely(it == kh_end(&iface->qpn_hash))) {
+            if (!found) {   /* its QP is gone: only this WR is known */
+                --iface->tx_outstanding;
+                uct_uccl_tx_wr_complete(iface, done, wc->status, wc->qp_num);
+            }
+            return;
+        }
+
+        path = kh_val(&iface->qpn_hash, it);
+        for (n = 0; (n < UCT_UCCL_CQ_BATCH) && !found &&
+                    (path->outstanding > 0); ++n) {
+            batch[n] = path->sent[path->sent_head++ &
+                                  iface->config.tx_ring_mask];
+            found    = (batch[n] == done);
+            --path->outstanding;
+            --iface->tx_outstanding;
+        }
+        if (ucs_unlikely(!found && (path->outstanding == 0))) {
+            ucs_error("uccl: qp 0x%x: completion of a WR it does not hold",
+                      wc->qp_num);
+            found = 1;
+        }
+        if ((path->outstanding == 0) && (path->conn == NULL)) {
+            uct_uccl_iface_qp_drained(iface, path);
+        }
+
+        for (i = 0; i < n; ++i) {
+            uct_uccl_tx_wr_complete(iface, batch[i],
+                                    (batch[i] == done) ? wc->status :
+                                                         IBV_WC_SUCCESS,
+                                    wc->qp_num);
+        }
+    } while (!found);
 }
 
 static void uct_uccl_tracker_acked_cb(void *arg, uint32_t csn,
