@@ -601,78 +601,159 @@ static inline void sv_model_add(uint64_t *counter, uint64_t v)
     __atomic_fetch_add(counter, v, __ATOMIC_RELAXED);
 }
 
+/* The links and loss stream of one QP pair */
+typedef struct sv_model_route {
+    const sv_model_cfg_t *cfg;
+    sv_model_link_t      *tx, *pl, *rx;
+    unsigned             sport, dport, path;
+    uint64_t             rng;       /* loss RNG state of the QP pair */
+} sv_model_route_t;
+
+/* NULL when there is no model or a port is bogus: nothing can arrive */
+static sv_model_shm_t *sv_model_route(unsigned src_port, unsigned dst_port,
+                                      uint32_t src_qpn, uint32_t dst_qpn,
+                                      sv_model_route_t *rt)
+{
+    sv_model_shm_t *shm = sv_model;
+    uint64_t qps        = ((uint64_t)src_qpn << 32) | dst_qpn;
+
+    if ((shm == NULL) || (src_port >= SV_MODEL_MAX_PORTS) ||
+        (dst_port >= SV_MODEL_MAX_PORTS)) {
+        return NULL;
+    }
+    rt->cfg   = &shm->cfg;
+    rt->sport = src_port;
+    rt->dport = dst_port;
+    rt->path  = sv_model_mix64(qps) % shm->cfg.npaths;
+    rt->tx    = &shm->tx[src_port];
+    rt->pl    = &shm->path[rt->path];
+    rt->rx    = &shm->rx[dst_port];
+    rt->rng   = sv_model_mix64(shm->cfg.seed ^ sv_model_mix64(qps));
+    return shm;
+}
+
+/* One packet (the `seq`th its sender sent) from *t_ps on: 1 if it is lost,
+ * *t_ps is then when. Counters are the caller's. */
+static int sv_model_pkt(const sv_model_route_t *rt, uint64_t seq,
+                        uint32_t bytes, uint64_t *t_ps)
+{
+    const sv_model_cfg_t *cfg = rt->cfg;
+    uint64_t r;
+
+    sv_model_hop(rt->tx, cfg->port_ps_per_byte[rt->sport], 0, bytes, t_ps);
+    if ((cfg->nwindows && sv_model_path_down(cfg, rt->path, *t_ps)) ||
+        sv_model_hop(rt->pl, cfg->path_ps_per_byte[rt->path], cfg->buf_bytes,
+                     bytes, t_ps)) {
+        return 1;
+    }
+    *t_ps += cfg->path_delay_ps[rt->path];
+    if (cfg->loss_thresh || cfg->path_loss_thresh[rt->path]) {
+        r = sv_model_mix64(rt->rng ^ ((uint64_t)rt->sport << 48) ^
+                           ((uint64_t)rt->dport << 32) ^
+                           (seq * 0x9e3779b97f4a7c15ull));
+        if (sv_model_lost(r, cfg->loss_thresh) ||
+            sv_model_lost(sv_model_mix64(r), cfg->path_loss_thresh[rt->path])) {
+            return 1;
+        }
+    }
+    return sv_model_hop(rt->rx, cfg->port_ps_per_byte[rt->dport],
+                        cfg->buf_bytes, bytes, t_ps) != 0;
+}
+
+static inline uint64_t sv_model_ps(const sv_model_cfg_t *cfg, uint64_t now_ns)
+{
+    return (now_ns > cfg->epoch_ns) ? (now_ns - cfg->epoch_ns) * 1000 : 0;
+}
+
+static inline uint64_t sv_model_ns(const sv_model_cfg_t *cfg, uint64_t t_ps)
+{
+    return cfg->epoch_ns + (t_ps + 999) / 1000;
+}
+
+/* The shared counters move once per call: they are cache lines every
+ * process of the fabric writes */
+static void sv_model_account(const sv_model_route_t *rt, uint64_t pkts,
+                             uint64_t bytes, uint64_t drops,
+                             uint64_t rx_bytes)
+{
+    sv_model_add(&rt->tx->bytes, bytes);
+    sv_model_add(&rt->pl->pkts, pkts);
+    sv_model_add(&rt->pl->bytes, bytes);
+    if (drops > 0) {
+        sv_model_add(&rt->tx->drops, drops);
+        sv_model_add(&rt->pl->drops, drops);
+        sv_model_add(&rt->rx->drops, drops);
+    }
+    if (pkts > drops) {
+        sv_model_add(&rt->rx->pkts, pkts - drops);
+        sv_model_add(&rt->rx->bytes, rx_bytes);
+    }
+}
+
 void sv_model_xmit(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
                    uint32_t dst_qpn, uint32_t bytes, uint64_t now_ns,
                    sv_pkt_fate_t *fate)
 {
-    sv_model_shm_t *shm = sv_model;
-    const sv_model_cfg_t *cfg;
-    sv_model_link_t *tx, *rx, *pl;
-    uint64_t seq, t, r;
-    unsigned path;
+    sv_model_route_t rt;
+    uint64_t seq, t;
     int drop;
 
-    if ((shm == NULL) || (src_port >= SV_MODEL_MAX_PORTS) ||
-        (dst_port >= SV_MODEL_MAX_PORTS)) {
-        /* not attached or a bogus port: nothing can arrive */
+    if (sv_model_route(src_port, dst_port, src_qpn, dst_qpn, &rt) == NULL) {
         fate->arrive_ns = now_ns;
         fate->path      = 0;
-        fate->dropped   = (shm != NULL);
+        fate->dropped   = (sv_model != NULL);
         return;
     }
 
-    cfg  = &shm->cfg;
-    path = sv_model_mix64(((uint64_t)src_qpn << 32) | dst_qpn) % cfg->npaths;
-    tx   = &shm->tx[src_port];
-    rx   = &shm->rx[dst_port];
-    pl   = &shm->path[path];
-
     /* the sender's packet count doubles as the loss RNG's sequence */
-    seq = __atomic_fetch_add(&tx->pkts, 1, __ATOMIC_RELAXED);
-    sv_model_add(&tx->bytes, bytes);
-    sv_model_add(&pl->pkts, 1);
-    sv_model_add(&pl->bytes, bytes);
-
-    t = (now_ns > cfg->epoch_ns) ? (now_ns - cfg->epoch_ns) * 1000 : 0;
-    sv_model_hop(tx, cfg->port_ps_per_byte[src_port], 0, bytes, &t);
-
-    if (cfg->nwindows && sv_model_path_down(cfg, path, t)) {
-        drop = 1;
-    } else if (sv_model_hop(pl, cfg->path_ps_per_byte[path], cfg->buf_bytes,
-                            bytes, &t)) {
-        drop = 1;
-    } else {
-        t   += cfg->path_delay_ps[path];
-        drop = 0;
-        if (cfg->loss_thresh || cfg->path_loss_thresh[path]) {
-            r = sv_model_mix64(cfg->seed ^
-                               sv_model_mix64(((uint64_t)src_qpn << 32) |
-                                              dst_qpn));
-            r = sv_model_mix64(r ^ ((uint64_t)src_port << 48) ^
-                               ((uint64_t)dst_port << 32) ^
-                               (seq * 0x9e3779b97f4a7c15ull));
-            drop = sv_model_lost(r, cfg->loss_thresh) ||
-                   sv_model_lost(sv_model_mix64(r),
-                                 cfg->path_loss_thresh[path]);
-        }
-        if (!drop) {
-            drop = sv_model_hop(rx, cfg->port_ps_per_byte[dst_port],
-                                cfg->buf_bytes, bytes, &t) != 0;
-        }
-    }
-
-    if (drop) {
-        sv_model_add(&tx->drops, 1);
-        sv_model_add(&pl->drops, 1);
-        sv_model_add(&rx->drops, 1);
-    } else {
-        sv_model_add(&rx->pkts, 1);
-        sv_model_add(&rx->bytes, bytes);
-    }
-
-    fate->arrive_ns = cfg->epoch_ns + (t + 999) / 1000;
-    fate->path      = path;
+    seq  = __atomic_fetch_add(&rt.tx->pkts, 1, __ATOMIC_RELAXED);
+    t    = sv_model_ps(rt.cfg, now_ns);
+    drop = sv_model_pkt(&rt, seq, bytes, &t);
+    sv_model_account(&rt, 1, bytes, drop, drop ? 0 : bytes);
+    fate->arrive_ns = sv_model_ns(rt.cfg, t);
+    fate->path      = rt.path;
     fate->dropped   = drop;
+}
+
+int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
+                          uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
+                          uint64_t npkts, uint64_t len, uint32_t mtu,
+                          uint32_t hdr, uint64_t now_ns, uint64_t *last_ns,
+                          uint64_t *nak_ns)
+{
+    uint64_t seq, i, t, t0, pay, bytes = 0, rx_bytes = 0, drops = 0;
+    int64_t lost = -1;
+    sv_model_route_t rt;
+
+    *last_ns = now_ns;
+    *nak_ns  = 0;
+    if (sv_model_route(src_port, dst_port, src_qpn, dst_qpn, &rt) == NULL) {
+        return (sv_model != NULL) ? (int64_t)first : -1;
+    }
+
+    seq = __atomic_fetch_add(&rt.tx->pkts, npkts - first, __ATOMIC_RELAXED);
+    t0  = sv_model_ps(rt.cfg, now_ns);
+    for (i = first; i < npkts; ++i, ++seq) {
+        pay    = ((i + 1 < npkts) ? mtu : len - i * mtu) + hdr;
+        bytes += pay;
+        t      = t0;
+        if (sv_model_pkt(&rt, seq, pay, &t)) {
+            ++drops;
+            if (lost < 0) {
+                lost = i;
+            }
+        } else {
+            rx_bytes += pay;
+            if ((lost >= 0) && (*nak_ns == 0)) {
+                *nak_ns = sv_model_ns(rt.cfg, t); /* out of sequence */
+            }
+        }
+        if (sv_model_ns(rt.cfg, t) > *last_ns) {
+            *last_ns = sv_model_ns(rt.cfg, t);
+        }
+    }
+    sv_model_account(&rt, npkts - first, bytes, drops, rx_bytes);
+    return lost;
 }
 
 void sv_model_count(unsigned src_port, unsigned dst_port, uint32_t src_qpn,

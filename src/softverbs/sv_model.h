@@ -50,6 +50,17 @@ void sv_model_xmit(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
                    uint32_t dst_qpn, uint32_t bytes, uint64_t now_ns,
                    sv_pkt_fate_t *fate);
 
+/* Packets first..npkts-1 of a message of `len` bytes (`mtu` per packet, the
+ * last one shorter, each with `hdr` bytes of headers) leave back to back at
+ * `now_ns`, as many sv_model_xmit calls would, but the shared counters move
+ * once. Returns the first lost packet, or -1. *last_ns: the latest arrival
+ * (or loss); *nak_ns: when the first packet after a loss arrived (0: none). */
+int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
+                          uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
+                          uint64_t npkts, uint64_t len, uint32_t mtu,
+                          uint32_t hdr, uint64_t now_ns, uint64_t *last_ns,
+                          uint64_t *nak_ns);
+
 /* Counters for the stats dump and softverbs-stat. */
 typedef struct sv_model_counters {
     uint64_t pkts, bytes, drops;

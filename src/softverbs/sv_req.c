@@ -51,9 +51,8 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
                         uint64_t t0, int reliable, sv_wire_t *out)
 {
     sv_port_stats_t *st = sv_port_stats(qp->port->index);
-    uint64_t mtu = qp->mtu, npkts, i, t = t0, t_last, t_nak, first = 0;
+    uint64_t mtu = qp->mtu, npkts, t = t0, t_last, t_nak, first = 0;
     unsigned retries = 0;
-    sv_pkt_fate_t f;
     int64_t lost;
 
     npkts = (len + mtu - 1) / mtu;
@@ -68,25 +67,9 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
         return;
     }
     for (;;) {
-        lost   = -1;
-        t_last = t;
-        t_nak  = 0;
-        for (i = first; i < npkts; ++i) {
-            uint64_t pay = (i + 1 < npkts) ? mtu : len - i * mtu;
-
-            sv_model_xmit(sport, dport, sqpn, dqpn,
-                          (uint32_t)(pay + SV_PKT_HDR), t, &f);
-            if (f.arrive_ns > t_last) {
-                t_last = f.arrive_ns;
-            }
-            if (f.dropped) {
-                if (lost < 0) {
-                    lost = i;
-                }
-            } else if ((lost >= 0) && (t_nak == 0)) {
-                t_nak = f.arrive_ns;   /* out of sequence: NAK */
-            }
-        }
+        lost = sv_model_xmit_msg(sport, dport, sqpn, dqpn, first, npkts, len,
+                                 (uint32_t)mtu, SV_PKT_HDR, t, &t_last,
+                                 &t_nak);
         if (lost < 0) {
             out->ts = t_last;
             out->ok = 1;
