@@ -485,6 +485,7 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
     }
 
     now = uct_uccl_now_ns();
+    conn->burst_left = 0;   /* a burst is one chain: it starts here */
     while (!ucs_queue_is_empty(&conn->tx_queue) && (bytes < quantum)) {
         chunk = ucs_queue_head_elem_non_empty(&conn->tx_queue,
                                               uct_uccl_chunk_t, queue);
