@@ -426,15 +426,14 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w)
     } else if ((w->opcode == IBV_WR_SEND) ||
                (w->opcode == IBV_WR_SEND_WITH_IMM)) {
         r = sv_resp_send(&m);
-    } else if (batch && (m.len > 0)) {
-        if (sv_req_batch_try(qp, w, &m)) {
+    } else {
+        if (batch && (m.len > 0) && sv_req_batch_try(qp, w, &m)) {
             return SV_REQ_DONE;
         }
-        /* refused (or no memory for a batch): the earlier WRs land first,
-         * then this one the slow way, with the target's reaction */
+        /* refused (or no memory for a batch, or nothing to copy): the
+         * earlier WRs land first, then this one the slow way, with the
+         * target's reaction; an empty WRITE_WITH_IMM must not overtake */
         sv_req_batch_flush(qp);
-        r = sv_resp_write(&m);
-    } else {
         r = sv_resp_write(&m);
     }
 

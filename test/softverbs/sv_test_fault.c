@@ -469,11 +469,15 @@ void svt_unmapped_src(svt_t *t)
 
 /* One doorbell's WRITEs are placed with one copy (a batch); what the
  * requester and the target see must not change: on UC, eight WRITEs with
- * immediate of different sizes arrive whole and complete in order; on RC,
+ * immediate of different sizes (the last one empty: nothing to copy, yet
+ * it must not overtake the others) arrive whole and complete in order; on
+ * RC,
  * a bad rkey in the middle of a chain completes the WRs before it (their
  * data landed), fails itself and flushes the rest. */
 #define BT_N    8
 #define BT_SEG  (1 << 16)
+#define BT_LEN(_rc, _i) \
+    ((!(_rc) && ((_i) == BT_N - 1)) ? 0 : (size_t)BT_SEG - 64 * (_i))
 void svt_batch(svt_t *t)
 {
     struct ibv_send_wr wr[BT_N];
@@ -503,10 +507,11 @@ void svt_batch(svt_t *t)
 
         if (t->role == 0) {
             for (i = 0; i < BT_N; ++i) {
-                len = BT_SEG - 64 * i;          /* sizes differ */
+                len = BT_LEN(rc, i);            /* sizes differ */
                 svt_sge(&sge[i], p.mr, (size_t)i * BT_SEG, len);
                 wr[i] = (struct ibv_send_wr){
-                    .wr_id = 0x200 + i, .sg_list = &sge[i], .num_sge = 1,
+                    .wr_id = 0x200 + i, .sg_list = &sge[i],
+                    .num_sge = (len > 0),
                     .opcode = rc ? IBV_WR_RDMA_WRITE :
                                    IBV_WR_RDMA_WRITE_WITH_IMM,
                     .send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(i),
@@ -531,7 +536,7 @@ void svt_batch(svt_t *t)
             for (i = 0; i < BT_N; ++i) {
                 svt_check_wc(t, &wc[i], IBV_WC_SUCCESS,
                              IBV_WC_RECV_RDMA_WITH_IMM, 0x100 + i, p.qp,
-                             BT_SEG - 64 * i, "WRITE immediate");
+                             BT_LEN(rc, i), "WRITE immediate");
                 SVT_CHECK(t, ntohl(wc[i].imm_data) == (uint32_t)i,
                           "immediate %u in place %d: reordered",
                           ntohl(wc[i].imm_data), i);
@@ -541,7 +546,7 @@ void svt_batch(svt_t *t)
         if (t->role == 1) {
             /* what completed landed whole (sv_verify reports a diff) */
             for (i = 0; i < (rc ? BT_N / 2 : BT_N); ++i) {
-                len = BT_SEG - 64 * i;
+                len = BT_LEN(rc, i);
                 svt_verify(t, (char*)p.mr->addr + (size_t)i * BT_SEG, len,
                            0xb0 + 16 * rc + i, "batched WRITE data");
             }
