@@ -377,7 +377,12 @@ static void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn,
                                                           chunk->last));
     if ((chunk->kind == UCT_UCCL_KIND_PUT) ||
         (chunk->kind == UCT_UCCL_KIND_GET_RESP)) {
-        wr->opcode              = IBV_WR_RDMA_WRITE_WITH_IMM;
+        /* RC: the send completion says the data landed; an immediate
+         * would only cost the target a receive WQE and a CQE */
+        wr->opcode              = (conn->rc &&
+                                   (chunk->kind == UCT_UCCL_KIND_PUT)) ?
+                                  IBV_WR_RDMA_WRITE :
+                                  IBV_WR_RDMA_WRITE_WITH_IMM;
         wr->wr.rdma.remote_addr = chunk->raddr;
         wr->wr.rdma.rkey        = chunk->rkey;
     } else {
