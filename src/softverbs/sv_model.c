@@ -609,17 +609,17 @@ typedef struct sv_model_route {
     uint64_t             rng;       /* loss RNG state of the QP pair */
 } sv_model_route_t;
 
-/* NULL when there is no model or a port is bogus: nothing can arrive */
-static sv_model_shm_t *sv_model_route(unsigned src_port, unsigned dst_port,
-                                      uint32_t src_qpn, uint32_t dst_qpn,
-                                      sv_model_route_t *rt)
+/* 0 when there is no model or a port is bogus: nothing can arrive */
+static int sv_model_route(unsigned src_port, unsigned dst_port,
+                          uint32_t src_qpn, uint32_t dst_qpn,
+                          sv_model_route_t *rt)
 {
     sv_model_shm_t *shm = sv_model;
     uint64_t qps        = ((uint64_t)src_qpn << 32) | dst_qpn;
 
     if ((shm == NULL) || (src_port >= SV_MODEL_MAX_PORTS) ||
         (dst_port >= SV_MODEL_MAX_PORTS)) {
-        return NULL;
+        return 0;
     }
     rt->cfg   = &shm->cfg;
     rt->sport = src_port;
@@ -629,7 +629,7 @@ static sv_model_shm_t *sv_model_route(unsigned src_port, unsigned dst_port,
     rt->pl    = &shm->path[rt->path];
     rt->rx    = &shm->rx[dst_port];
     rt->rng   = sv_model_mix64(shm->cfg.seed ^ sv_model_mix64(qps));
-    return shm;
+    return 1;
 }
 
 /* One packet (the `seq`th its sender sent) from *t_ps on: 1 if it is lost,
@@ -698,7 +698,7 @@ void sv_model_xmit(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
     uint64_t seq, t;
     int drop;
 
-    if (sv_model_route(src_port, dst_port, src_qpn, dst_qpn, &rt) == NULL) {
+    if (!sv_model_route(src_port, dst_port, src_qpn, dst_qpn, &rt)) {
         fate->arrive_ns = now_ns;
         fate->path      = 0;
         fate->dropped   = (sv_model != NULL);
@@ -721,13 +721,14 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
                           uint32_t hdr, uint64_t now_ns, uint64_t *last_ns,
                           uint64_t *nak_ns)
 {
-    uint64_t seq, i, t, t0, pay, bytes = 0, rx_bytes = 0, drops = 0;
+    uint64_t seq, i, t, t0, ns, pay, bytes = 0, rx_bytes = 0, drops = 0;
     int64_t lost = -1;
     sv_model_route_t rt;
+    int drop;
 
     *last_ns = now_ns;
     *nak_ns  = 0;
-    if (sv_model_route(src_port, dst_port, src_qpn, dst_qpn, &rt) == NULL) {
+    if (!sv_model_route(src_port, dst_port, src_qpn, dst_qpn, &rt)) {
         return (sv_model != NULL) ? (int64_t)first : -1;
     }
 
@@ -737,7 +738,9 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
         pay    = ((i + 1 < npkts) ? mtu : len - i * mtu) + hdr;
         bytes += pay;
         t      = t0;
-        if (sv_model_pkt(&rt, seq, pay, &t)) {
+        drop   = sv_model_pkt(&rt, seq, pay, &t);
+        ns     = sv_model_ns(rt.cfg, t);
+        if (drop) {
             ++drops;
             if (lost < 0) {
                 lost = i;
@@ -745,11 +748,11 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
         } else {
             rx_bytes += pay;
             if ((lost >= 0) && (*nak_ns == 0)) {
-                *nak_ns = sv_model_ns(rt.cfg, t); /* out of sequence */
+                *nak_ns = ns;               /* out of sequence */
             }
         }
-        if (sv_model_ns(rt.cfg, t) > *last_ns) {
-            *last_ns = sv_model_ns(rt.cfg, t);
+        if (ns > *last_ns) {
+            *last_ns = ns;
         }
     }
     sv_model_account(&rt, npkts - first, bytes, drops, rx_bytes);
