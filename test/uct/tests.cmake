@@ -65,6 +65,10 @@ foreach(mode uc rc)
 
     set(UCT_VERIFY_ARGS -n 100 -S 11)
     uct_verify_test(uct_${mode}_verify data uct UCX_UCCL_MODE=${mode})
+    # an ep destroyed with 16 MiB of PUTs in flight; the iface goes on
+    set(UCT_VERIFY_ARGS -n 50 -S 13 -D)
+    uct_verify_test(uct_${mode}_verify_destroy_busy data uct
+                    UCX_UCCL_MODE=${mode})
 endforeach()
 
 # small queues: the engine must keep work in software, not overflow them

@@ -7,6 +7,10 @@
  *   server: uct_verify -s [-p PORT] [-d DEV] [-K MS]
  *   client: uct_verify [-p PORT] [-d DEV] [-n ITERS] [-S SEED] [-m MODE]
  *
+ * With -D (data mode, client) a first ep streams 1 MiB PUTs and is
+ * destroyed with them in flight: each completion must come exactly once,
+ * with UCS_OK or UCS_ERR_CANCELED, and the data test then runs on a new ep
+ * of the same iface (the old QPs drain behind it).
  * Addresses and keys are exchanged over a TCP socket. Modes:
  *   data  (default) GET bcopy/zcopy of the server's pattern, PUT
  *         short/bcopy/zcopy of the client's pattern at random offsets and
@@ -81,6 +85,7 @@ static struct {
     unsigned          linger_s;     /* -W: progress after the ep error */
     unsigned          pause_ms;
     unsigned          err_timeout;
+    int               destroy_busy; /* -D */
 
     uct_component_h   component;
     uct_md_h          md;
@@ -324,10 +329,11 @@ static void setup(void)
                          &g.memh), "mem reg");
 }
 
+static void ep_connect(void);
+
 static void exchange(void)
 {
     peer_info_t me;
-    uct_ep_params_t ep_params;
 
     memset(&me, 0, sizeof(me));
     me.buf_addr  = (uintptr_t)g.buf;
@@ -351,6 +357,12 @@ static void exchange(void)
         die("peer is not reachable");
     }
     check(uct_rkey_unpack(g.component, g.peer.rkey, &g.rkey), "rkey unpack");
+    ep_connect();
+}
+
+static void ep_connect(void)
+{
+    uct_ep_params_t ep_params;
 
     memset(&ep_params, 0, sizeof(ep_params));
     ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
@@ -373,7 +385,7 @@ static void req_cb(uct_completion_t *self)
 {
     req_t *req = ucs_container_of(self, req_t, comp);
 
-    req->done = 1;
+    ++req->done;
 }
 
 static void req_init(req_t *req)
@@ -738,6 +750,66 @@ static void mib_iov(uct_iov_t *iov)
     iov->count  = 1;
 }
 
+#define DB_PUTS  16
+
+/* -D: destroy an ep with PUTs in flight, then connect a new one */
+static void client_destroy_busy(void)
+{
+    double deadline = now_sec() + 10;
+    req_t reqs[DB_PUTS];
+    ucs_status_t status;
+    unsigned i, done;
+    uct_iov_t iov;
+
+    /* what the server's buffer holds already: the GETs that follow
+     * expect it there, whether these PUTs landed or not */
+    for (i = 0; i < (1u << 20); ++i) {
+        g.buf[i] = pattern(1, i);
+    }
+    mib_iov(&iov);
+    for (i = 0; i < DB_PUTS; ++i) {
+        req_init(&reqs[i]);
+        status = RETRY("busy put",
+                       uct_ep_put_zcopy(g.ep, &iov, 1, g.peer.buf_addr,
+                                        g.rkey.rkey, &reqs[i].comp));
+        if (status == UCS_OK) {
+            reqs[i].done = 1;
+        } else if (status != UCS_INPROGRESS) {
+            die("busy put %u: %s", i, ucs_status_string(status));
+        }
+    }
+    uct_ep_destroy(g.ep);
+    g.ep = NULL;
+
+    do {
+        progress();
+        for (i = done = 0; i < DB_PUTS; ++i) {
+            if (reqs[i].done > 1) {
+                die("busy put %u completed %d times", i, reqs[i].done);
+            }
+            done += reqs[i].done;
+        }
+        if (now_sec() > deadline) {
+            die("%u of %u PUTs of the destroyed ep never completed",
+                DB_PUTS - done, DB_PUTS);
+        }
+    } while (done < DB_PUTS);
+    for (i = done = 0; i < DB_PUTS; ++i) {
+        if ((reqs[i].comp.status != UCS_OK) &&
+            (reqs[i].comp.status != UCS_ERR_CANCELED)) {
+            die("busy put %u completed with %s", i,
+                ucs_status_string(reqs[i].comp.status));
+        }
+        done += (reqs[i].comp.status == UCS_ERR_CANCELED);
+    }
+    if (done == 0) {
+        die("no PUT was in flight at ep destroy: the test tests nothing");
+    }
+    printf("uct_verify[client] %u PUTs in flight at ep destroy completed "
+           "once each (%u canceled)\n", DB_PUTS, done);
+    ep_connect();
+}
+
 /* kill/idle/reset: the server serves -K ms after the client's go; returns
  * when the go came */
 static double server_serve_go(void)
@@ -1032,7 +1104,7 @@ int main(int argc, char **argv)
 {
     int c;
 
-    while ((c = getopt(argc, argv, "sh:p:d:n:S:m:K:T:W:P:")) != -1) {
+    while ((c = getopt(argc, argv, "sh:p:d:n:S:m:K:T:W:P:D")) != -1) {
         switch (c) {
         case 's': g.server = 1; break;
         case 'h': g.host = optarg; break;
@@ -1045,10 +1117,11 @@ int main(int argc, char **argv)
         case 'T': g.err_timeout = atoi(optarg); break;
         case 'W': g.linger_s = atoi(optarg); break;
         case 'P': g.pause_ms = atoi(optarg); break;
+        case 'D': g.destroy_busy = 1; break;
         default:
             fprintf(stderr, "usage: %s [-s] [-h host] [-p port] [-d dev] "
                     "[-n iters] [-S seed] [-m data|kill|idle|reset|fuzz] "
-                    "[-K ms] [-T s] [-W s] [-P ms]\n",
+                    "[-K ms] [-T s] [-W s] [-P ms] [-D]\n",
                     argv[0]);
             return 2;
         }
@@ -1059,6 +1132,9 @@ int main(int argc, char **argv)
     if (!strcmp(g.mode, "data") || !strcmp(g.mode, "fuzz")) {
         if (!g.server && !strcmp(g.mode, "fuzz")) {
             client_fuzz();
+        }
+        if (!g.server && g.destroy_busy) {
+            client_destroy_busy();
         }
         g.server ? server_data() : client_data();
     } else if (!strcmp(g.mode, "reset")) {
