@@ -1083,9 +1083,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
     /* QPs of destroyed conns still draining */
     kh_foreach_value(&self->qpn_hash, path, {
         if (path->conn == NULL) {
-            ibv_destroy_qp(path->qp);
-            ucs_free(path->sent);
-            ucs_free(path);
+            uct_uccl_iface_qp_drained(self, path);  /* kh_del is safe here */
         }
     });
 
