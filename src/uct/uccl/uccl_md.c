@@ -79,8 +79,10 @@ static void uct_uccl_md_mr_track(uct_uccl_md_t *md, struct ibv_mr *mr)
     khiter_t it;
     int ret;
 
+    ucs_spin_lock(&md->mrs_lock);
     it = kh_put(uct_uccl_mr, &md->mrs, mr->rkey, &ret);
     if (ret < 0) {
+        ucs_spin_unlock(&md->mrs_lock);
         ucs_warn("%s: cannot track rkey 0x%x", md->name, mr->rkey);
         return;
     }
@@ -88,35 +90,40 @@ static void uct_uccl_md_mr_track(uct_uccl_md_t *md, struct ibv_mr *mr)
     info->start = (uintptr_t)mr->addr;
     info->end   = (uintptr_t)mr->addr + mr->length;
     info->lkey  = mr->lkey;
+    ucs_spin_unlock(&md->mrs_lock);
 }
 
 static void uct_uccl_md_mr_untrack(uct_uccl_md_t *md, struct ibv_mr *mr)
 {
-    khiter_t it = kh_get(uct_uccl_mr, &md->mrs, mr->rkey);
+    khiter_t it;
 
+    ucs_spin_lock(&md->mrs_lock);
+    it = kh_get(uct_uccl_mr, &md->mrs, mr->rkey);
     if (it != kh_end(&md->mrs)) {
         kh_del(uct_uccl_mr, &md->mrs, it);
     }
+    ucs_spin_unlock(&md->mrs_lock);
 }
 
 int uct_uccl_md_rkey_check(uct_uccl_md_t *md, uint32_t rkey, uint64_t addr,
                            uint64_t length, uint32_t *lkey_p)
 {
-    khiter_t it = kh_get(uct_uccl_mr, &md->mrs, rkey);
     const uct_uccl_mr_info_t *info;
+    int found = 0;
+    khiter_t it;
 
-    if (it == kh_end(&md->mrs)) {
-        return 0;
+    ucs_spin_lock(&md->mrs_lock);
+    it = kh_get(uct_uccl_mr, &md->mrs, rkey);
+    if (it != kh_end(&md->mrs)) {
+        info  = &kh_val(&md->mrs, it);
+        found = (addr >= info->start) && (addr + length <= info->end) &&
+                (addr + length >= addr);
+        if (found && (lkey_p != NULL)) {
+            *lkey_p = info->lkey;
+        }
     }
-    info = &kh_val(&md->mrs, it);
-    if ((addr < info->start) || (addr + length > info->end) ||
-        (addr + length < addr)) {
-        return 0;
-    }
-    if (lkey_p != NULL) {
-        *lkey_p = info->lkey;
-    }
-    return 1;
+    ucs_spin_unlock(&md->mrs_lock);
+    return found;
 }
 
 struct ibv_mr *uct_uccl_md_reg(uct_uccl_md_t *md, void *addr, size_t length)
@@ -326,6 +333,7 @@ static void uct_uccl_md_close(uct_md_h tl_md)
     ibv_dealloc_pd(md->pd);
     ibv_close_device(md->ctx);
     kh_destroy_inplace(uct_uccl_mr, &md->mrs);
+    ucs_spinlock_destroy(&md->mrs_lock);
     ucs_free(md);
 }
 
@@ -528,6 +536,7 @@ uct_uccl_md_open(uct_component_t *component, const char *md_name,
     md->super.component = &uct_uccl_component;
     md->reg_cost        = ucs_linear_func_make(config->reg_overhead, 0);
     kh_init_inplace(uct_uccl_mr, &md->mrs);
+    ucs_spinlock_init(&md->mrs_lock, 0);
     ucs_strncpy_zero(md->name, md_name, sizeof(md->name));
 
     md->ctx = ibv_open_device(dev);
@@ -596,6 +605,7 @@ err_close:
     ibv_close_device(md->ctx);
 err_free_md:
     kh_destroy_inplace(uct_uccl_mr, &md->mrs);
+    ucs_spinlock_destroy(&md->mrs_lock);
     ucs_free(md);
 err_free_list:
     ibv_free_device_list(devs);

@@ -13,6 +13,7 @@
 #include <infiniband/verbs.h>
 #include <ucs/memory/rcache.h>
 #include <ucs/datastruct/khash.h>
+#include <ucs/type/spinlock.h>
 
 #define UCT_UCCL_NAME          "uccl"
 #define UCT_UCCL_MAX_PORTS     8
@@ -70,6 +71,8 @@ typedef struct uct_uccl_md {
     ucs_linear_func_t       reg_cost;
     unsigned long           num_reg_mr;  /* ibv_reg_mr calls, for tests */
     khash_t(uct_uccl_mr)    mrs;         /* rkey -> region */
+    ucs_spinlock_t          mrs_lock;    /* engines read mrs from their
+                                            async timers */
 } uct_uccl_md_t;
 
 
