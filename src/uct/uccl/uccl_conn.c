@@ -330,6 +330,7 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
     if (conn->ack_pending) {
         ucs_list_del(&conn->ack_link);
     }
+    uct_uccl_async_conn_cleanup(conn);
 
     for (i = 0; i < conn->num_paths; ++i) {
         path = &conn->paths[i];
@@ -779,11 +780,15 @@ void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status)
         uct_uccl_conn_send_disconnect(conn, status);
     }
     uct_uccl_tx_purge(conn, status);
-    if (ep != NULL) {
-        /* UCX may destroy the ep (and this conn) from the callback */
-        uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
-                                status);
+    if (ep == NULL) {
+        return;
     }
+    if (ucs_unlikely(iface->async.active)) {
+        uct_uccl_async_defer_err(conn);
+        return;
+    }
+    /* UCX may destroy the ep (and this conn) from the callback */
+    uct_iface_handle_ep_err(&iface->super.super, &ep->super.super, status);
 }
 
 void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now)

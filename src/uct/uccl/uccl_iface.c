@@ -88,8 +88,9 @@ static ucs_config_field_t uct_uccl_iface_config_table[] = {
      "Time without any acknowledged progress on outstanding chunks after\n"
      "which a connection that also spent MAX_RETRIES fails and its endpoint\n"
      "reports an error; also the time a keepalive probe (uct_ep_check, sent\n"
-     "again every CONN_RETRY) may go unanswered. ACKs need the peer's CPU\n"
-     "(a peer that computes without calling progress is silent), hence the\n"
+     "again every CONN_RETRY) may go unanswered. ACKs need the peer's CPU:\n"
+     "a peer that computes without calling progress answers from its async\n"
+     "timer (ASYNC_IDLE), which a loaded machine may hold back, hence the\n"
      "generous default, as UCX's ud transport has.",
      ucs_offsetof(uct_uccl_iface_config_t, peer_timeout), UCS_CONFIG_TYPE_TIME},
 
@@ -97,8 +98,9 @@ static ucs_config_field_t uct_uccl_iface_config_table[] = {
      "A connection a peer opened to this iface (no local ep watches it) is\n"
      "probed after this long without a packet from the peer, and closed when\n"
      "the probe goes unanswered for PEER_TIMEOUT: frees what peers that died\n"
-     "while idle held. A live peer that does not call progress for that long\n"
-     "would lose the connection too, hence inf (never) by default.",
+     "while idle held. A live peer answers from its async timer even when it\n"
+     "does not call progress, unless its ASYNC_IDLE is inf; inf (never) by\n"
+     "default.",
      ucs_offsetof(uct_uccl_iface_config_t, idle_timeout), UCS_CONFIG_TYPE_TIME},
 
     {"RTO_INIT", "10ms",
@@ -162,7 +164,7 @@ static ucs_config_field_t uct_uccl_iface_config_table[] = {
      "(an out-of-order or duplicate arrival, or ACK_EVERY chunks, send it\n"
      "at once). With 0 the ACKs of all arrivals of one progress call go out\n"
      "at its end: a peer may stop calling progress right after, and an ACK\n"
-     "held for later would then hold up the sender until its peer timeout.",
+     "held for later would then wait for the async timer (ASYNC_IDLE).",
      ucs_offsetof(uct_uccl_iface_config_t, ack_delay), UCS_CONFIG_TYPE_TIME},
 
     {"DRR_QUANTUM", "1m",
@@ -177,6 +179,14 @@ static ucs_config_field_t uct_uccl_iface_config_table[] = {
      "the iface closes, and on SIGUSR2 (from the next progress call) when\n"
      "the process has no SIGUSR2 handler of its own.",
      ucs_offsetof(uct_uccl_iface_config_t, stats_dump), UCS_CONFIG_TYPE_BOOL},
+
+    {"ASYNC_IDLE", "10ms",
+     "When the user has not called progress for this long, a timer on the\n"
+     "worker's async context runs the engine (ACKs, keepalive answers,\n"
+     "served GETs, resends); AMs, completions and ep errors it finds wait\n"
+     "for the next progress call. Peers then see a process that computes\n"
+     "as alive. inf: only progress calls run the engine.",
+     ucs_offsetof(uct_uccl_iface_config_t, async_idle), UCS_CONFIG_TYPE_TIME},
 
     UCT_IFACE_MPOOL_CONFIG_FIELDS("TX_", -1, 128, "send",
                                   ucs_offsetof(uct_uccl_iface_config_t, tx_mp),
@@ -581,6 +591,15 @@ static unsigned uct_uccl_iface_transmit(uct_uccl_iface_t *iface)
         conn = ucs_list_extract_head(&iface->sched, uct_uccl_conn_t, sched);
         conn->in_sched = 0;
         count         += uct_uccl_tx_pump(conn, iface->config.drr_quantum);
+        if (ucs_unlikely(iface->async.active)) {
+            /* pending requests are UCX callbacks: the user's next
+             * progress call dispatches them */
+            if ((conn->tx_queued > 0) ||
+                !ucs_queue_is_empty(&conn->pending_q)) {
+                uct_uccl_iface_sched_add(iface, conn);
+            }
+            continue;
+        }
         if (conn->tx_queued > 0) {
             uct_uccl_iface_sched_add(iface, conn);
         }
@@ -647,9 +666,10 @@ static void uct_uccl_sigusr2(int signo)
 
 static void uct_uccl_iface_dump_all(uct_uccl_iface_t *iface);
 
-static unsigned uct_uccl_iface_progress(uct_iface_h tl_iface)
+/* One run of the engine, from the user's progress call or a background
+ * pass (uccl_async.c), with the async context blocked */
+unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
 {
-    uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
     unsigned count;
     uint64_t now;
 
@@ -659,6 +679,9 @@ static unsigned uct_uccl_iface_progress(uct_iface_h tl_iface)
     count += uct_uccl_iface_poll_send(iface);
 
     now = uct_uccl_now_ns();
+    if (!iface->async.active) {
+        iface->async.last_user = now;
+    }
     if (now >= iface->next_timer) {
         iface->next_timer = now + UCT_UCCL_TIMER_NS;
         uct_uccl_conn_timers(iface, now);
@@ -682,8 +705,8 @@ static unsigned uct_uccl_iface_progress(uct_iface_h tl_iface)
 /* UCT iface operations                                                     */
 /* ------------------------------------------------------------------------ */
 
-static ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
-                                         uct_iface_attr_t *attr)
+ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
+                                  uct_iface_attr_t *attr)
 {
     uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
     size_t seg              = iface->config.seg_size;
@@ -709,8 +732,9 @@ static ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
                             UCT_IFACE_FLAG_CB_SYNC |
                             /* UCP sends wireup messages (remote ep ids for
                              * rendezvous) only to ifaces that take async
-                             * callbacks; ours run from uct_worker_progress,
-                             * the engine has no progress thread */
+                             * callbacks; ours are called from the user's
+                             * progress, also for what the async timer's
+                             * background passes found (uccl_async.c) */
                             UCT_IFACE_FLAG_CB_ASYNC |
                             UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
                             UCT_IFACE_FLAG_EP_CHECK |
@@ -751,8 +775,8 @@ static ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
-static ucs_status_t uct_uccl_iface_get_device_address(uct_iface_h tl_iface,
-                                                      uct_device_addr_t *addr)
+ucs_status_t uct_uccl_iface_get_device_address(uct_iface_h tl_iface,
+                                               uct_device_addr_t *addr)
 {
     uct_uccl_iface_t *iface        = ucs_derived_of(tl_iface, uct_uccl_iface_t);
     uct_uccl_device_addr_t *dev    = (uct_uccl_device_addr_t*)addr;
@@ -764,8 +788,8 @@ static ucs_status_t uct_uccl_iface_get_device_address(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
-static ucs_status_t uct_uccl_iface_get_address(uct_iface_h tl_iface,
-                                               uct_iface_addr_t *addr)
+ucs_status_t uct_uccl_iface_get_address(uct_iface_h tl_iface,
+                                        uct_iface_addr_t *addr)
 {
     uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
 
@@ -773,9 +797,9 @@ static ucs_status_t uct_uccl_iface_get_address(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
-static int uct_uccl_iface_is_reachable(const uct_iface_h tl_iface,
-                                       const uct_device_addr_t *dev_addr,
-                                       const uct_iface_addr_t *iface_addr)
+int uct_uccl_iface_is_reachable(const uct_iface_h tl_iface,
+                                const uct_device_addr_t *dev_addr,
+                                const uct_iface_addr_t *iface_addr)
 {
     uct_uccl_iface_t *iface           = ucs_derived_of(tl_iface,
                                                        uct_uccl_iface_t);
@@ -788,8 +812,8 @@ static int uct_uccl_iface_is_reachable(const uct_iface_h tl_iface,
     return dev->is_global == iface->port->is_global;
 }
 
-static ucs_status_t uct_uccl_iface_flush(uct_iface_h tl_iface, unsigned flags,
-                                         uct_completion_t *comp)
+ucs_status_t uct_uccl_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                  uct_completion_t *comp)
 {
     uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
     uct_uccl_conn_t *conn;
@@ -818,13 +842,13 @@ static void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
             "bad_ctl %lu unknown_conn %lu bad_ack %lu bad_data %lu "
             "bad_rkey %lu unknown_qpn %lu err_cqe %lu srq_empty %lu "
             "out_of_window %lu rx_no_desc %lu ctl_tx_busy %lu "
-            "peers_lost %lu\n",
+            "peers_lost %lu async_passes %lu\n",
             getpid(), iface->md->name, iface->port_num,
             iface->rc_mode ? "rc" : "uc", s->doorbells, s->wrs, s->send_cqes,
             s->bad_ctl,
             s->unknown_conn, s->bad_ack, s->bad_data, s->bad_rkey,
             s->unknown_qpn, s->err_cqe, s->srq_empty, s->out_of_window,
-            s->rx_no_desc, s->ctl_tx_busy, s->peers_lost);
+            s->rx_no_desc, s->ctl_tx_busy, s->peers_lost, s->async_passes);
 }
 
 static void uct_uccl_iface_dump_all(uct_uccl_iface_t *iface)
@@ -1041,11 +1065,19 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     self->srq_posted = 1; /* not "ran dry" before the first fill */
     uct_uccl_rx_refill(self);
     --self->srq_posted;
+
+    /* last: from here on the timer may run the engine */
+    status = uct_uccl_async_init(self, config->async_idle);
+    if (status != UCS_OK) {
+        goto err_ctl;
+    }
     ucs_debug("uccl: iface %s mode %s paths %u chunk %zu ctl qpn 0x%x",
               dev_name, self->rc_mode ? "rc" : "uc", self->config.num_paths,
               self->config.chunk_size, self->ctl.qp->qp_num);
     return UCS_OK;
 
+err_ctl:
+    uct_uccl_iface_ctl_cleanup(self);
 err_srq:
     ibv_destroy_srq(self->srq);
 err_cq:
@@ -1073,6 +1105,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
 
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    uct_uccl_async_cleanup(self);
     if (self->config.stats_dump) {
         uct_uccl_iface_dump_stats(self);
     }
@@ -1107,34 +1140,12 @@ static UCS_CLASS_DEFINE_NEW_FUNC(uct_uccl_iface_t, uct_iface_t, uct_md_h,
 static UCS_CLASS_DEFINE_DELETE_FUNC(uct_uccl_iface_t, uct_iface_t);
 
 
-uct_iface_ops_t uct_uccl_iface_tl_ops = {
-    .ep_put_short             = uct_uccl_ep_put_short,
-    .ep_put_bcopy             = uct_uccl_ep_put_bcopy,
-    .ep_put_zcopy             = uct_uccl_ep_put_zcopy,
-    .ep_get_bcopy             = uct_uccl_ep_get_bcopy,
-    .ep_get_zcopy             = uct_uccl_ep_get_zcopy,
-    .ep_am_short              = uct_uccl_ep_am_short,
-    .ep_am_short_iov          = uct_base_ep_am_short_iov,
-    .ep_am_bcopy              = uct_uccl_ep_am_bcopy,
-    .ep_am_zcopy              = uct_uccl_ep_am_zcopy,
-    .ep_pending_add           = uct_uccl_ep_pending_add,
-    .ep_pending_purge         = uct_uccl_ep_pending_purge,
-    .ep_flush                 = uct_uccl_ep_flush,
-    .ep_fence                 = uct_uccl_ep_fence,
-    .ep_check                 = uct_uccl_ep_check_alive,
-    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_uccl_ep_t),
-    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_uccl_ep_t),
-    .iface_flush              = uct_uccl_iface_flush,
-    .iface_fence              = uct_base_iface_fence,
-    .iface_progress_enable    = uct_base_iface_progress_enable,
-    .iface_progress_disable   = uct_base_iface_progress_disable,
-    .iface_progress           = uct_uccl_iface_progress,
-    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(uct_uccl_iface_t),
-    .iface_query              = uct_uccl_iface_query,
-    .iface_get_device_address = uct_uccl_iface_get_device_address,
-    .iface_get_address        = uct_uccl_iface_get_address,
-    .iface_is_reachable       = uct_uccl_iface_is_reachable
-};
+/* uct_uccl_iface_tl_ops is in uccl_async.c: every entry point blocks the
+ * async context */
+void uct_uccl_iface_close(uct_iface_h tl_iface)
+{
+    UCS_CLASS_DELETE_FUNC_NAME(uct_uccl_iface_t)(tl_iface);
+}
 
 
 static ucs_status_t

@@ -84,6 +84,7 @@ typedef struct uct_uccl_iface_config {
     double                  ack_delay;
     size_t                  drr_quantum;
     int                     stats_dump;
+    double                  async_idle;
     uct_iface_mpool_config_t tx_mp;
 } uct_uccl_iface_config_t;
 
@@ -159,6 +160,7 @@ struct uct_uccl_chunk {
 /* SRQ receive buffer. A SEND lands at data + UCT_UCCL_RX_PAD so that the
  * payload after an AM header is 8-byte aligned for the AM handler. */
 typedef struct uct_uccl_rx_desc {
+    ucs_queue_elem_t        queue;       /* iface's deferred AMs */
     uint32_t                lkey;
     uint32_t                rsvd;
     char                    data[] UCS_V_ALIGNED(8);
@@ -264,6 +266,7 @@ struct uct_uccl_conn {
     uint8_t                 rc;          /* data QPs are RC */
     uint8_t                 in_sched;
     uint8_t                 ack_pending; /* on the iface ACK list */
+    uint8_t                 err_deferred; /* on the iface's async errs */
     ucs_status_t            fail_status;
 
     /* peer */
@@ -331,6 +334,7 @@ struct uct_uccl_conn {
     ucs_list_link_t         list;        /* iface conns */
     ucs_list_link_t         sched;       /* iface scheduler */
     ucs_list_link_t         ack_link;    /* iface ACK list */
+    ucs_list_link_t         err_link;    /* iface's async errs */
     uct_uccl_conn_stats_t   stats;
 };
 
@@ -360,6 +364,7 @@ typedef struct uct_uccl_iface_stats {
     uint64_t                doorbells;
     uint64_t                wrs;
     uint64_t                send_cqes;   /* data QPs: one per chain */
+    uint64_t                async_passes; /* engine runs for an idle user */
 } uct_uccl_iface_stats_t;
 
 
@@ -399,6 +404,19 @@ struct uct_uccl_iface {
     unsigned                busy;        /* in progress or a purge: new
                                             chunks wait for the scheduler */
     int                     dump_seen;   /* SIGUSR2 dump requests served */
+
+    /* the engine runs from an async timer while the user does not call
+     * progress (uccl_async.c); UCX hears of it at the next progress */
+    struct {
+        int                 timer_id;    /* -1: none */
+        uint64_t            idle_ns;
+        uint64_t            last_user;   /* ns: user's last progress call */
+        uint8_t             active;      /* in a pass: defer callbacks */
+        unsigned            deferred;    /* entries in the three below */
+        ucs_queue_head_t    ams;         /* uct_uccl_rx_desc_t, in order */
+        ucs_list_link_t     ops;         /* uct_uccl_op_t, completed */
+        ucs_list_link_t     errs;        /* failed conns' ep errors */
+    } async;
 
     struct {
         unsigned            num_paths;
@@ -451,6 +469,18 @@ void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_ah **ahs,
 void uct_uccl_iface_sched_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn);
 void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn);
 void uct_uccl_iface_chunk_put(uct_uccl_chunk_t *chunk);
+void uct_uccl_iface_close(uct_iface_h tl_iface);
+ucs_status_t uct_uccl_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                  uct_completion_t *comp);
+ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
+                                  uct_iface_attr_t *attr);
+ucs_status_t uct_uccl_iface_get_device_address(uct_iface_h tl_iface,
+                                               uct_device_addr_t *addr);
+ucs_status_t uct_uccl_iface_get_address(uct_iface_h tl_iface,
+                                        uct_iface_addr_t *addr);
+int uct_uccl_iface_is_reachable(const uct_iface_h tl_iface,
+                                const uct_device_addr_t *dev_addr,
+                                const uct_iface_addr_t *iface_addr);
 
 /* conn (uccl_conn.c) */
 ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
@@ -488,16 +518,30 @@ void uct_uccl_op_part_done(uct_uccl_conn_t *conn, uct_uccl_op_t *op,
 void uct_uccl_tx_get_done(uct_uccl_conn_t *conn, uint64_t op_id,
                           uint32_t csn, ucs_status_t status);
 void uct_uccl_tx_check_gets(uct_uccl_conn_t *conn);
+void uct_uccl_op_report(uct_uccl_op_t *op);
 ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
                                    const uct_uccl_get_req_t *req);
+
+/* async (uccl_async.c) */
+ucs_status_t uct_uccl_async_init(uct_uccl_iface_t *iface, double idle);
+void uct_uccl_async_cleanup(uct_uccl_iface_t *iface);
+void uct_uccl_async_dispatch(uct_uccl_iface_t *iface);
+void uct_uccl_async_defer_am(uct_uccl_iface_t *iface,
+                             uct_uccl_rx_desc_t *desc);
+void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op);
+void uct_uccl_async_defer_err(uct_uccl_conn_t *conn);
+void uct_uccl_async_conn_cleanup(uct_uccl_conn_t *conn);
+unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface);
 
 /* rx (uccl_rx.c) */
 void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);
 unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now);
 void uct_uccl_rx_refill(uct_uccl_iface_t *iface);
 void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn);
+void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface,
+                            uct_uccl_rx_desc_t *desc);
 
-/* ep (uccl_ep.c) */
+/* ep (uccl_ep.c); the ops table in uccl_async.c */
 extern uct_iface_ops_t uct_uccl_iface_tl_ops;
 ucs_status_t uct_uccl_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                    unsigned length, uint64_t remote_addr,

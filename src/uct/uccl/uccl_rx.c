@@ -82,8 +82,14 @@ static void uct_uccl_rx_am_invoke(uct_uccl_iface_t *iface,
                               hdr->length, 0);
 }
 
-static void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface, void *desc)
+/* From a background pass the AM waits for the user's next progress call,
+ * behind the ones deferred before it */
+void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface, uct_uccl_rx_desc_t *desc)
 {
+    if (ucs_unlikely(iface->async.active)) {
+        uct_uccl_async_defer_am(iface, desc);
+        return;
+    }
     uct_uccl_rx_am_invoke(iface, desc);
     uct_uccl_rx_desc_put(desc);
 }

@@ -111,13 +111,17 @@ static ucs_status_t uct_uccl_tx_get_done_send(uct_uccl_conn_t *conn,
                                               ucs_status_t status,
                                               uint64_t length);
 
-static void uct_uccl_op_free(uct_uccl_conn_t *conn, uct_uccl_op_t *op)
+/* What UCX sees of a completed operation: GET bcopy data unpacked, the
+ * completion called; then the op goes */
+void uct_uccl_op_report(uct_uccl_op_t *op)
 {
-    /* a GET cut short (failure, cancel) in UC mode: the peer may still
-     * write its reply into the landing buffer, so it is not reused */
-    if ((op->buf != NULL) &&
-        ((op->status == UCS_OK) || conn->rc ||
-         (op->type != UCT_UCCL_OP_GET_BCOPY))) {
+    if ((op->type == UCT_UCCL_OP_GET_BCOPY) && (op->status == UCS_OK)) {
+        op->unpack_cb(op->unpack_arg, op->buf->data, op->length);
+    }
+    if (op->comp != NULL) {
+        uct_invoke_completion(op->comp, op->status);
+    }
+    if (op->buf != NULL) {
         uct_uccl_iface_chunk_put(op->buf);
     }
     ucs_mpool_put_inline(op);
@@ -134,13 +138,17 @@ static void uct_uccl_op_complete(uct_uccl_conn_t *conn, uct_uccl_op_t *op)
         ucs_error("uccl: conn %u: no memory to complete the peer's GET",
                   conn->id);
     }
-    if ((op->type == UCT_UCCL_OP_GET_BCOPY) && (op->status == UCS_OK)) {
-        op->unpack_cb(op->unpack_arg, op->buf->data, op->length);
+    /* a GET cut short (failure, cancel) in UC mode: the peer may still
+     * write its reply into the landing buffer, so it is not reused */
+    if ((op->type == UCT_UCCL_OP_GET_BCOPY) && (op->status != UCS_OK) &&
+        !conn->rc) {
+        op->buf = NULL;
     }
-    if (op->comp != NULL) {
-        uct_invoke_completion(op->comp, op->status);
+    if (ucs_unlikely(conn->iface->async.active)) {
+        uct_uccl_async_defer_op(conn->iface, op);
+        return;
     }
-    uct_uccl_op_free(conn, op);
+    uct_uccl_op_report(op);
 }
 
 void uct_uccl_op_part_done(uct_uccl_conn_t *conn, uct_uccl_op_t *op,

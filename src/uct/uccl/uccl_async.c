@@ -1,0 +1,329 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * The engine runs when the user does not. In UC mode a peer hears of its
+ * data only through our ACKs, so a process that computes without calling
+ * progress would look dead to its peers. A timer on the worker's async
+ * context runs the engine while the user has not called progress for
+ * ASYNC_IDLE: it ACKs, answers keepalives and connection requests, serves
+ * GETs, resends and sends what is queued. What UCX must hear (AMs,
+ * completions, ep errors) waits for the user's next progress call, which
+ * reports it first, in order.
+ *
+ * The timer runs with the async context blocked, so every entry point of
+ * the transport blocks it too: the ops table below wraps each operation.
+ */
+#include "uccl_iface.h"
+
+#include <ucs/async/async.h>
+#include <ucs/datastruct/mpool.h>
+#include <ucs/debug/log.h>
+#include <ucs/type/class.h>
+#include <uct/base/uct_worker.h>
+
+#define UCT_UCCL_ASYNC_ROUNDS  64   /* engine runs per timer tick, at most */
+
+
+static UCS_F_ALWAYS_INLINE ucs_async_context_t *
+uct_uccl_async_ctx(uct_iface_h tl_iface)
+{
+    return ucs_derived_of(tl_iface, uct_base_iface_t)->worker->async;
+}
+
+static void uct_uccl_async_timer(int id, ucs_event_set_types_t events,
+                                 void *arg)
+{
+    uct_uccl_iface_t *iface = arg;
+    unsigned i;
+
+    if (uct_uccl_now_ns() - iface->async.last_user < iface->async.idle_ns) {
+        return;
+    }
+
+    ++iface->stats.async_passes;
+    iface->async.active = 1;
+    for (i = 0; (i < UCT_UCCL_ASYNC_ROUNDS) &&
+                (uct_uccl_iface_engine_progress(iface) > 0); ++i) {
+    }
+    iface->async.active = 0;
+}
+
+ucs_status_t uct_uccl_async_init(uct_uccl_iface_t *iface, double idle)
+{
+    ucs_async_context_t *async = iface->super.worker->async;
+    ucs_status_t status;
+
+    ucs_queue_head_init(&iface->async.ams);
+    ucs_list_head_init(&iface->async.ops);
+    ucs_list_head_init(&iface->async.errs);
+    iface->async.timer_id  = -1;
+    iface->async.last_user = uct_uccl_now_ns();
+    if ((async == NULL) || (idle * 1e9 >= (double)UINT64_MAX)) {
+        return UCS_OK; /* ASYNC_IDLE=inf: the user drives everything */
+    }
+
+    iface->async.idle_ns = ucs_max(idle, 1e-3) * 1e9;
+    status = ucs_async_add_timer(async->mode,
+                                 ucs_time_from_sec(ucs_max(idle, 1e-3)),
+                                 uct_uccl_async_timer, iface, async,
+                                 &iface->async.timer_id);
+    if (status != UCS_OK) {
+        ucs_error("uccl: cannot add the async progress timer: %s",
+                  ucs_status_string(status));
+        iface->async.timer_id = -1;
+    }
+    return status;
+}
+
+void uct_uccl_async_cleanup(uct_uccl_iface_t *iface)
+{
+    uct_uccl_conn_t *conn;
+
+    if (iface->async.timer_id >= 0) {
+        /* waits for a pass in flight */
+        ucs_async_remove_handler(iface->async.timer_id, 1);
+        iface->async.timer_id = -1;
+    }
+
+    /* every operation completes once; AMs and ep errors concern no one
+     * once the iface goes */
+    while (!ucs_queue_is_empty(&iface->async.ams)) {
+        ucs_mpool_put(ucs_queue_pull_elem_non_empty(&iface->async.ams,
+                                                    uct_uccl_rx_desc_t,
+                                                    queue));
+        --iface->async.deferred;
+    }
+    while (!ucs_list_is_empty(&iface->async.errs)) {
+        conn = ucs_list_head(&iface->async.errs, uct_uccl_conn_t, err_link);
+        uct_uccl_async_conn_cleanup(conn);
+    }
+    uct_uccl_async_dispatch(iface);
+}
+
+void uct_uccl_async_defer_am(uct_uccl_iface_t *iface,
+                             uct_uccl_rx_desc_t *desc)
+{
+    ucs_queue_push(&iface->async.ams, &desc->queue);
+    ++iface->async.deferred;
+}
+
+void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op)
+{
+    ucs_list_add_tail(&iface->async.ops, &op->list);
+    ++iface->async.deferred;
+}
+
+void uct_uccl_async_defer_err(uct_uccl_conn_t *conn)
+{
+    if (!conn->err_deferred) {
+        conn->err_deferred = 1;
+        ucs_list_add_tail(&conn->iface->async.errs, &conn->err_link);
+        ++conn->iface->async.deferred;
+    }
+}
+
+void uct_uccl_async_conn_cleanup(uct_uccl_conn_t *conn)
+{
+    if (conn->err_deferred) {
+        conn->err_deferred = 0;
+        ucs_list_del(&conn->err_link);
+        --conn->iface->async.deferred;
+    }
+}
+
+/* Tell UCX what the background passes did: AMs in their order, then
+ * completions, then ep errors (a callback may destroy eps and conns, so
+ * each entry leaves its list before it is reported) */
+void uct_uccl_async_dispatch(uct_uccl_iface_t *iface)
+{
+    uct_uccl_rx_desc_t *desc;
+    uct_uccl_conn_t *conn;
+    uct_uccl_op_t *op;
+
+    while (!ucs_queue_is_empty(&iface->async.ams)) {
+        desc = ucs_queue_pull_elem_non_empty(&iface->async.ams,
+                                             uct_uccl_rx_desc_t, queue);
+        --iface->async.deferred;
+        uct_uccl_rx_am_deliver(iface, desc);
+    }
+
+    while (!ucs_list_is_empty(&iface->async.ops)) {
+        op = ucs_list_extract_head(&iface->async.ops, uct_uccl_op_t, list);
+        --iface->async.deferred;
+        uct_uccl_op_report(op);
+    }
+
+    while (!ucs_list_is_empty(&iface->async.errs)) {
+        conn = ucs_list_head(&iface->async.errs, uct_uccl_conn_t, err_link);
+        uct_uccl_async_conn_cleanup(conn);
+        uct_iface_handle_ep_err(&iface->super.super, &conn->ep->super.super,
+                                conn->fail_status);
+    }
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Entry points: each blocks the async context around the operation         */
+/* ------------------------------------------------------------------------ */
+
+#define UCT_UCCL_ASYNC_CALL(_async, _ret, _call) \
+    ({ \
+        ucs_async_context_t *__async = (_async); \
+        _ret __ret; \
+        UCS_ASYNC_BLOCK(__async); \
+        __ret = _call; \
+        UCS_ASYNC_UNBLOCK(__async); \
+        __ret; \
+    })
+
+/* uct_uccl_async_<op>: the locked version of uct_uccl_<op> */
+#define UCT_UCCL_ASYNC_EP_OP(_ret, _op, _params, _args) \
+    static _ret uct_uccl_async_##_op _params \
+    { \
+        return UCT_UCCL_ASYNC_CALL(uct_uccl_async_ctx(tl_ep->iface), _ret, \
+                                   uct_uccl_##_op _args); \
+    }
+
+UCT_UCCL_ASYNC_EP_OP(ucs_status_t, ep_put_short,
+                     (uct_ep_h tl_ep, const void *buffer, unsigned length,
+                      uint64_t remote_addr, uct_rkey_t rkey),
+                     (tl_ep, buffer, length, remote_addr, rkey))
+
+UCT_UCCL_ASYNC_EP_OP(ssize_t, ep_put_bcopy,
+                     (uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
+                      uint64_t remote_addr, uct_rkey_t rkey),
+                     (tl_ep, pack_cb, arg, remote_addr, rkey))
+
+UCT_UCCL_ASYNC_EP_OP(ucs_status_t, ep_put_zcopy,
+                     (uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                      uint64_t remote_addr, uct_rkey_t rkey,
+                      uct_completion_t *comp),
+                     (tl_ep, iov, iovcnt, remote_addr, rkey, comp))
+
+UCT_UCCL_ASYNC_EP_OP(ucs_status_t, ep_get_bcopy,
+                     (uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
+                      void *arg, size_t length, uint64_t remote_addr,
+                      uct_rkey_t rkey, uct_completion_t *comp),
+                     (tl_ep, unpack_cb, arg, length, remote_addr, rkey, comp))
+
+UCT_UCCL_ASYNC_EP_OP(ucs_status_t, ep_get_zcopy,
+                     (uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                      uint64_t remote_addr, uct_rkey_t rkey,
+                      uct_completion_t *comp),
+                     (tl_ep, iov, iovcnt, remote_addr, rkey, comp))
+
+UCT_UCCL_ASYNC_EP_OP(ucs_status_t, ep_am_short,
+                     (uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                      const void *payload, unsigned length),
+                     (tl_ep, id, header, payload, length))
+
+UCT_UCCL_ASYNC_EP_OP(ssize_t, ep_am_bcopy,
+                     (uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
+                      void *arg, unsigned flags),
+                     (tl_ep, id, pack_cb, arg, flags))
+
+UCT_UCCL_ASYNC_EP_OP(ucs_status_t, ep_am_zcopy,
+                     (uct_ep_h tl_ep, uint8_t id, const void *header,
+                      unsigned header_length, const uct_iov_t *iov,
+                      size_t iovcnt, unsigned flags, uct_completion_t *comp),
+                     (tl_ep, id, header, header_length, iov, iovcnt, flags,
+                      comp))
+
+UCT_UCCL_ASYNC_EP_OP(ucs_status_t, ep_pending_add,
+                     (uct_ep_h tl_ep, uct_pending_req_t *req, unsigned flags),
+                     (tl_ep, req, flags))
+
+UCT_UCCL_ASYNC_EP_OP(ucs_status_t, ep_flush,
+                     (uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp),
+                     (tl_ep, flags, comp))
+
+UCT_UCCL_ASYNC_EP_OP(ucs_status_t, ep_fence,
+                     (uct_ep_h tl_ep, unsigned flags), (tl_ep, flags))
+
+UCT_UCCL_ASYNC_EP_OP(ucs_status_t, ep_check_alive,
+                     (uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp),
+                     (tl_ep, flags, comp))
+
+static void uct_uccl_async_ep_pending_purge(uct_ep_h tl_ep,
+                                            uct_pending_purge_callback_t cb,
+                                            void *arg)
+{
+    ucs_async_context_t *async = uct_uccl_async_ctx(tl_ep->iface);
+
+    UCS_ASYNC_BLOCK(async);
+    uct_uccl_ep_pending_purge(tl_ep, cb, arg);
+    UCS_ASYNC_UNBLOCK(async);
+}
+
+static ucs_status_t uct_uccl_async_ep_create(const uct_ep_params_t *params,
+                                             uct_ep_h *ep_p)
+{
+    return UCT_UCCL_ASYNC_CALL(uct_uccl_async_ctx(params->iface),
+                               ucs_status_t,
+                               UCS_CLASS_NEW_FUNC_NAME(uct_uccl_ep_t)(params,
+                                                                      ep_p));
+}
+
+static void uct_uccl_async_ep_destroy(uct_ep_h tl_ep)
+{
+    ucs_async_context_t *async = uct_uccl_async_ctx(tl_ep->iface);
+
+    UCS_ASYNC_BLOCK(async);
+    UCS_CLASS_DELETE_FUNC_NAME(uct_uccl_ep_t)(tl_ep);
+    UCS_ASYNC_UNBLOCK(async);
+}
+
+static ucs_status_t uct_uccl_async_iface_flush(uct_iface_h tl_iface,
+                                               unsigned flags,
+                                               uct_completion_t *comp)
+{
+    return UCT_UCCL_ASYNC_CALL(uct_uccl_async_ctx(tl_iface), ucs_status_t,
+                               uct_uccl_iface_flush(tl_iface, flags, comp));
+}
+
+/* The user's progress call: first what the background passes left for UCX,
+ * then the engine */
+static unsigned uct_uccl_async_iface_progress(uct_iface_h tl_iface)
+{
+    uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
+    ucs_async_context_t *async = uct_uccl_async_ctx(tl_iface);
+    unsigned count;
+
+    UCS_ASYNC_BLOCK(async);
+    count = iface->async.deferred;
+    if (ucs_unlikely(count > 0)) {
+        uct_uccl_async_dispatch(iface);
+    }
+    count += uct_uccl_iface_engine_progress(iface);
+    UCS_ASYNC_UNBLOCK(async);
+    return count;
+}
+
+uct_iface_ops_t uct_uccl_iface_tl_ops = {
+    .ep_put_short             = uct_uccl_async_ep_put_short,
+    .ep_put_bcopy             = uct_uccl_async_ep_put_bcopy,
+    .ep_put_zcopy             = uct_uccl_async_ep_put_zcopy,
+    .ep_get_bcopy             = uct_uccl_async_ep_get_bcopy,
+    .ep_get_zcopy             = uct_uccl_async_ep_get_zcopy,
+    .ep_am_short              = uct_uccl_async_ep_am_short,
+    .ep_am_short_iov          = uct_base_ep_am_short_iov,
+    .ep_am_bcopy              = uct_uccl_async_ep_am_bcopy,
+    .ep_am_zcopy              = uct_uccl_async_ep_am_zcopy,
+    .ep_pending_add           = uct_uccl_async_ep_pending_add,
+    .ep_pending_purge         = uct_uccl_async_ep_pending_purge,
+    .ep_flush                 = uct_uccl_async_ep_flush,
+    .ep_fence                 = uct_uccl_async_ep_fence,
+    .ep_check                 = uct_uccl_async_ep_check_alive,
+    .ep_create                = uct_uccl_async_ep_create,
+    .ep_destroy               = uct_uccl_async_ep_destroy,
+    .iface_flush              = uct_uccl_async_iface_flush,
+    .iface_fence              = uct_base_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = uct_uccl_async_iface_progress,
+    .iface_close              = uct_uccl_iface_close,
+    .iface_query              = uct_uccl_iface_query,
+    .iface_get_device_address = uct_uccl_iface_get_device_address,
+    .iface_get_address        = uct_uccl_iface_get_address,
+    .iface_is_reachable       = uct_uccl_iface_is_reachable
+};
