@@ -67,7 +67,14 @@ foreach(mode uc rc)
                UCX_UCCL_MODE=${mode} SOFTVERBS_LOSS=0.01
                UCX_UCCL_SRQ_SIZE=64 UCX_UCCL_SRQ_FLOW=n UCX_UCCL_TX_QUEUE_LEN=4
                UCX_UCCL_STATS_DUMP=y UCCL_SERVER_ARGS=-P200
-               UCCL_EXPECT_COUNTERS=srq_empty)
+               UCCL_EXPECT_COUNTERS=srq_empty UCX_UCCL_ASYNC_IDLE=inf)
+    # the server computes (no progress calls) for 4 s while the client
+    # streams AMs, far beyond the client's peer timeout: the server's
+    # async timer ACKs them and keeps its AMs for later, in order
+    flt_verify(fault_${mode}_async_pause_verify data "-n 100 -S 23"
+               UCX_UCCL_MODE=${mode} UCX_UCCL_PEER_TIMEOUT=1s
+               UCX_UCCL_MAX_RETRIES=3 UCX_UCCL_STATS_DUMP=y
+               UCCL_SERVER_ARGS=-P4000 UCCL_EXPECT_COUNTERS=async_passes)
     # the peer dies mid-transfer: ep error within seconds, no hang
     flt_verify(fault_${mode}_peer_killed kill "-T 10"
                UCX_UCCL_MODE=${mode} UCCL_SERVER_ARGS=-K300
