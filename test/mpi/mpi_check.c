@@ -177,6 +177,48 @@ static size_t mc_parse_size(const char *s)
     return v;
 }
 
+/* Rank 0 has eager and rendezvous sends to rank 1 outstanding while rank 1
+ * computes (no MPI call) for pause_s seconds: longer than the transport's
+ * peer timeout, rank 1 must still look alive. */
+static void mc_compute_pause(mc_t *mc)
+{
+    static const size_t sizes[] = { 8, 65536, 4 * MC_MIB };
+    enum { N = sizeof(sizes) / sizeof(sizes[0]) };
+    MPI_Request reqs[N];
+    uint8_t *bufs[N];
+    size_t i;
+
+    if ((mc->size < 2) || (mc->rank > 1)) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        return;
+    }
+    for (i = 0; i < N; ++i) {
+        bufs[i] = mc_alloc(mc, sizes[i]);
+        if (mc->rank == 0) {
+            mc_fill_byte(mc, bufs[i], sizes[i], 100 + i, 0);
+            MPI_Isend(bufs[i], sizes[i], MPI_BYTE, 1, (int)i, MPI_COMM_WORLD,
+                      &reqs[i]);
+        }
+    }
+    if (mc->rank == 1) {
+        printf("mpi_check: rank 1 computes for %u s\n", mc->pause_s);
+        fflush(stdout);
+        sleep(mc->pause_s);
+        for (i = 0; i < N; ++i) {
+            MPI_Irecv(bufs[i], sizes[i], MPI_BYTE, 0, (int)i, MPI_COMM_WORLD,
+                      &reqs[i]);
+        }
+    }
+    MPI_Waitall(N, reqs, MPI_STATUSES_IGNORE);
+    for (i = 0; (mc->rank == 1) && (i < N); ++i) {
+        mc_check_byte(mc, bufs[i], sizes[i], 100 + i, 0, "compute pause");
+    }
+    for (i = 0; i < N; ++i) {
+        free(bufs[i]);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv)
 {
     mc_t mc = { .seed = 1, .max_bytes = 64 * MC_MIB, .kill_rank = -1 };
@@ -184,14 +226,15 @@ int main(int argc, char **argv)
     long total;
     int c;
 
-    while ((c = getopt(argc, argv, "m:s:k:h")) != -1) {
+    while ((c = getopt(argc, argv, "m:s:k:c:h")) != -1) {
         switch (c) {
         case 'm': mc.max_bytes = mc_parse_size(optarg); break;
         case 's': mc.seed      = strtoull(optarg, NULL, 0); break;
         case 'k': mc.kill_rank = atoi(optarg); break;
+        case 'c': mc.pause_s   = atoi(optarg); break;
         default:
             fprintf(stderr, "usage: mpi_check [-m MAX_BYTES] [-s SEED] "
-                    "[-k RANK]\n");
+                    "[-k RANK] [-c PAUSE_S]\n");
             return 2;
         }
     }
@@ -210,6 +253,9 @@ int main(int argc, char **argv)
     }
     t0 = MPI_Wtime();
 
+    if (mc.pause_s > 0) {
+        mc_compute_pause(&mc);
+    }
     mc_p2p(&mc);
     mc_coll(&mc);
     mc_rma(&mc);

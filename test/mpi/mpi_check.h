@@ -19,6 +19,8 @@ typedef struct mc {
     uint64_t seed;
     size_t   max_bytes;   /* largest buffer any operation uses */
     int      kill_rank;   /* this rank SIGKILLs itself mid-run (-1: none) */
+    unsigned pause_s;     /* rank 1 computes this long with sends to it
+                             outstanding (0: no such phase) */
     long     compared;    /* elements/bytes checked on this rank */
 } mc_t;
 

@@ -30,6 +30,10 @@ if(UCCL_MPICC)
     mpi_add(mpi_np8 8 400)
     # 1% of packets lost in the softverbs fabric (no effect on tcp).
     mpi_add(mpi_np4_loss 4 400 ENV SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=7)
+    # Rank 1 computes 5 s (no MPI call) with sends to it outstanding, far
+    # past the peer timeout: its async timer keeps it alive, data checked.
+    mpi_add(mpi_np2_compute 2 200 ENV UCX_UCCL_PEER_TIMEOUT=1s
+            UCX_UCCL_MAX_RETRIES=3 ARGS -m 1M -c 5)
     # Rank 1 SIGKILLs itself in MPI_Allreduce: mpirun must report it and
     # end the job with an error well before the limit.
     mpi_add(mpi_killed_rank 4 150 ENV UCCL_TEST_EXPECT=fail ARGS -m 16M -k 1)
