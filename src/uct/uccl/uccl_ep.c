@@ -381,7 +381,6 @@ uct_uccl_ep_get(uct_uccl_ep_t *ep, uct_uccl_op_t *op, void *buffer,
     chunk->hdr_len   = sizeof(*req);
     chunk->last      = 1;
     op->pending      = 1; /* completes with GET_DONE */
-    ++conn->gets_waiting;
     uct_uccl_tx_enqueue(conn, chunk);
     uct_uccl_tx_post_now(conn);
     return UCS_INPROGRESS;
@@ -496,7 +495,6 @@ ucs_status_t uct_uccl_ep_flush(uct_ep_h tl_ep, unsigned flags,
         op->status     = UCS_OK;
         op->comp       = comp;
         op->buf        = NULL;
-        op->done_valid = 0;
         ucs_list_add_tail(&conn->flushes, &op->list);
     }
 

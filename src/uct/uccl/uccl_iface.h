@@ -192,8 +192,6 @@ struct uct_uccl_op {
     uct_completion_t        *comp;
     uint64_t                id;          /* GET: echoed in GET_DONE */
     uint32_t                flush_csn;   /* FLUSH: tracker nxt to reach */
-    uint32_t                done_csn;    /* GET_DONE arrived with this CSN */
-    uint8_t                 done_valid;
     uct_unpack_callback_t   unpack_cb;   /* GET bcopy */
     void                    *unpack_arg;
     uct_uccl_chunk_t        *buf;        /* GET bcopy landing buffer */
@@ -303,7 +301,6 @@ struct uct_uccl_conn {
     ucs_list_link_t         flushes;     /* flush ops waiting */
     ucs_list_link_t         zombies;     /* released chunks still posted */
     ucs_list_link_t         rc_inflight; /* RC: posted, not completed */
-    unsigned                gets_waiting; /* UC GETs waiting for DONE */
     uint8_t                 in_dispatch; /* running the pending queue */
     ucs_queue_head_t        pending_q;   /* uct_pending_req_t */
 
@@ -516,8 +513,7 @@ uct_uccl_op_t *uct_uccl_op_get(uct_uccl_conn_t *conn, uct_uccl_op_type_t type,
 void uct_uccl_op_part_done(uct_uccl_conn_t *conn, uct_uccl_op_t *op,
                            ucs_status_t status);
 void uct_uccl_tx_get_done(uct_uccl_conn_t *conn, uint64_t op_id,
-                          uint32_t csn, ucs_status_t status);
-void uct_uccl_tx_check_gets(uct_uccl_conn_t *conn);
+                          ucs_status_t status);
 void uct_uccl_op_report(uct_uccl_op_t *op);
 ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
                                    const uct_uccl_get_req_t *req);

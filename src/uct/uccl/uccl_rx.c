@@ -193,9 +193,6 @@ static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
         conn->ack_due = 0;
     }
     uct_uccl_iface_ack_add(iface, conn);
-    if (conn->gets_waiting > 0) {
-        uct_uccl_tx_check_gets(conn);
-    }
 }
 
 void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
@@ -311,7 +308,7 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     case UCT_UCCL_KIND_GET_DONE:
         done = (const void*)uct_uccl_rx_data(desc);
         if (!conn->rc) {
-            uct_uccl_tx_get_done(conn, done->op_id, csn, done->status);
+            uct_uccl_tx_get_done(conn, done->op_id, done->status);
         }
         break;
     default:

@@ -97,7 +97,6 @@ uct_uccl_op_t *uct_uccl_op_get(uct_uccl_conn_t *conn, uct_uccl_op_type_t type,
     op->pending    = 0;
     op->status     = UCS_OK;
     op->comp       = comp;
-    op->done_valid = 0;
     op->buf        = NULL;
     op->unpack_cb  = NULL;
     op->length     = 0;
@@ -962,45 +961,24 @@ ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
     return UCS_OK;
 }
 
-/* GET_DONE arrived with CSN csn: the data landed once everything before it
- * did, i.e. when the receive cumulative point passes csn */
+/* GET_DONE arrived: the GET is complete. The peer sends it once we
+ * acknowledged every reply chunk, and we acknowledge a chunk only after its
+ * data landed, so nothing else is awaited (waiting for the cumulative point
+ * to pass it made every GET wait for every loss before it on the conn). */
 void uct_uccl_tx_get_done(uct_uccl_conn_t *conn, uint64_t op_id,
-                          uint32_t csn, ucs_status_t status)
+                          ucs_status_t status)
 {
     uct_uccl_op_t *op;
 
     ucs_list_for_each(op, &conn->ops, list) {
         if (((op->type == UCT_UCCL_OP_GET_BCOPY) ||
-             (op->type == UCT_UCCL_OP_GET_ZCOPY)) &&
-            (op->id == op_id) && !op->done_valid) {
-            op->done_valid = 1;
-            op->done_csn   = csn;
-            if (status != UCS_OK) {
-                op->status = status;
-            }
-            uct_uccl_tx_check_gets(conn);
+             (op->type == UCT_UCCL_OP_GET_ZCOPY)) && (op->id == op_id)) {
+            uct_uccl_op_part_done(conn, op, status);
+            uct_uccl_conn_kick(conn);
             return;
         }
     }
     ++conn->iface->stats.bad_data;
-}
-
-void uct_uccl_tx_check_gets(uct_uccl_conn_t *conn)
-{
-    uct_uccl_op_t *op, *tmp;
-
-    if (!conn->sack_valid) {
-        return;
-    }
-
-    ucs_list_for_each_safe(op, tmp, &conn->ops, list) {
-        if (op->done_valid && uct_uccl_seq_lt(op->done_csn, conn->sack.cum)) {
-            --conn->gets_waiting;
-            op->done_valid = 0;
-            uct_uccl_op_part_done(conn, op, UCS_OK);
-        }
-    }
-    uct_uccl_conn_kick(conn);
 }
 
 static void uct_uccl_tracker_purge_cb(void *arg, uint32_t csn,
@@ -1042,7 +1020,6 @@ void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
         uct_uccl_chunk_done(conn, chunk, status);
     }
     conn->rc_outstanding    = 0;
-    conn->gets_waiting      = 0;
     conn->cc.inflight_bytes = 0;
 
     /* acknowledged chunks whose resend is still on the wire: their ops
