@@ -425,9 +425,11 @@ static int sv_cq_take(sv_cq_t *cq, int max, sv_cqe_t *out)
     uint64_t head = cq->q->head, now = 0;
     int got = 0, n, i, j;
 
-    if (sv_model_active()) {
+    if (sv_model_timed()) {
         /* paths and queues reorder: even visible entries go by arrival;
-         * an empty queue needs no clock (a busy poller reads it often) */
+         * an empty queue needs no clock (a busy poller reads it often).
+         * Loss alone does not reorder: entries come in ring order, and
+         * one not due yet (an RC resend's) sends us to the scan below. */
         if (SV_LOAD(&ring[head & mask].seq) == head + 1) {
             now = sv_now_ns();
         }

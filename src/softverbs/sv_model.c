@@ -104,6 +104,7 @@ _Static_assert(sizeof(sv_model_shm_t) <= SV_MODEL_SHM_SIZE,
                "model state does not fit its shm area");
 
 static sv_model_shm_t *sv_model;
+static int sv_model_timed_cfg; /* rates or delays: arrival != post time */
 
 uint64_t sv_now_ns(void)
 {
@@ -442,6 +443,23 @@ static void sv_model_check_env(const sv_model_cfg_t *cfg)
     }
 }
 
+static int sv_model_has_timing(const sv_model_cfg_t *cfg)
+{
+    unsigned i;
+
+    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
+        if (cfg->port_ps_per_byte[i] != 0) {
+            return 1;
+        }
+    }
+    for (i = 0; i < cfg->npaths; ++i) {
+        if ((cfg->path_ps_per_byte[i] != 0) || (cfg->path_delay_ps[i] != 0)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int sv_model_attach(void *area, int creator)
 {
     sv_model_shm_t *shm = area;
@@ -491,7 +509,8 @@ int sv_model_attach(void *area, int creator)
         sv_model_check_env(&shm->cfg);
     }
 
-    sv_model = shm;
+    sv_model           = shm;
+    sv_model_timed_cfg = sv_model_has_timing(&shm->cfg);
     return 0;
 }
 
@@ -518,6 +537,11 @@ void sv_model_port_reset(unsigned port)
 int sv_model_active(void)
 {
     return (sv_model != NULL) && sv_model->cfg.active;
+}
+
+int sv_model_timed(void)
+{
+    return (sv_model != NULL) && sv_model_timed_cfg;
 }
 
 uint32_t sv_model_mtu(void)

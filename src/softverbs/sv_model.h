@@ -30,6 +30,7 @@ int sv_model_attach(void *area, int creator);
 void sv_model_port_reset(unsigned port);
 
 int      sv_model_active(void);  /* 0: no rates, no loss, no delay: fast path */
+int      sv_model_timed(void);   /* 0: every packet arrives when it is sent */
 uint32_t sv_model_mtu(void);     /* bytes, SOFTVERBS_MTU, default 4096 */
 unsigned sv_model_num_paths(void);
 
