@@ -295,7 +295,8 @@ struct uct_uccl_conn {
     uct_uccl_put_guard_t    put_guard[UCT_UCCL_PUT_GUARD];
     uint8_t                 fence;       /* wait for all acked before next */
     uint64_t                last_progress; /* ns: una last moved */
-    uint8_t                 probed;      /* tail probe since last_progress */
+    uint8_t                 probes;      /* tail probes since last_progress */
+    uint64_t                probe_time;  /* ns: the last tail probe */
     uint64_t                next_op_id;
     ucs_list_link_t         ops;         /* outstanding ops with comp */
     ucs_list_link_t         flushes;     /* flush ops waiting */

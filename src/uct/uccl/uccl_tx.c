@@ -16,6 +16,7 @@
 
 /* chunks resent when the retransmission timer fires */
 #define UCT_UCCL_RTO_RESEND_MAX  4
+#define UCT_UCCL_TAIL_PROBES_MAX 4  /* per stall; then only the RTO */
 
 
 uct_uccl_chunk_t *uct_uccl_chunk_get(uct_uccl_iface_t *iface)
@@ -735,7 +736,8 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
 /* Resend SACK holes judged lost. Sprayed chunks arrive out of order across
  * paths but in order on each: a hole that a later chunk of its own path
  * overtook is lost at once. Otherwise a hole is lost only when it is older
- * than the RTT plus its variation (the base RTO, without backoff), and
+ * than the RTT plus its variation (or the recent peak RTT; not the RTO,
+ * whose RTO_MIN floor held a lost resend for a millisecond), and
  * REORDER_THRESH chunks after it arrived. Run on every ACK and from the
  * timer. (A RACK-like srtt + srtt/4 age was tried: at 1% loss it resent a
  * fifth more than was lost, for no gain here.) */
@@ -747,7 +749,8 @@ static void uct_uccl_tx_fast_retx(uct_uccl_conn_t *conn, uint64_t now)
         return;
     }
 
-    n = uct_uccl_tracker_fast_retx(&conn->tracker, now, conn->rto.rto_ns, 64,
+    n = uct_uccl_tracker_fast_retx(&conn->tracker, now,
+                                   uct_uccl_rto_retx_age(&conn->rto), 64,
                                    uct_uccl_tracker_retx_cb, conn);
     if (n > 0) {
         conn->stats.fast_retx += n;
@@ -791,7 +794,7 @@ void uct_uccl_tx_handle_ack(uct_uccl_iface_t *iface, const uct_uccl_ack_t *ack)
     }
     if (info.una_advanced || (info.acked > 0)) {
         conn->last_progress = now;
-        conn->probed        = 0;
+        conn->probes        = 0;
     }
     if (info.una_advanced) {
         uct_uccl_rto_on_ack(&conn->rto, now,
@@ -804,7 +807,10 @@ void uct_uccl_tx_handle_ack(uct_uccl_iface_t *iface, const uct_uccl_ack_t *ack)
 
 /* The ACKs stopped while chunks are out: typically the tail of a burst was
  * lost, and no later chunk on its path can show it. Resend what is older
- * than two RTTs once, rather than stall for the RTO (>= RTO_MIN). */
+ * than two RTTs rather than stall for the RTO (>= RTO_MIN); while nothing
+ * is acknowledged, probe again after twice the wait each time (a resend
+ * is lost as often as the original: one probe per stall left every lost
+ * probe to the RTO, most of a 1 MiB ping-pong's time at 1% loss). */
 static void uct_uccl_tx_tail_probe(uct_uccl_conn_t *conn, uint64_t now,
                                    uint32_t inflight)
 {
@@ -812,10 +818,11 @@ static void uct_uccl_tx_tail_probe(uct_uccl_conn_t *conn, uint64_t now,
     uint64_t pto = ucs_min(ucs_max(2 * uct_uccl_rto_srtt(rto),
                                    rto->srtt_ns + 4 * rto->rttvar_ns),
                            rto->rto_ns);
+    uint64_t since = conn->probes ? conn->probe_time : conn->last_progress;
     unsigned n;
 
-    if ((inflight == 0) || conn->probed ||
-        (now - conn->last_progress < pto)) {
+    if ((inflight == 0) || (conn->probes >= UCT_UCCL_TAIL_PROBES_MAX) ||
+        (now - since < (pto << conn->probes))) {
         return;
     }
 
@@ -823,7 +830,8 @@ static void uct_uccl_tx_tail_probe(uct_uccl_conn_t *conn, uint64_t now,
                                 UCT_UCCL_RTO_RESEND_MAX,
                                 uct_uccl_tracker_retx_cb, conn);
     if (n > 0) {
-        conn->probed             = 1;
+        ++conn->probes;
+        conn->probe_time         = now;
         conn->stats.tail_probes += n;
         uct_uccl_conn_post_chains(conn);
     }
