@@ -367,6 +367,92 @@ static void test_path_order(void)
            "judged on their new path; resend arrivals no evidence\n");
 }
 
+/* retx cb that moves the chunk to path_to and notes e->doubt */
+static uint8_t doubt_seen[16];
+
+static ucs_status_t doubt_retx_cb(void *arg, uint32_t csn,
+                                  uct_uccl_tx_entry_t *e)
+{
+    log_t *l = arg;
+
+    if (l->n < 16) {
+        doubt_seen[l->n] = e->doubt;
+    }
+    return move_retx_cb(arg, csn, e);
+}
+
+/* A resend may write its target directly only when no earlier
+ * transmission can still land: each was overtaken on its path. A resend
+ * by age or timeout leaves the chunk in doubt for good. */
+static void test_doubt(void)
+{
+    static const unsigned paths[4] = {0, 0, 1, 1};
+    uct_uccl_tracker_params_t p = {
+        .size = 64, .init_csn = 5, .dupack_thresh = 100,
+        .reorder_csns = 100, .num_paths = 3
+    };
+    uint32_t c[4], n0, n1, sacked[4];
+    uct_uccl_tracker_t t;
+    ack_buf_t a;
+    unsigned i;
+    log_t l;
+
+    UT_EQ(uct_uccl_tracker_init(&t, &p), UCS_OK);
+    for (i = 0; i < 4; ++i) {
+        c[i] = uct_uccl_tracker_add(&t, 1, paths[i], 0, (void*)1);
+    }
+    memset(&l, 0, sizeof(l));
+    l.budget = 100;
+
+    /* 1 arrives: 0 was overtaken on path 0, its resend (to path 2) is the
+     * only live copy */
+    make_ack(&a, c[0], &c[1], 1, c[1], 0);
+    UT_EQ(uct_uccl_tracker_ack(&t, &a.ack, 10, log_ack_cb, &l, NULL), UCS_OK);
+    l.n = 0; path_to = 2;
+    UT_EQ(uct_uccl_tracker_fast_retx(&t, 10, 1000000, 100, doubt_retx_cb, &l),
+          1);
+    UT_EQ(l.csn[0], c[0]);
+    UT_EQ(doubt_seen[0], 0);
+
+    /* 2 and 3 (path 1) are silent: the timer resends 2 by age; its first
+     * transmission may still come */
+    l.n = 0; path_to = 2;
+    UT_EQ(uct_uccl_tracker_expire(&t, 5000, 4995, 1, doubt_retx_cb, &l), 1);
+    UT_EQ(l.csn[0], c[2]);
+    UT_EQ(doubt_seen[0], 1);
+
+    /* new first transmissions on path 2 arrive after both resends: both
+     * resends were lost; 0 is still provably alone, 2 stays in doubt */
+    n0 = uct_uccl_tracker_add(&t, 1, 2, 6000, (void*)1);
+    n1 = uct_uccl_tracker_add(&t, 1, 1, 6000, (void*)1);
+    sacked[0] = c[1]; sacked[1] = n0;
+    make_ack(&a, c[0], sacked, 2, n0, 0);
+    UT_EQ(uct_uccl_tracker_ack(&t, &a.ack, 6100, log_ack_cb, &l, NULL),
+          UCS_OK);
+    l.n = 0; path_to = 0;
+    UT_EQ(uct_uccl_tracker_fast_retx(&t, 6100, 1000000, 100, doubt_retx_cb,
+                                     &l), 2);
+    UT_EQ(l.csn[0], c[0]);
+    UT_EQ(doubt_seen[0], 0);
+    UT_EQ(l.csn[1], c[2]);
+    UT_EQ(doubt_seen[1], 1);
+
+    /* 3's first transmission is overtaken on path 1 by n1: no doubt, even
+     * though its neighbour 2 has some */
+    sacked[2] = n1;
+    make_ack(&a, c[0], sacked, 3, n1, 0);
+    UT_EQ(uct_uccl_tracker_ack(&t, &a.ack, 6200, log_ack_cb, &l, NULL),
+          UCS_OK);
+    l.n = 0; path_to = 0;
+    UT_EQ(uct_uccl_tracker_fast_retx(&t, 6200, 1000000, 100, doubt_retx_cb,
+                                     &l), 1);
+    UT_EQ(l.csn[0], c[3]);
+    UT_EQ(doubt_seen[0], 0);
+    uct_uccl_tracker_cleanup(&t);
+    printf("  doubt: resends of overtaken chunks are the only live copy; "
+           "one resend by age leaves the chunk in doubt\n");
+}
+
 static void test_rto(void)
 {
     uct_uccl_rto_params_t p = {
@@ -715,6 +801,7 @@ int main(int argc, char **argv)
     test_holes();
     test_reorder_distance();
     test_path_order();
+    test_doubt();
     test_rto();
     test_sim(0.0);
     test_sim(0.001);

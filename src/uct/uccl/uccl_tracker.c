@@ -222,6 +222,7 @@ uct_uccl_tracker_scan(uct_uccl_tracker_t *t, uint32_t to, uint32_t aged_to,
     unsigned off, n, count = 0;
     uct_uccl_tx_entry_t *e;
     uint64_t holes;
+    int lost;
 
     while ((left > 0) && (count < max)) {
         off   = from & 63;
@@ -231,9 +232,13 @@ uct_uccl_tracker_scan(uct_uccl_tracker_t *t, uint32_t to, uint32_t aged_to,
         while (holes) {
             csn = uct_uccl_seq_add(from - off, __builtin_ctzll(holes));
             e   = &t->ent[csn & t->mask];
-            if (uct_uccl_tracker_path_lost(t, e) ||
+            lost = uct_uccl_tracker_path_lost(t, e);
+            if (lost ||
                 ((uct_uccl_seq_dist(csn, t->una) < aged) &&
                  (now >= e->send_time) && (now - e->send_time >= min_age))) {
+                /* set before the call, and kept if it fails: erring
+                 * towards doubt only costs the resend a bounce buffer */
+                e->doubt |= !lost;
                 if (cb(arg, csn, e) != UCS_OK) {
                     return count;
                 }

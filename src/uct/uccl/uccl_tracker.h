@@ -14,7 +14,10 @@
  *   been acked, and then at most once per min_age (an RTT);
  *   uct_uccl_tracker_expire() resends everything older than the RTO.
  * Each transmission is stamped with its path's send count; a resend is
- * stamped anew, so it is judged by what follows it on its new path.
+ * stamped anew, so it is judged by what follows it on its new path. An
+ * entry whose every earlier transmission was proven lost that way has
+ * `doubt` clear when its resend callback runs: the resend is then the only
+ * copy that can still arrive (uccl_tx.c writes it straight to its target).
  * Bitmap scans go 64 chunks per word.
  */
 #ifndef UCT_UCCL_TRACKER_H_
@@ -34,7 +37,9 @@ typedef struct uct_uccl_tx_entry {
     uint32_t path_seq;    /* path's send count at the last transmission */
     uint16_t path;        /* path of the last transmission */
     uint8_t  retries;     /* resends so far (saturates at 255) */
-    uint8_t  rsvd[5];
+    uint8_t  doubt;       /* a transmission was superseded before it was
+                             proven lost: it may still land */
+    uint8_t  rsvd[4];
 } uct_uccl_tx_entry_t;
 
 typedef struct uct_uccl_tracker_params {
@@ -81,8 +86,9 @@ typedef struct uct_uccl_ack_info {
 typedef void (*uct_uccl_tracker_ack_cb_t)(void *arg, uint32_t csn,
                                           uct_uccl_tx_entry_t *e);
 
-/* Resend chunk csn now (may change e->path). UCS_OK: resent, the tracker
- * bumps retries and send_time; anything else stops the scan (e.g.
+/* Resend chunk csn now (may change e->path). e->doubt tells whether an
+ * earlier transmission may still land. UCS_OK: resent, the tracker bumps
+ * retries and send_time; anything else stops the scan (e.g.
  * UCS_ERR_NO_RESOURCE when the send queue is full) and the chunk stays
  * due. */
 typedef ucs_status_t (*uct_uccl_tracker_retx_cb_t)(void *arg, uint32_t csn,
@@ -144,6 +150,7 @@ uct_uccl_tracker_add(uct_uccl_tracker_t *t, uint32_t length, unsigned path,
     e->path            = path;
     e->path_seq        = t->path_sent[path]++;
     e->retries         = 0;
+    e->doubt           = 0;
     t->nxt             = uct_uccl_seq_add(csn, 1);
     t->inflight_bytes += length;
     return csn;

@@ -437,10 +437,12 @@ static int uct_uccl_put_is_obsolete(uct_uccl_conn_t *conn,
            uct_uccl_seq_gt(g->csn, chunk->csn) && (g->length >= chunk->length);
 }
 
-/* A lost WRITE chunk goes again as a SEND into a bounce buffer: header with
- * the target, then the original payload (still in the user's registered
- * buffer); the receiver copies it only if it is still missing. An obsolete
- * chunk goes without payload: it only marks its CSN as arrived. */
+/* A lost WRITE chunk whose earlier transmission may still be on its way
+ * goes again as a SEND into a bounce buffer: header with the target, then
+ * the original payload (still in the user's registered buffer); the
+ * receiver copies it only if it is still missing, so a spurious resend
+ * never writes memory the user may own again. An obsolete chunk goes
+ * without payload: it only marks its CSN as arrived. */
 static void uct_uccl_chunk_build_retx(uct_uccl_chunk_t *chunk, int obsolete)
 {
     struct ibv_send_wr *wr    = &chunk->wr;
@@ -722,7 +724,16 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
                                             chunk->laddr, chunk->length,
                                             NULL));
         conn->stats.retx_obsolete += obsolete;
-        uct_uccl_chunk_build_retx(chunk, obsolete);
+        if (!obsolete && !e->doubt) {
+            /* every earlier transmission was overtaken on its path, so
+             * none can land any more: this one is the only live copy and
+             * may write the target itself, as the original would have
+             * (no bounce buffer, no copy by the receiver's CPU) */
+            ++conn->stats.retx_direct;
+            uct_uccl_chunk_build_wr(conn, chunk);
+        } else {
+            uct_uccl_chunk_build_retx(chunk, obsolete);
+        }
     } else {
         uct_uccl_chunk_build_wr(conn, chunk);
     }
