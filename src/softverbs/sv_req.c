@@ -335,13 +335,14 @@ static void sv_iov_trunc(struct iovec *iov, int *cnt, uint64_t len)
     }
 }
 
-static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w)
+/* `now` is the doorbell's time: a NIC takes a posted chain at once, and
+ * one clock read per WR cost as much as its bookkeeping */
+static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w, uint64_t now)
 {
     enum ibv_qp_type type = qp->qp.qp_type;
     struct iovec liov[SV_MAX_SGE];
     sv_msg_t m = { .sqp = qp, .w = w, .liov = liov, .len = w->len };
     unsigned sport = qp->port->index;
-    uint64_t now = sv_now_ns();
     int batch = sv_req_batchable(qp, w);
     enum sv_resp r;
     sv_wire_t wire;
@@ -570,17 +571,18 @@ static int sv_req_defer(sv_qp_t *qp, sv_swqe_t *w)
 /* Called with the SQ lock held. */
 static void sv_req_progress_locked(sv_qp_t *qp)
 {
+    uint64_t now = sv_now_ns();
     sv_swqe_t *w;
 
     while (qp->pend_head != qp->pend_tail) {
-        if (sv_now_ns() < qp->next_try_ns) {
+        if (now < qp->next_try_ns) {
             break;
         }
         w = &qp->pend[qp->pend_head & (qp->pend_size - 1)];
         ++qp->pend_head;
         if (qp->attr.qp_state == IBV_QPS_ERR) {
             sv_comp_send(qp, w, IBV_WC_WR_FLUSH_ERR, qp->sq_last_ts);
-        } else if (sv_req_execute(qp, w) == SV_REQ_DEFER) {
+        } else if (sv_req_execute(qp, w, now) == SV_REQ_DEFER) {
             --qp->pend_head;
             break;
         }
@@ -713,7 +715,7 @@ int sv_req_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 {
     sv_qp_t *qp = sv_qp_of(ibqp);
     sv_port_stats_t *st = sv_port_stats(qp->port->index);
-    uint64_t nwr = 0, bytes = 0;
+    uint64_t nwr = 0, bytes = 0, now = sv_now_ns();
     sv_swqe_t w;
     int ret = 0;
 
@@ -761,9 +763,9 @@ int sv_req_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
         bytes += w.len;
         if (qp->attr.qp_state == IBV_QPS_ERR) {
             sv_req_batch_flush(qp);
-            sv_comp_send(qp, &w, IBV_WC_WR_FLUSH_ERR, sv_now_ns());
+            sv_comp_send(qp, &w, IBV_WC_WR_FLUSH_ERR, now);
         } else if ((qp->pend_head != qp->pend_tail) ||
-                   (sv_req_execute(qp, &w) == SV_REQ_DEFER)) {
+                   (sv_req_execute(qp, &w, now) == SV_REQ_DEFER)) {
             if (sv_req_defer(qp, &w) != 0) {
                 qp->sq_posted--;
                 ret = ENOMEM;
