@@ -40,10 +40,8 @@ int sv_comp_push(sv_peer_t *peer, unsigned port, unsigned cq_idx,
         SV_ADD(&st->cq_overruns, 1);
         return -1;
     }
-    SV_ADD(&st->cqes, 1);
     if (cqe->status != IBV_WC_SUCCESS) {
-        SV_ADD(&st->err_cqes, 1);
-        solicited = 1;
+        solicited = 1;  /* counted by the consumer (sv_cq_take) */
     }
     armed = SV_LOAD(&e->q.armed);
     if ((armed == SV_CQ_ARM_NEXT) ||

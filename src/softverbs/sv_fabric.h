@@ -36,9 +36,9 @@ typedef struct sv_port_stats {
     uint64_t msg_drops;     /* UC/UD messages lost or discarded */
     uint64_t recv_doorbells;/* ibv_post_recv / ibv_post_srq_recv calls */
     uint64_t recv_wrs;
-    uint64_t cqes;          /* completions produced to this port's CQs */
+    uint64_t cqes;          /* completions taken from this port's CQs */
     uint64_t cq_overruns;
-    uint64_t err_cqes;      /* completions with an error status */
+    uint64_t err_cqes;      /* of them, with an error status */
 } sv_port_stats_t;
 
 #define SV_PORT_STATS_FIELDS(_f) \

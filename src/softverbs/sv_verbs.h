@@ -92,6 +92,7 @@ typedef struct sv_cq {
     int                overrun_seen;
     uint64_t           stall_head;  /* reserved slot not published ... */
     uint64_t           stall_ns;    /* ... since then */
+    uint64_t           empty_polls;
 } sv_cq_t;
 
 typedef struct sv_srq {
