@@ -273,7 +273,7 @@ uct_uccl_ep_zcopy_chunks(uct_uccl_conn_t *conn, uct_uccl_op_t *op, int read,
     size_t offset = 0;
 
     do {
-        chunk = uct_uccl_chunk_get(conn->iface);
+        chunk = uct_uccl_chunk_get_hdr(conn->iface);
         if (ucs_unlikely(chunk == NULL)) {
             /* the chunks already queued complete the op with an error */
             op->status = UCS_ERR_NO_MEMORY;
@@ -361,7 +361,7 @@ uct_uccl_ep_get(uct_uccl_ep_t *ep, uct_uccl_op_t *op, void *buffer,
     }
 
     /* UC has no READ: the peer's engine writes the data back */
-    chunk = uct_uccl_chunk_get(conn->iface);
+    chunk = uct_uccl_chunk_get_hdr(conn->iface);
     if (chunk == NULL) {
         op->pending = 1;
         uct_uccl_op_part_done(conn, op, UCS_ERR_NO_MEMORY);

@@ -1017,6 +1017,17 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
         goto err;
     }
 
+    /* zero-copy chunks (most of the traffic) without the bcopy segment:
+     * dense descriptors, not one page each */
+    status = uct_uccl_iface_mpool_init(self, &self->hdr_mp,
+                                       sizeof(uct_uccl_chunk_t),
+                                       ucs_max(config->tx_mp.bufs_grow, 256),
+                                       config->tx_mp.max_bufs,
+                                       &uct_uccl_tx_mp_ops, "uccl_tx_hdr");
+    if (status != UCS_OK) {
+        goto err_tx_mp;
+    }
+
     status = uct_uccl_iface_mpool_init(self, &self->rx_mp,
                                        sizeof(uct_uccl_rx_desc_t) +
                                        UCT_UCCL_RX_PAD +
@@ -1024,7 +1035,7 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
                                        UCT_UCCL_SRQ_BATCH, UINT_MAX,
                                        &uct_uccl_rx_mp_ops, "uccl_rx");
     if (status != UCS_OK) {
-        goto err_tx_mp;
+        goto err_hdr_mp;
     }
 
     status = ucs_mpool_init(&self->op_mp, 0, sizeof(uct_uccl_op_t), 0,
@@ -1090,6 +1101,8 @@ err_cq:
     ucs_mpool_cleanup(&self->op_mp, 0);
 err_rx_mp:
     ucs_mpool_cleanup(&self->rx_mp, 0);
+err_hdr_mp:
+    ucs_mpool_cleanup(&self->hdr_mp, 0);
 err_tx_mp:
     ucs_mpool_cleanup(&self->tx_mp, 0);
 err:
@@ -1127,6 +1140,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
     /* descs posted on destroyed QPs never complete: no leak check */
     ucs_mpool_cleanup(&self->op_mp, 0);
     ucs_mpool_cleanup(&self->rx_mp, 0);
+    ucs_mpool_cleanup(&self->hdr_mp, 0);
     ucs_mpool_cleanup(&self->tx_mp, 0);
     ucs_ptr_array_cleanup(&self->conn_ids, 0);
     kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);

@@ -392,6 +392,8 @@ struct uct_uccl_iface {
     } ctl;
 
     ucs_mpool_t             tx_mp;       /* uct_uccl_chunk_t + seg */
+    ucs_mpool_t             hdr_mp;      /* uct_uccl_chunk_t alone: the
+                                            payload stays where it is */
     ucs_mpool_t             rx_mp;       /* uct_uccl_rx_desc_t + rx_buf */
     ucs_mpool_t             op_mp;       /* uct_uccl_op_t */
     khash_t(uct_uccl_qpn)   qpn_hash;
@@ -511,6 +513,7 @@ void uct_uccl_tx_orphan(uct_uccl_conn_t *conn);
 int uct_uccl_tx_is_flushed(uct_uccl_conn_t *conn);
 void uct_uccl_tx_check_flush(uct_uccl_conn_t *conn);
 uct_uccl_chunk_t *uct_uccl_chunk_get(uct_uccl_iface_t *iface);
+uct_uccl_chunk_t *uct_uccl_chunk_get_hdr(uct_uccl_iface_t *iface);
 uct_uccl_op_t *uct_uccl_op_get(uct_uccl_conn_t *conn, uct_uccl_op_type_t type,
                                uct_completion_t *comp);
 void uct_uccl_op_part_done(uct_uccl_conn_t *conn, uct_uccl_op_t *op,

@@ -19,9 +19,10 @@
 #define UCT_UCCL_TAIL_PROBES_MAX 4  /* per stall; then only the RTO */
 
 
-uct_uccl_chunk_t *uct_uccl_chunk_get(uct_uccl_iface_t *iface)
+static UCS_F_ALWAYS_INLINE uct_uccl_chunk_t *
+uct_uccl_chunk_from(ucs_mpool_t *mp)
 {
-    uct_uccl_chunk_t *chunk = ucs_mpool_get_inline(&iface->tx_mp);
+    uct_uccl_chunk_t *chunk = ucs_mpool_get_inline(mp);
 
     if (ucs_unlikely(chunk == NULL)) {
         return NULL;
@@ -36,6 +37,19 @@ uct_uccl_chunk_t *uct_uccl_chunk_get(uct_uccl_iface_t *iface)
     chunk->hdr_len   = 0;
     chunk->extra_len = 0;
     return chunk;
+}
+
+/* a chunk with a seg_size segment (chunk->data) for copied payloads */
+uct_uccl_chunk_t *uct_uccl_chunk_get(uct_uccl_iface_t *iface)
+{
+    return uct_uccl_chunk_from(&iface->tx_mp);
+}
+
+/* a chunk whose payload stays in registered memory elsewhere (zero-copy,
+ * GET replies) or that carries only its SEND header */
+uct_uccl_chunk_t *uct_uccl_chunk_get_hdr(uct_uccl_iface_t *iface)
+{
+    return uct_uccl_chunk_from(&iface->hdr_mp);
 }
 
 /* The reliability layer is done with it: free once no WR carries it */
@@ -906,7 +920,7 @@ static ucs_status_t uct_uccl_tx_get_done_send(uct_uccl_conn_t *conn,
                                               ucs_status_t status,
                                               uint64_t length)
 {
-    uct_uccl_chunk_t *chunk = uct_uccl_chunk_get(conn->iface);
+    uct_uccl_chunk_t *chunk = uct_uccl_chunk_get_hdr(conn->iface);
     uct_uccl_get_done_t *done;
 
     if (chunk == NULL) {
@@ -959,7 +973,7 @@ ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
     op->length  = req->length;
     op->pending = 1; /* until every chunk is queued */
     for (offset = 0; offset < req->length; offset += chunk_size) {
-        chunk = uct_uccl_chunk_get(iface);
+        chunk = uct_uccl_chunk_get_hdr(iface);
         if (chunk == NULL) {
             op->status = UCS_ERR_NO_MEMORY;
             break;
