@@ -739,6 +739,46 @@ void sv_model_xmit(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
     fate->dropped   = drop;
 }
 
+/* Loss is all the model does (no rates, delays or outages): every packet
+ * arrives when it is sent and only the loss draw is left, the same one as
+ * sv_model_pkt's, so the same packets are lost. The generic walk cost a
+ * lossy sender 4% of its time. */
+static int64_t sv_model_xmit_loss(const sv_model_route_t *rt, uint64_t seq,
+                                  uint64_t first, uint64_t npkts,
+                                  uint64_t len, uint32_t mtu, uint32_t hdr,
+                                  uint64_t now_ns, uint64_t *last_ns,
+                                  uint64_t *nak_ns)
+{
+    const sv_model_cfg_t *cfg = rt->cfg;
+    uint64_t thresh = cfg->loss_thresh;
+    uint64_t pthresh = cfg->path_loss_thresh[rt->path];
+    uint64_t base = rt->rng ^ ((uint64_t)rt->sport << 48) ^
+                    ((uint64_t)rt->dport << 32);
+    uint64_t bytes = len - first * mtu + (npkts - first) * hdr;
+    uint64_t i, r, ns, drops = 0, lost_bytes = 0;
+    int64_t lost = -1;
+
+    ns       = sv_model_ns(cfg, sv_model_ps(cfg, now_ns));
+    *last_ns = (ns > now_ns) ? ns : now_ns;
+    for (i = first; (thresh || pthresh) && (i < npkts); ++i, ++seq) {
+        r = sv_model_mix64(base ^ (seq * 0x9e3779b97f4a7c15ull));
+        if (!sv_model_lost(r, thresh) &&
+            ((pthresh == 0) || !sv_model_lost(sv_model_mix64(r), pthresh))) {
+            if ((lost >= 0) && (*nak_ns == 0)) {
+                *nak_ns = ns;               /* out of sequence */
+            }
+            continue;
+        }
+        ++drops;
+        lost_bytes += ((i + 1 < npkts) ? mtu : len - i * mtu) + hdr;
+        if (lost < 0) {
+            lost = i;
+        }
+    }
+    sv_model_account(rt, npkts - first, bytes, drops, bytes - lost_bytes);
+    return lost;
+}
+
 int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
                           uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
                           uint64_t npkts, uint64_t len, uint32_t mtu,
@@ -757,6 +797,10 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
     }
 
     seq = __atomic_fetch_add(&rt.tx->pkts, npkts - first, __ATOMIC_RELAXED);
+    if (!sv_model_timed_cfg && (rt.cfg->nwindows == 0)) {
+        return sv_model_xmit_loss(&rt, seq, first, npkts, len, mtu, hdr,
+                                  now_ns, last_ns, nak_ns);
+    }
     t0  = sv_model_ps(rt.cfg, now_ns);
     for (i = first; i < npkts; ++i, ++seq) {
         pay    = ((i + 1 < npkts) ? mtu : len - i * mtu) + hdr;

@@ -300,7 +300,7 @@ static void test_loss(void *area)
     static const char *const pcfg[] = { "SOFTVERBS_PATH_LOSS=3:0.2,5:1",
                                         "SOFTVERBS_SEED=99", NULL };
     const uint64_t n = 200000;
-    uint64_t drops, first[2], differ, path_pkts[8], path_drops[8];
+    uint64_t drops, first[2], differ, path_pkts[8], path_drops[8], j0;
     sv_model_counters_t tx, rx, pc;
     unsigned i, run, q;
     uint8_t *pattern;
@@ -348,6 +348,35 @@ static void test_loss(void *area)
     CHECK(rx.pkts == n - first[0] && rx.drops == first[0],
           "port 5 rx counters: pkts %llu drops %llu",
           (unsigned long long)rx.pkts, (unsigned long long)rx.drops);
+
+    /* whole messages (loss only: the model's short walk) lose the packets
+     * the per-packet draw loses: the first lost one is reported, the
+     * counters add up to the same drops */
+    model_setup(area, cfg, 0);
+    differ = 0;
+    for (i = 0; i + 20 <= n; i += q) {
+        uint64_t last_ns, nak_ns, exp_lost = UINT64_MAX, j;
+        int64_t lost;
+
+        q    = 1 + (i * 7) % 20;
+        lost = sv_model_xmit_msg(4, 5, 0x1234, 0x5678, 0, q, q * 4096 - 100,
+                                 4096, 0, now, &last_ns, &nak_ns);
+        for (j = 0; j < q; ++j) {
+            if (pattern[i + j] && (exp_lost == UINT64_MAX)) {
+                exp_lost = j;
+            }
+        }
+        differ += (exp_lost == UINT64_MAX) ? (lost != -1) :
+                  (lost != (int64_t)exp_lost);
+    }
+    sv_model_port_counters(4, &tx, &rx);
+    for (drops = 0, j0 = 0; j0 < tx.pkts; ++j0) {
+        drops += pattern[j0];
+    }
+    CHECK((differ == 0) && (tx.drops == drops),
+          "messages lose what single packets lose: %llu differences, "
+          "%llu drops (expected %llu)", (unsigned long long)differ,
+          (unsigned long long)tx.drops, (unsigned long long)drops);
     free(pattern);
 
     /* per-path loss: path 3 loses 20%, path 5 everything, others nothing */
