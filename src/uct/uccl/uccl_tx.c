@@ -271,7 +271,15 @@ static uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn,
         return path;
     }
 
-    if ((avoid < 0) && (length <= UCT_UCCL_SMALL_MSG)) {
+    if (avoid >= 0) {
+        /* a resend joins a chain already built (another resend's): order
+         * does not matter for it, and it saves a doorbell */
+        for (path = conn->chains; path != NULL; path = path->chain_next) {
+            if ((path->index != avoid) && uct_uccl_path_has_room(conn, path)) {
+                return path;
+            }
+        }
+    } else if (length <= UCT_UCCL_SMALL_MSG) {
         /* small messages keep their order on one path: they move to another
          * only once everything posted on the current one completed (paths
          * reorder), and wait when its send queue is full */
@@ -514,7 +522,17 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
     }
 
     now = uct_uccl_now_ns();
-    conn->burst_left = 0;   /* a burst is one chain: it starts here */
+    /* a burst is one chain and starts here; a bulk burst joins the chain
+     * of resends the ACKs just asked for: one doorbell, and where the NIC
+     * is the CPU (softverbs) one copy */
+    conn->burst_left = 0;
+    if ((conn->chains != NULL) && !ucs_queue_is_empty(&conn->tx_queue) &&
+        uct_uccl_path_has_room(conn, conn->chains) &&
+        (ucs_queue_head_elem_non_empty(&conn->tx_queue, uct_uccl_chunk_t,
+                                       queue)->length > UCT_UCCL_SMALL_MSG)) {
+        conn->sel.last   = conn->chains->index;
+        conn->burst_left = conn->iface->config.path_burst;
+    }
     while (!ucs_queue_is_empty(&conn->tx_queue) && (bytes < quantum)) {
         chunk = ucs_queue_head_elem_non_empty(&conn->tx_queue,
                                               uct_uccl_chunk_t, queue);
@@ -781,7 +799,9 @@ static void uct_uccl_tx_fast_retx(uct_uccl_conn_t *conn, uint64_t now)
         conn->stats.fast_retx += n;
         uct_uccl_cc_on_loss(&conn->cc,
                             (uint64_t)n * conn->iface->config.chunk_size, now);
-        uct_uccl_conn_post_chains(conn);
+        /* ACKs and timers run before the engine's transmit step in the
+         * same pass: the resends wait for it, and new data joins them */
+        uct_uccl_iface_sched_add(conn->iface, conn);
     }
 }
 
@@ -1031,6 +1051,12 @@ void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
     ucs_status_t saved = conn->fail_status;
     uct_uccl_chunk_t *chunk;
     uct_uccl_op_t *op;
+
+    /* resends chained for the transmit step go out first, so that their
+     * WRs complete (or flush) like every other posted one */
+    if (conn->chains != NULL) {
+        uct_uccl_conn_post_chains(conn);
+    }
 
     /* completions may start new operations: they must not post while the
      * tracker is being emptied */
