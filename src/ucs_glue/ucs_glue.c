@@ -7,6 +7,7 @@
 #include "ucs_glue.h"
 
 #include <uct/api/uct.h>
+#include <ucs/async/async.h>
 #include <ucs/sys/sys.h>
 #include <ucs/sys/string.h>
 #include <dlfcn.h>
@@ -15,6 +16,12 @@
 #include <string.h>
 
 static int uct_uccl_glue_registered;
+
+int uct_uccl_glue_async_try_block(ucs_async_context_t *async)
+{
+    ucs_assert(async->mode == UCS_ASYNC_MODE_THREAD_SPINLOCK);
+    return ucs_recursive_spin_trylock(&async->thread.spinlock);
+}
 
 void uct_uccl_glue_rcache_params(ucs_rcache_params_t *params,
                                  const uct_md_rcache_config_t *config,

@@ -53,4 +53,11 @@ int uct_uccl_glue_version_check(void);
 /* 1 if the transport registered itself with UCX in this process. */
 int uct_uccl_glue_is_registered(void);
 
+/**
+ * Try to block a thread-spinlock async context (as UCS_ASYNC_BLOCK would)
+ * without waiting: 1 if blocked (undo with UCS_ASYNC_UNBLOCK), 0 if it is
+ * held elsewhere. Only UCS_ASYNC_MODE_THREAD_SPINLOCK contexts.
+ */
+int uct_uccl_glue_async_try_block(ucs_async_context_t *async);
+
 #endif

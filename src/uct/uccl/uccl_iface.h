@@ -411,6 +411,7 @@ struct uct_uccl_iface {
      * progress (uccl_async.c); UCX hears of it at the next progress */
     struct {
         int                 timer_id;    /* -1: none */
+        int                 timer_fd;    /* its timerfd, or -1 */
         uint64_t            idle_ns;
         uint64_t            last_user;   /* ns: user's last progress call */
         uint8_t             active;      /* in a pass: defer callbacks */
