@@ -694,23 +694,54 @@ static inline uint64_t sv_model_ns(const sv_model_cfg_t *cfg, uint64_t t_ps)
     return cfg->epoch_ns + (t_ps + 999) / 1000;
 }
 
-/* The shared counters move once per call: they are cache lines every
- * process of the fabric writes */
-static void sv_model_account(const sv_model_route_t *rt, uint64_t pkts,
-                             uint64_t bytes, uint64_t drops,
-                             uint64_t rx_bytes)
+void sv_model_acct_flush(sv_model_acct_t *a)
 {
-    sv_model_add(&rt->tx->bytes, bytes);
-    sv_model_add(&rt->pl->pkts, pkts);
-    sv_model_add(&rt->pl->bytes, bytes);
-    if (drops > 0) {
-        sv_model_add(&rt->tx->drops, drops);
-        sv_model_add(&rt->pl->drops, drops);
-        sv_model_add(&rt->rx->drops, drops);
+    if (a->tx == NULL) {
+        return;
     }
-    if (pkts > drops) {
-        sv_model_add(&rt->rx->pkts, pkts - drops);
-        sv_model_add(&rt->rx->bytes, rx_bytes);
+    if (a->tx_pkts > 0) {
+        sv_model_add(&a->tx->pkts, a->tx_pkts);
+    }
+    sv_model_add(&a->tx->bytes, a->bytes);
+    sv_model_add(&a->pl->pkts, a->pkts);
+    sv_model_add(&a->pl->bytes, a->bytes);
+    if (a->drops > 0) {
+        sv_model_add(&a->tx->drops, a->drops);
+        sv_model_add(&a->pl->drops, a->drops);
+        sv_model_add(&a->rx->drops, a->drops);
+    }
+    if (a->pkts > a->drops) {
+        sv_model_add(&a->rx->pkts, a->pkts - a->drops);
+        sv_model_add(&a->rx->bytes, a->rx_bytes);
+    }
+    memset(a, 0, sizeof(*a));
+}
+
+/* The shared counters move once per call, or once per doorbell with an
+ * accumulator: they are cache lines every process of the fabric writes.
+ * (tx pkts moved already: they number the packets for the loss draw.) */
+static void sv_model_account(const sv_model_route_t *rt, uint64_t tx_pkts,
+                             uint64_t pkts, uint64_t bytes, uint64_t drops,
+                             uint64_t rx_bytes, sv_model_acct_t *acct)
+{
+    sv_model_acct_t now = { .tx = rt->tx, .pl = rt->pl, .rx = rt->rx };
+
+    if (acct == NULL) {
+        acct = &now;
+    } else if ((acct->tx != rt->tx) || (acct->pl != rt->pl) ||
+               (acct->rx != rt->rx)) {
+        sv_model_acct_flush(acct);
+        acct->tx = rt->tx;
+        acct->pl = rt->pl;
+        acct->rx = rt->rx;
+    }
+    acct->tx_pkts  += tx_pkts;
+    acct->pkts     += pkts;
+    acct->bytes    += bytes;
+    acct->drops    += drops;
+    acct->rx_bytes += rx_bytes;
+    if (acct == &now) {
+        sv_model_acct_flush(acct);
     }
 }
 
@@ -733,7 +764,7 @@ void sv_model_xmit(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
     seq  = __atomic_fetch_add(&rt.tx->pkts, 1, __ATOMIC_RELAXED);
     t    = sv_model_ps(rt.cfg, now_ns);
     drop = sv_model_pkt(&rt, seq, bytes, &t);
-    sv_model_account(&rt, 1, bytes, drop, drop ? 0 : bytes);
+    sv_model_account(&rt, 0, 1, bytes, drop, drop ? 0 : bytes, NULL);
     fate->arrive_ns = sv_model_ns(rt.cfg, t);
     fate->path      = rt.path;
     fate->dropped   = drop;
@@ -747,7 +778,7 @@ static int64_t sv_model_xmit_loss(const sv_model_route_t *rt, uint64_t seq,
                                   uint64_t first, uint64_t npkts,
                                   uint64_t len, uint32_t mtu, uint32_t hdr,
                                   uint64_t now_ns, uint64_t *last_ns,
-                                  uint64_t *nak_ns)
+                                  uint64_t *nak_ns, sv_model_acct_t *acct)
 {
     const sv_model_cfg_t *cfg = rt->cfg;
     uint64_t thresh = cfg->loss_thresh;
@@ -775,7 +806,8 @@ static int64_t sv_model_xmit_loss(const sv_model_route_t *rt, uint64_t seq,
             lost = i;
         }
     }
-    sv_model_account(rt, npkts - first, bytes, drops, bytes - lost_bytes);
+    sv_model_account(rt, 0, npkts - first, bytes, drops, bytes - lost_bytes,
+                     acct);
     return lost;
 }
 
@@ -783,7 +815,7 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
                           uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
                           uint64_t npkts, uint64_t len, uint32_t mtu,
                           uint32_t hdr, uint64_t now_ns, uint64_t *last_ns,
-                          uint64_t *nak_ns)
+                          uint64_t *nak_ns, sv_model_acct_t *acct)
 {
     uint64_t seq, i, t, t0, ns, pay, bytes = 0, rx_bytes = 0, drops = 0;
     int64_t lost = -1;
@@ -799,7 +831,7 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
     seq = __atomic_fetch_add(&rt.tx->pkts, npkts - first, __ATOMIC_RELAXED);
     if (!sv_model_timed_cfg && (rt.cfg->nwindows == 0)) {
         return sv_model_xmit_loss(&rt, seq, first, npkts, len, mtu, hdr,
-                                  now_ns, last_ns, nak_ns);
+                                  now_ns, last_ns, nak_ns, acct);
     }
     t0  = sv_model_ps(rt.cfg, now_ns);
     for (i = first; i < npkts; ++i, ++seq) {
@@ -823,27 +855,25 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
             *last_ns = ns;
         }
     }
-    sv_model_account(&rt, npkts - first, bytes, drops, rx_bytes);
+    sv_model_account(&rt, 0, npkts - first, bytes, drops, rx_bytes, acct);
     return lost;
 }
 
 void sv_model_count(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
-                    uint32_t dst_qpn, uint32_t pkts, uint64_t bytes)
+                    uint32_t dst_qpn, uint32_t pkts, uint64_t bytes,
+                    sv_model_acct_t *acct)
 {
     sv_model_shm_t *shm = sv_model;
-    sv_model_link_t *pl;
+    sv_model_route_t rt;
 
     if ((shm == NULL) || (src_port >= SV_MODEL_MAX_PORTS) ||
         (dst_port >= SV_MODEL_MAX_PORTS)) {
         return;
     }
-    pl = &shm->path[sv_model_path_of(src_qpn, dst_qpn)];
-    sv_model_add(&shm->tx[src_port].pkts, pkts);
-    sv_model_add(&shm->tx[src_port].bytes, bytes);
-    sv_model_add(&pl->pkts, pkts);
-    sv_model_add(&pl->bytes, bytes);
-    sv_model_add(&shm->rx[dst_port].pkts, pkts);
-    sv_model_add(&shm->rx[dst_port].bytes, bytes);
+    rt.tx = &shm->tx[src_port];
+    rt.pl = &shm->path[sv_model_path_of(src_qpn, dst_qpn)];
+    rt.rx = &shm->rx[dst_port];
+    sv_model_account(&rt, pkts, pkts, bytes, 0, bytes, acct);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -51,16 +51,30 @@ void sv_model_xmit(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
                    uint32_t dst_qpn, uint32_t bytes, uint64_t now_ns,
                    sv_pkt_fate_t *fate);
 
+/* Counter updates summed over the messages of one doorbell and moved to
+ * the shared counters at once: their cache lines are written by every
+ * process of the fabric. Zero-initialised; a message on another route
+ * moves what was summed first. */
+struct sv_model_link;
+typedef struct sv_model_acct {
+    struct sv_model_link *tx, *pl, *rx;  /* route summed for, or NULL */
+    uint64_t             tx_pkts;        /* counted here (model off) */
+    uint64_t             pkts, bytes, drops, rx_bytes;
+} sv_model_acct_t;
+
+void sv_model_acct_flush(sv_model_acct_t *acct);
+
 /* Packets first..npkts-1 of a message of `len` bytes (`mtu` per packet, the
  * last one shorter, each with `hdr` bytes of headers) leave back to back at
  * `now_ns`, as many sv_model_xmit calls would, but the shared counters move
- * once. Returns the first lost packet, or -1. *last_ns: the latest arrival
- * (or loss); *nak_ns: when the first packet after a loss arrived (0: none). */
+ * once (into `acct` if not NULL). Returns the first lost packet, or -1.
+ * *last_ns: the latest arrival (or loss); *nak_ns: when the first packet
+ * after a loss arrived (0: none). */
 int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
                           uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
                           uint64_t npkts, uint64_t len, uint32_t mtu,
                           uint32_t hdr, uint64_t now_ns, uint64_t *last_ns,
-                          uint64_t *nak_ns);
+                          uint64_t *nak_ns, sv_model_acct_t *acct);
 
 /* Counters for the stats dump and softverbs-stat. */
 typedef struct sv_model_counters {
@@ -75,9 +89,11 @@ void sv_model_print_config(FILE *stream);
 /* --- additions beyond the core contract --- */
 
 /* Fast-path accounting when !sv_model_active(): counts `pkts` packets of
- * `bytes` total on both ports and on the path of the QP pair, no timing. */
+ * `bytes` total on both ports and on the path of the QP pair, no timing
+ * (into `acct` if not NULL). */
 void sv_model_count(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
-                    uint32_t dst_qpn, uint32_t pkts, uint64_t bytes);
+                    uint32_t dst_qpn, uint32_t pkts, uint64_t bytes,
+                    sv_model_acct_t *acct);
 
 /* The core path a QP pair hashes to (what sv_model_xmit uses). */
 unsigned sv_model_path_of(uint32_t src_qpn, uint32_t dst_qpn);

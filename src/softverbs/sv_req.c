@@ -61,7 +61,7 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
     }
     if (!sv_model_active()) {
         sv_model_count(sport, dport, sqpn, dqpn, npkts,
-                       len + npkts * SV_PKT_HDR);
+                       len + npkts * SV_PKT_HDR, &qp->acct);
         out->ts = t0;
         out->ok = 1;
         return;
@@ -69,7 +69,7 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
     for (;;) {
         lost = sv_model_xmit_msg(sport, dport, sqpn, dqpn, first, npkts, len,
                                  (uint32_t)mtu, SV_PKT_HDR, t, &t_last,
-                                 &t_nak);
+                                 &t_nak, &qp->acct);
         if (lost < 0) {
             out->ts = t_last;
             out->ok = 1;
@@ -589,6 +589,7 @@ static void sv_req_progress_locked(sv_qp_t *qp)
         sv_swqe_release(w);
     }
     sv_req_batch_flush(qp);
+    sv_model_acct_flush(&qp->acct);
 }
 
 void sv_req_progress(sv_qp_t *qp)
@@ -774,6 +775,7 @@ int sv_req_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
         }
     }
     sv_req_batch_flush(qp);
+    sv_model_acct_flush(&qp->acct);
 out:
     pthread_spin_unlock(&qp->sq_lock);
     SV_ADD(&st->wrs, nwr);

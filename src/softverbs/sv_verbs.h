@@ -168,6 +168,7 @@ typedef struct sv_qp {
     int                on_pend_list;
     /* WRITEs of one doorbell whose copy is still to do (sv_req.c) */
     struct sv_batch   *batch;
+    sv_model_acct_t    acct;          /* counters of this doorbell */
     /* ibv_wr_* builder */
     struct ibv_send_wr *wrx;
     struct ibv_sge     *wrx_sge;

@@ -301,6 +301,7 @@ static void test_loss(void *area)
                                         "SOFTVERBS_SEED=99", NULL };
     const uint64_t n = 200000;
     uint64_t drops, first[2], differ, path_pkts[8], path_drops[8], j0;
+    sv_model_acct_t acct = {0};
     sv_model_counters_t tx, rx, pc;
     unsigned i, run, q;
     uint8_t *pattern;
@@ -360,7 +361,11 @@ static void test_loss(void *area)
 
         q    = 1 + (i * 7) % 20;
         lost = sv_model_xmit_msg(4, 5, 0x1234, 0x5678, 0, q, q * 4096 - 100,
-                                 4096, 0, now, &last_ns, &nak_ns);
+                                 4096, 0, now, &last_ns, &nak_ns,
+                                 (i & 1) ? &acct : NULL);
+        if ((i % 5) == 0) {
+            sv_model_acct_flush(&acct);   /* a doorbell ends */
+        }
         for (j = 0; j < q; ++j) {
             if (pattern[i + j] && (exp_lost == UINT64_MAX)) {
                 exp_lost = j;
@@ -369,6 +374,7 @@ static void test_loss(void *area)
         differ += (exp_lost == UINT64_MAX) ? (lost != -1) :
                   (lost != (int64_t)exp_lost);
     }
+    sv_model_acct_flush(&acct);
     sv_model_port_counters(4, &tx, &rx);
     for (drops = 0, j0 = 0; j0 < tx.pkts; ++j0) {
         drops += pattern[j0];
@@ -377,6 +383,15 @@ static void test_loss(void *area)
           "messages lose what single packets lose: %llu differences, "
           "%llu drops (expected %llu)", (unsigned long long)differ,
           (unsigned long long)tx.drops, (unsigned long long)drops);
+    sv_model_port_counters(5, &pc, &rx);
+    sv_model_path_counters(sv_model_path_of(0x1234, 0x5678), &pc);
+    CHECK((rx.drops == drops) && (rx.pkts == tx.pkts - drops) &&
+          (pc.pkts == tx.pkts) && (pc.drops == drops) &&
+          (pc.bytes == tx.bytes),
+          "counters summed per doorbell add up: rx %llu pkts %llu drops, "
+          "path %llu pkts %llu drops", (unsigned long long)rx.pkts,
+          (unsigned long long)rx.drops, (unsigned long long)pc.pkts,
+          (unsigned long long)pc.drops);
     free(pattern);
 
     /* per-path loss: path 3 loses 20%, path 5 everything, others nothing */
