@@ -290,27 +290,37 @@ static ucs_status_t move_retx_cb(void *arg, uint32_t csn,
     return log_retx_cb(arg, csn, e);
 }
 
+/* A tracker (reorder rules far off) with one 1-byte chunk sent on each of
+ * paths[0..n-1] at time 0; their CSNs in c[] */
+static void path_tracker_init(uct_uccl_tracker_t *t, uint32_t init_csn,
+                              unsigned num_paths, const unsigned *paths,
+                              unsigned n, uint32_t *c)
+{
+    uct_uccl_tracker_params_t p = {
+        .size = 64, .init_csn = init_csn, .dupack_thresh = 100,
+        .reorder_csns = 100, .num_paths = num_paths
+    };
+    unsigned i;
+
+    UT_EQ(uct_uccl_tracker_init(t, &p), UCS_OK);
+    for (i = 0; i < n; ++i) {
+        c[i] = uct_uccl_tracker_add(t, 1, paths[i], 0, (void*)1);
+    }
+}
+
 /* A path is one QP and delivers in order: a hole that a later chunk of its
  * own path overtook is lost at once, whatever its age; a resend is judged
  * by what follows it on its new path; a resend's arrival is no evidence. */
 static void test_path_order(void)
 {
     static const unsigned paths[8] = {0, 1, 0, 1, 2, 2, 3, 3};
-    uct_uccl_tracker_params_t p = {
-        .size = 64, .init_csn = UCT_UCCL_SEQ_MASK - 2, .dupack_thresh = 100,
-        .reorder_csns = 100, .num_paths = 4
-    };
     const uint64_t age = 1000000; /* the age rules never fire here */
     uint32_t c[8], sacked[4], exp[2];
     uct_uccl_tracker_t t;
     ack_buf_t a;
-    unsigned i;
     log_t l;
 
-    UT_EQ(uct_uccl_tracker_init(&t, &p), UCS_OK);
-    for (i = 0; i < 8; ++i) {
-        c[i] = uct_uccl_tracker_add(&t, 1, paths[i], 0, (void*)1);
-    }
+    path_tracker_init(&t, UCT_UCCL_SEQ_MASK - 2, 4, paths, 8, c);
     memset(&l, 0, sizeof(l));
 
     /* 2 (path 0) arrives: 0 went before it on path 0 and is lost; 1 (path
@@ -381,36 +391,38 @@ static ucs_status_t doubt_retx_cb(void *arg, uint32_t csn,
     return move_retx_cb(arg, csn, e);
 }
 
+/* An ACK of cum and sacked[0..n-1] (the last one echoed) at `now`, then
+ * the fast-retransmit scan with doubt_retx_cb; returns what it resent */
+static unsigned doubt_ack_retx(uct_uccl_tracker_t *t, uint32_t cum,
+                               const uint32_t *sacked, unsigned n,
+                               uint64_t now, log_t *l)
+{
+    ack_buf_t a;
+
+    make_ack(&a, cum, sacked, n, sacked[n - 1], 0);
+    UT_EQ(uct_uccl_tracker_ack(t, &a.ack, now, log_ack_cb, l, NULL), UCS_OK);
+    l->n = 0;
+    return uct_uccl_tracker_fast_retx(t, now, 1000000, 100, doubt_retx_cb, l);
+}
+
 /* A resend may write its target directly only when no earlier
  * transmission can still land: each was overtaken on its path. A resend
  * by age or timeout leaves the chunk in doubt for good. */
 static void test_doubt(void)
 {
     static const unsigned paths[4] = {0, 0, 1, 1};
-    uct_uccl_tracker_params_t p = {
-        .size = 64, .init_csn = 5, .dupack_thresh = 100,
-        .reorder_csns = 100, .num_paths = 3
-    };
     uint32_t c[4], n0, n1, sacked[4];
     uct_uccl_tracker_t t;
-    ack_buf_t a;
-    unsigned i;
     log_t l;
 
-    UT_EQ(uct_uccl_tracker_init(&t, &p), UCS_OK);
-    for (i = 0; i < 4; ++i) {
-        c[i] = uct_uccl_tracker_add(&t, 1, paths[i], 0, (void*)1);
-    }
+    path_tracker_init(&t, 5, 3, paths, 4, c);
     memset(&l, 0, sizeof(l));
     l.budget = 100;
 
     /* 1 arrives: 0 was overtaken on path 0, its resend (to path 2) is the
      * only live copy */
-    make_ack(&a, c[0], &c[1], 1, c[1], 0);
-    UT_EQ(uct_uccl_tracker_ack(&t, &a.ack, 10, log_ack_cb, &l, NULL), UCS_OK);
-    l.n = 0; path_to = 2;
-    UT_EQ(uct_uccl_tracker_fast_retx(&t, 10, 1000000, 100, doubt_retx_cb, &l),
-          1);
+    path_to = 2;
+    UT_EQ(doubt_ack_retx(&t, c[0], &c[1], 1, 10, &l), 1);
     UT_EQ(l.csn[0], c[0]);
     UT_EQ(doubt_seen[0], 0);
 
@@ -426,12 +438,8 @@ static void test_doubt(void)
     n0 = uct_uccl_tracker_add(&t, 1, 2, 6000, (void*)1);
     n1 = uct_uccl_tracker_add(&t, 1, 1, 6000, (void*)1);
     sacked[0] = c[1]; sacked[1] = n0;
-    make_ack(&a, c[0], sacked, 2, n0, 0);
-    UT_EQ(uct_uccl_tracker_ack(&t, &a.ack, 6100, log_ack_cb, &l, NULL),
-          UCS_OK);
-    l.n = 0; path_to = 0;
-    UT_EQ(uct_uccl_tracker_fast_retx(&t, 6100, 1000000, 100, doubt_retx_cb,
-                                     &l), 2);
+    path_to   = 0;
+    UT_EQ(doubt_ack_retx(&t, c[0], sacked, 2, 6100, &l), 2);
     UT_EQ(l.csn[0], c[0]);
     UT_EQ(doubt_seen[0], 0);
     UT_EQ(l.csn[1], c[2]);
@@ -440,12 +448,7 @@ static void test_doubt(void)
     /* 3's first transmission is overtaken on path 1 by n1: no doubt, even
      * though its neighbour 2 has some */
     sacked[2] = n1;
-    make_ack(&a, c[0], sacked, 3, n1, 0);
-    UT_EQ(uct_uccl_tracker_ack(&t, &a.ack, 6200, log_ack_cb, &l, NULL),
-          UCS_OK);
-    l.n = 0; path_to = 0;
-    UT_EQ(uct_uccl_tracker_fast_retx(&t, 6200, 1000000, 100, doubt_retx_cb,
-                                     &l), 1);
+    UT_EQ(doubt_ack_retx(&t, c[0], sacked, 3, 6200, &l), 1);
     UT_EQ(l.csn[0], c[3]);
     UT_EQ(doubt_seen[0], 0);
     uct_uccl_tracker_cleanup(&t);

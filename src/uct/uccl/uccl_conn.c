@@ -854,8 +854,8 @@ void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
     fprintf(stream, "uccl[%d]   conn %u%s peer %u %s paths %u: chunks_tx %lu "
             "bytes_tx %lu chunks_rx %lu retx %lu fast_retx %lu "
             "tail_probes %lu timeouts %lu retx_bytes %lu retx_obsolete %lu "
-            "retx_direct %lu dup_rx %lu acks_tx %lu acks_rx %lu sq_full %lu am_held %lu "
-            "srtt_us %.1f rto_us %.1f cwnd %lu inflight %u queued %u "
+            "retx_direct %lu dup_rx %lu acks_tx %lu acks_rx %lu sq_full %lu "
+            "am_held %lu srtt_us %.1f rto_us %.1f cwnd %lu inflight %u queued %u "
             "ops %lu zombies %lu\n",
             getpid(), conn->id, conn->passive ? " (passive)" : "",
             conn->remote_id,
