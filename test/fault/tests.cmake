@@ -105,6 +105,13 @@ add_test(NAME fault_uc_loss_counters
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 1048576 100)
 flt_env(fault_uc_loss_counters SOFTVERBS_LOSS=0.01)
 
+# in a ping-pong of 1 MiB PUTs, a lost last chunk is found by the empty
+# WRITE that ends its chain, not by the tail probe
+math(EXPR FLT_PORT "${FLT_PORT} + 1")
+add_test(NAME fault_uc_loss_tails
+         COMMAND ${FLT_COUNTERS} ${FLT_PORT} 1048576 300 put_lat)
+flt_env(fault_uc_loss_tails SOFTVERBS_LOSS=0.01)
+
 # in a ping-pong, a lost message is resent by the tail probe, not the RTO
 math(EXPR FLT_PORT "${FLT_PORT} + 1")
 add_test(NAME fault_uc_loss_timeouts

@@ -11,14 +11,19 @@
 #     requests (chained posting), and polled no more send completions than
 #     it rang doorbells (only the last WR of a chain is signaled).
 # With TEST=am_lat (a ping-pong of 8 B short AMs) it checks instead that a
-# loss costs one retransmission timeout, not a series of backed-off ones.
+# loss costs one retransmission timeout, not a series of backed-off ones;
+# with TEST=put_lat (a ping-pong of SIZE zero-copy PUTs) that a lost last
+# chunk is found by the empty WRITE ending its chain, not by tail probes.
 #   uccl_counters.sh PORT SIZE ITERS [TEST]
 # Environment: UCCL_RUN, SOFTVERBS_FABRIC, SOFTVERBS_LOSS (e.g. 0.01).
 #
 set -u
 
 port=$1 size=$2 iters=$3 test=${4:-put_bw}
-[ "$test" = put_bw ] && layout=zcopy || layout=short
+case $test in
+    put_bw|put_lat) layout=zcopy ;;
+    *)              layout=short ;;
+esac
 run=${UCCL_RUN:?UCCL_RUN must name the uccl-run launcher}
 limit=${UCCL_TEST_TIMEOUT:-150}
 tmp=$(mktemp -d /tmp/uccl-counters.XXXXXX)
@@ -74,6 +79,22 @@ if [ "$test" = am_lat ]; then
     [ "$probes" -gt 0 ] || fail "no tail probe: losses wait for the RTO"
     [ $((tmo * 4)) -le $((retx + 40)) ] ||
         fail "$tmo timeouts for $retx resends: losses wait for the RTO"
+    echo PASS
+    exit 0
+fi
+
+if [ "$test" = put_lat ]; then
+    retx=$(uccl_sum "$tmp/client" retx)
+    probes=$(uccl_sum "$tmp/client" tail_probes)
+    marks=$(uccl_sum "$tmp/client" tail_marks)
+    echo "ping-pong: $retx chunks resent, $probes by tail probes;" \
+         "$marks chains ended by an empty WRITE"
+    [ "$retx" -gt 0 ] || fail "nothing was resent: is SOFTVERBS_LOSS set?"
+    [ "$marks" -gt 0 ] || fail "no chain ended with an empty WRITE"
+    # without the marker a lost last chunk waits for a probe: ~15% of the
+    # resends; with it, ~1%
+    [ $((probes * 10)) -le "$retx" ] ||
+        fail "$probes of $retx resends by tail probes: lost tails wait"
     echo PASS
     exit 0
 fi

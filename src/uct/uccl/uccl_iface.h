@@ -244,6 +244,7 @@ typedef struct uct_uccl_conn_stats {
                                               data already on its way */
     uint64_t                retx_direct; /* resent as the original WRITE:
                                             no earlier copy can land */
+    uint64_t                tail_marks;  /* empty WRITEs ending a chain */
     uint64_t                fast_retx;
     uint64_t                tail_probes; /* resends when ACKs stalled */
     uint64_t                timeouts;

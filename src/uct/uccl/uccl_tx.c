@@ -508,6 +508,45 @@ static inline int uct_uccl_conn_window_open(uct_uccl_conn_t *conn,
                       !uct_uccl_tracker_full(&conn->tracker);
 }
 
+/* The last chunk of a chain has nothing after it on its path to show that
+ * it was lost: with nothing more to send, its loss would wait for the tail
+ * probe (twice an RTT that the chain's own transfer inflates) and, never
+ * proven, go again through a bounce buffer. So a bulk chain that empties
+ * the queue ends with an empty WRITE_WITH_IMM, tracked like any chunk:
+ * its arrival (or its loss) tells within one RTT. */
+static void uct_uccl_tx_mark_tails(uct_uccl_conn_t *conn, uint64_t now)
+{
+    uct_uccl_chunk_t *tail, *mark;
+    uct_uccl_qp_t *path;
+
+    for (path = conn->chains; path != NULL; path = path->chain_next) {
+        tail = (uct_uccl_chunk_t*)path->chain_tail->wr_id;
+        if ((tail->length <= UCT_UCCL_SMALL_MSG) ||
+            ((tail->kind != UCT_UCCL_KIND_PUT) &&
+             (tail->kind != UCT_UCCL_KIND_GET_RESP)) ||
+            !uct_uccl_path_has_room(conn, path) ||
+            !uct_uccl_conn_window_open(conn, 0, now)) {
+            continue;
+        }
+        mark = uct_uccl_chunk_get_hdr(conn->iface);
+        if (mark == NULL) {
+            return;
+        }
+        /* the tail's target: no byte is written, and no PUT guard kept */
+        mark->conn   = conn;
+        mark->kind   = UCT_UCCL_KIND_PUT;
+        mark->last   = 1;    /* the receiver ACKs at once */
+        mark->raddr  = tail->raddr;
+        mark->rkey   = tail->rkey;
+        mark->csn    = uct_uccl_tracker_add(&conn->tracker, 0, path->index,
+                                            now, mark);
+        mark->flags |= UCT_UCCL_CHUNK_F_TRACKED;
+        uct_uccl_chunk_build_wr(conn, mark);
+        uct_uccl_path_chain(conn, path, mark);
+        ++conn->stats.tail_marks;
+    }
+}
+
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 {
     size_t bytes   = 0;
@@ -582,6 +621,10 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
         ++count;
     }
 
+    if (!conn->rc && (conn->chains != NULL) &&
+        ucs_queue_is_empty(&conn->tx_queue)) {
+        uct_uccl_tx_mark_tails(conn, now);
+    }
     uct_uccl_conn_post_chains(conn);
     return count;
 }
