@@ -300,6 +300,7 @@ struct uct_uccl_conn {
     uint64_t                last_progress; /* ns: una last moved */
     uint8_t                 probes;      /* tail probes since last_progress */
     uint64_t                probe_time;  /* ns: the last tail probe */
+    uint64_t                lossy_until; /* ns: mark every chain's tail */
     uint64_t                next_op_id;
     ucs_list_link_t         ops;         /* outstanding ops with comp */
     ucs_list_link_t         flushes;     /* flush ops waiting */
