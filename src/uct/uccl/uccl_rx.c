@@ -123,7 +123,7 @@ static void uct_uccl_rx_am(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc)
 }
 
 /* A resent WRITE chunk: copy it to its place if it is still missing and
- * the target is one of our regions */
+ * the target is one of our regions (a resend without payload needs none) */
 static int uct_uccl_rx_retx(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc,
                             uint32_t *csn_p)
 {
@@ -148,7 +148,11 @@ static int uct_uccl_rx_retx(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc,
         return 1;
     }
 
-    if (!uct_uccl_md_rkey_check(iface->md, retx->rkey, retx->remote_addr,
+    /* one without payload (obsolete, or an empty chain-end marker) writes
+     * nothing: its target may be gone already, and dropping it unacked
+     * would have the sender resend it until the conn fails */
+    if ((retx->length > 0) &&
+        !uct_uccl_md_rkey_check(iface->md, retx->rkey, retx->remote_addr,
                                 retx->length, NULL)) {
         ++iface->stats.bad_rkey;
         ucs_debug("uccl: resent chunk for %p+%u with unknown key 0x%x",
