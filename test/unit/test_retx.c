@@ -456,6 +456,42 @@ static void test_doubt(void)
            "one resend by age leaves the chunk in doubt\n");
 }
 
+/* retx cb that reports `busy_csn` as already queued */
+static uint32_t busy_csn;
+
+static ucs_status_t busy_retx_cb(void *arg, uint32_t csn,
+                                 uct_uccl_tx_entry_t *e)
+{
+    return (csn == busy_csn) ? UCS_ERR_ALREADY_EXISTS :
+                               log_retx_cb(arg, csn, e);
+}
+
+/* A chunk whose resend is already queued is skipped as it is (not
+ * restamped, its doubt untouched) and the scan goes on */
+static void test_retx_queued(void)
+{
+    static const unsigned paths[4] = {0, 0, 0, 0};
+    uint32_t c[4], exp[3];
+    uct_uccl_tx_entry_t *e;
+    uct_uccl_tracker_t t;
+    log_t l;
+
+    path_tracker_init(&t, 9, 1, paths, 4, c);
+    memset(&l, 0, sizeof(l));
+    l.budget = 100;
+    busy_csn = c[1];
+    e        = uct_uccl_tracker_entry(&t, c[1]);
+    UT_EQ(uct_uccl_tracker_expire(&t, 5000, 1000, 100, busy_retx_cb, &l), 3);
+    exp[0] = c[0]; exp[1] = c[2]; exp[2] = c[3];
+    expect_log(&l, exp, 3);
+    UT_EQ(e->retries, 0);
+    UT_EQ(e->send_time, 0);
+    UT_EQ(e->doubt, 0);
+    UT_EQ(uct_uccl_tracker_entry(&t, c[2])->retries, 1);
+    uct_uccl_tracker_cleanup(&t);
+    printf("  queued resend: skipped as it is, the scan goes on\n");
+}
+
 static void test_rto(void)
 {
     uct_uccl_rto_params_t p = {
@@ -805,6 +841,7 @@ int main(int argc, char **argv)
     test_reorder_distance();
     test_path_order();
     test_doubt();
+    test_retx_queued();
     test_rto();
     test_sim(0.0);
     test_sim(0.001);

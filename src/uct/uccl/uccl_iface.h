@@ -114,7 +114,8 @@ enum {
     UCT_UCCL_CHUNK_F_TRACKED     = UCS_BIT(1), /* in the UC tracker */
     UCT_UCCL_CHUNK_F_READ        = UCS_BIT(2), /* RC RDMA READ of a GET */
     UCT_UCCL_CHUNK_F_FENCE       = UCS_BIT(3), /* wait for all before it */
-    UCT_UCCL_CHUNK_F_ZOMBIE      = UCS_BIT(4)  /* released, WRs in flight */
+    UCT_UCCL_CHUNK_F_ZOMBIE      = UCS_BIT(4), /* released, WRs in flight */
+    UCT_UCCL_CHUNK_F_CHAINED     = UCS_BIT(5)  /* its WR waits in a chain */
 };
 
 

@@ -221,7 +221,9 @@ uct_uccl_tracker_scan(uct_uccl_tracker_t *t, uint32_t to, uint32_t aged_to,
     uint32_t from = t->una, left = uct_uccl_seq_dist(to, from), csn;
     unsigned off, n, count = 0;
     uct_uccl_tx_entry_t *e;
+    ucs_status_t status;
     uint64_t holes;
+    uint8_t doubt;
     int lost;
 
     while ((left > 0) && (count < max)) {
@@ -238,8 +240,14 @@ uct_uccl_tracker_scan(uct_uccl_tracker_t *t, uint32_t to, uint32_t aged_to,
                  (now >= e->send_time) && (now - e->send_time >= min_age))) {
                 /* set before the call, and kept if it fails: erring
                  * towards doubt only costs the resend a bounce buffer */
+                doubt     = e->doubt;
                 e->doubt |= !lost;
-                if (cb(arg, csn, e) != UCS_OK) {
+                status    = cb(arg, csn, e);
+                if (status == UCS_ERR_ALREADY_EXISTS) {
+                    e->doubt = doubt;
+                    holes   &= holes - 1;
+                    continue;
+                } else if (status != UCS_OK) {
                     return count;
                 }
                 e->path_seq  = t->path_sent[e->path]++;

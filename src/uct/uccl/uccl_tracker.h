@@ -88,9 +88,10 @@ typedef void (*uct_uccl_tracker_ack_cb_t)(void *arg, uint32_t csn,
 
 /* Resend chunk csn now (may change e->path). e->doubt tells whether an
  * earlier transmission may still land. UCS_OK: resent, the tracker bumps
- * retries and send_time; anything else stops the scan (e.g.
- * UCS_ERR_NO_RESOURCE when the send queue is full) and the chunk stays
- * due. */
+ * retries and send_time; UCS_ERR_ALREADY_EXISTS: a resend is already
+ * queued, the chunk is skipped as it is; anything else stops the scan
+ * (e.g. UCS_ERR_NO_RESOURCE when the send queue is full) and the chunk
+ * stays due. */
 typedef ucs_status_t (*uct_uccl_tracker_retx_cb_t)(void *arg, uint32_t csn,
                                                    uct_uccl_tx_entry_t *e);
 

@@ -331,6 +331,7 @@ static void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
         path->chain_tail->next = &chunk->wr;
     }
     path->chain_tail = &chunk->wr;
+    chunk->flags    |= UCT_UCCL_CHUNK_F_CHAINED;
     ++path->chain_len;
     path->sent[(path->sent_head + path->outstanding) &
                conn->iface->config.tx_ring_mask] = chunk;
@@ -361,6 +362,9 @@ static void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn)
 
         ++iface->stats.doorbells;
         iface->stats.wrs += path->chain_len;
+        for (wr = path->chain; wr != NULL; wr = wr->next) {
+            ((uct_uccl_chunk_t*)wr->wr_id)->flags &= ~UCT_UCCL_CHUNK_F_CHAINED;
+        }
         path->chain_tail->send_flags = IBV_SEND_SIGNALED;
         ret = ibv_post_send(path->qp, path->chain, &bad_wr);
         if (ucs_unlikely(ret != 0)) {
@@ -780,6 +784,11 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
     int obsolete;
     uint64_t now;
 
+    if (chunk->flags & UCT_UCCL_CHUNK_F_CHAINED) {
+        /* its resend waits for this pass's transmit step: its WR is linked
+         * in that chain and must not be rebuilt */
+        return UCS_ERR_ALREADY_EXISTS;
+    }
     if (conn->iface->tx_outstanding >= conn->iface->config.cq_size) {
         return UCS_ERR_NO_RESOURCE;
     }
