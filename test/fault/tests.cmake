@@ -106,7 +106,8 @@ add_test(NAME fault_uc_loss_counters
 flt_env(fault_uc_loss_counters SOFTVERBS_LOSS=0.01)
 
 # in a ping-pong of 1 MiB PUTs, a lost last chunk is found by the empty
-# WRITE that ends its chain, not by the tail probe
+# WRITE that ends its chain, not by the tail probe (probes that only
+# resent what had arrived, on a loaded machine, do not count)
 math(EXPR FLT_PORT "${FLT_PORT} + 1")
 add_test(NAME fault_uc_loss_tails
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 1048576 300 put_lat)
