@@ -83,11 +83,13 @@ if [ "$test" = am_lat ]; then
     exit 0
 fi
 
+# the data sender's resends and the receiver's duplicates
+retx=$(uccl_sum "$tmp/client" retx)
+dup=$(uccl_sum "$tmp/server" dup_rx)
+
 if [ "$test" = put_lat ]; then
-    retx=$(uccl_sum "$tmp/client" retx)
     probes=$(uccl_sum "$tmp/client" tail_probes)
     marks=$(uccl_sum "$tmp/client" tail_marks)
-    dup=$(uccl_sum "$tmp/server" dup_rx)
     echo "ping-pong: $retx chunks resent, $probes by tail probes" \
          "(receiver saw $dup duplicates); $marks chains ended by an empty" \
          "WRITE"
@@ -108,10 +110,8 @@ drops=$(sv_sum "$tmp/sv_client" msg_drops)
 doorbells=$(sv_sum "$tmp/sv_client" doorbells)
 wrs=$(sv_sum "$tmp/sv_client" wrs)
 send_cqes=$(uccl_sum "$tmp/client" send_cqes)
-retx=$(uccl_sum "$tmp/client" retx)
 direct=$(uccl_sum "$tmp/client" retx_direct)
 chunks=$(uccl_sum "$tmp/client" chunks_tx)
-dup=$(uccl_sum "$tmp/server" dup_rx)
 
 echo "data sender: chunks $chunks, messages dropped by the fabric $drops," \
      "chunks retransmitted $retx ($direct as WRITEs; receiver saw $dup" \
