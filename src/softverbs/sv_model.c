@@ -656,13 +656,31 @@ static int sv_model_route(unsigned src_port, unsigned dst_port,
     return 1;
 }
 
+/* The random loss of the `seq`th packet its sender sent on this route
+ * (global and per-path probabilities), a pure function of the seed */
+static inline int sv_model_loss_draw(const sv_model_route_t *rt,
+                                     uint64_t seq)
+{
+    const sv_model_cfg_t *cfg = rt->cfg;
+    uint64_t pthresh          = cfg->path_loss_thresh[rt->path];
+    uint64_t r;
+
+    if (!cfg->loss_thresh && !pthresh) {
+        return 0;
+    }
+    r = sv_model_mix64(rt->rng ^ ((uint64_t)rt->sport << 48) ^
+                       ((uint64_t)rt->dport << 32) ^
+                       (seq * 0x9e3779b97f4a7c15ull));
+    return sv_model_lost(r, cfg->loss_thresh) ||
+           ((pthresh != 0) && sv_model_lost(sv_model_mix64(r), pthresh));
+}
+
 /* One packet (the `seq`th its sender sent) from *t_ps on: 1 if it is lost,
  * *t_ps is then when. Counters are the caller's. */
 static int sv_model_pkt(const sv_model_route_t *rt, uint64_t seq,
                         uint32_t bytes, uint64_t *t_ps)
 {
     const sv_model_cfg_t *cfg = rt->cfg;
-    uint64_t r;
 
     sv_model_hop(rt->tx, cfg->port_ps_per_byte[rt->sport], 0, bytes, t_ps);
     if ((cfg->nwindows && sv_model_path_down(cfg, rt->path, *t_ps)) ||
@@ -671,14 +689,8 @@ static int sv_model_pkt(const sv_model_route_t *rt, uint64_t seq,
         return 1;
     }
     *t_ps += cfg->path_delay_ps[rt->path];
-    if (cfg->loss_thresh || cfg->path_loss_thresh[rt->path]) {
-        r = sv_model_mix64(rt->rng ^ ((uint64_t)rt->sport << 48) ^
-                           ((uint64_t)rt->dport << 32) ^
-                           (seq * 0x9e3779b97f4a7c15ull));
-        if (sv_model_lost(r, cfg->loss_thresh) ||
-            sv_model_lost(sv_model_mix64(r), cfg->path_loss_thresh[rt->path])) {
-            return 1;
-        }
+    if (sv_model_loss_draw(rt, seq)) {
+        return 1;
     }
     return sv_model_hop(rt->rx, cfg->port_ps_per_byte[rt->dport],
                         cfg->buf_bytes, bytes, t_ps) != 0;
@@ -781,20 +793,14 @@ static int64_t sv_model_xmit_loss(const sv_model_route_t *rt, uint64_t seq,
                                   uint64_t *nak_ns, sv_model_acct_t *acct)
 {
     const sv_model_cfg_t *cfg = rt->cfg;
-    uint64_t thresh = cfg->loss_thresh;
-    uint64_t pthresh = cfg->path_loss_thresh[rt->path];
-    uint64_t base = rt->rng ^ ((uint64_t)rt->sport << 48) ^
-                    ((uint64_t)rt->dport << 32);
     uint64_t bytes = len - first * mtu + (npkts - first) * hdr;
-    uint64_t i, r, ns, drops = 0, lost_bytes = 0;
+    uint64_t i, ns, drops = 0, lost_bytes = 0;
     int64_t lost = -1;
 
     ns       = sv_model_ns(cfg, sv_model_ps(cfg, now_ns));
     *last_ns = (ns > now_ns) ? ns : now_ns;
-    for (i = first; (thresh || pthresh) && (i < npkts); ++i, ++seq) {
-        r = sv_model_mix64(base ^ (seq * 0x9e3779b97f4a7c15ull));
-        if (!sv_model_lost(r, thresh) &&
-            ((pthresh == 0) || !sv_model_lost(sv_model_mix64(r), pthresh))) {
+    for (i = first; i < npkts; ++i, ++seq) {
+        if (!sv_model_loss_draw(rt, seq)) {
             if ((lost >= 0) && (*nak_ns == 0)) {
                 *nak_ns = ns;               /* out of sequence */
             }
