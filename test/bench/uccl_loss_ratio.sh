@@ -66,7 +66,8 @@ while [ $i -lt "$rounds" ]; do
         if [ -z "$bw0" ] || [ -z "$bw1" ] || [ -z "$lat0" ] || \
            [ -z "$lat1" ]; then
             fails=$((fails + 1))
-            echo "| $cfg | run failed: $(tail -n 3 "$tmp/cli.log" | tr '\n' ' ') |"
+            why=$(tail -n 3 "$tmp/cli.log" | tr '\n' ' ')
+            echo "| $cfg | run failed: $why |"
             continue
         fi
         echo "| $cfg | $bw0 | $bw1 | $(echo "scale=2; $bw1 / $bw0" | bc) |" \

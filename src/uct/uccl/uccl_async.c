@@ -152,7 +152,8 @@ ucs_status_t uct_uccl_async_init(uct_uccl_iface_t *iface, double idle)
         status = uct_uccl_async_timerfd_add(iface, async);
     } else {
         status = ucs_async_add_timer(async->mode,
-                                     ucs_time_from_sec(ucs_max(idle, 1e-3)),
+                                     ucs_time_from_sec(iface->async.idle_ns /
+                                                       1e9),
                                      uct_uccl_async_timer, iface, async,
                                      &iface->async.timer_id);
     }

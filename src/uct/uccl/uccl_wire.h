@@ -155,9 +155,8 @@ typedef struct UCS_S_PACKED uct_uccl_get_req {
 
 /* Sent by the responder once every GET_RESP chunk was acknowledged and no
  * send of it is still reading the source (so the source's owner may free it
- * as soon as the requester completes). Its CSN is higher than every chunk of
- * the response; the requester completes op_id once its SACK cumulative point
- * has passed this chunk's CSN. */
+ * as soon as the requester completes). The requester acknowledges a chunk
+ * only once its data landed, so it completes op_id when this arrives. */
 typedef struct UCS_S_PACKED uct_uccl_get_done {
     uint8_t  type;       /* UCT_UCCL_KIND_GET_DONE */
     uint8_t  rsvd0[3];
