@@ -1,11 +1,13 @@
 /*
- * mpi_check [-m MAX_BYTES] [-s SEED] [-k RANK]
+ * mpi_check [-m MAX_BYTES] [-s SEED] [-k RANK] [-c PAUSE_S] [-f FAMILIES]
  *
  * Runs point-to-point, every collective the project promises and one-sided
  * operations over sizes up to MAX_BYTES (default 64M), checking each result
  * against a value computed independently. A mismatch prints what differed
  * and aborts the job (non-zero exit). -k RANK makes that rank SIGKILL itself
- * in the middle of the collectives (the killed-rank test).
+ * in the middle of the collectives (the killed-rank test). -f picks the
+ * families to run, a comma-separated list of p2p, coll, rma and osc
+ * (default: all).
  */
 #include "mpi_check.h"
 
@@ -219,22 +221,52 @@ static void mc_compute_pause(mc_t *mc)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+static const struct {
+    const char *name;
+    void       (*run)(mc_t *mc);
+} mc_families[] = {
+    { "p2p", mc_p2p }, { "coll", mc_coll }, { "rma", mc_rma },
+    { "osc", mc_osc }
+};
+
+#define MC_NFAMILIES (sizeof(mc_families) / sizeof(mc_families[0]))
+
+/* is `name` in the comma-separated `list` (NULL: every family)? */
+static int mc_family_on(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    const char *p;
+
+    if (list == NULL) {
+        return 1;
+    }
+    for (p = list; (p = strstr(p, name)) != NULL; p += len) {
+        if (((p == list) || (p[-1] == ',')) &&
+            ((p[len] == ',') || (p[len] == '\0'))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     mc_t mc = { .seed = 1, .max_bytes = 64 * MC_MIB, .kill_rank = -1 };
+    const char *families = NULL;
     double t0;
     long total;
-    int c;
+    int c, i;
 
-    while ((c = getopt(argc, argv, "m:s:k:c:h")) != -1) {
+    while ((c = getopt(argc, argv, "m:s:k:c:f:h")) != -1) {
         switch (c) {
         case 'm': mc.max_bytes = mc_parse_size(optarg); break;
         case 's': mc.seed      = strtoull(optarg, NULL, 0); break;
         case 'k': mc.kill_rank = atoi(optarg); break;
         case 'c': mc.pause_s   = atoi(optarg); break;
+        case 'f': families     = optarg; break;
         default:
             fprintf(stderr, "usage: mpi_check [-m MAX_BYTES] [-s SEED] "
-                    "[-k RANK] [-c PAUSE_S]\n");
+                    "[-k RANK] [-c PAUSE_S] [-f p2p,coll,rma,osc]\n");
             return 2;
         }
     }
@@ -256,9 +288,11 @@ int main(int argc, char **argv)
     if (mc.pause_s > 0) {
         mc_compute_pause(&mc);
     }
-    mc_p2p(&mc);
-    mc_coll(&mc);
-    mc_rma(&mc);
+    for (i = 0; i < MC_NFAMILIES; ++i) {
+        if (mc_family_on(families, mc_families[i].name)) {
+            mc_families[i].run(&mc);
+        }
+    }
 
     MPI_Reduce(&mc.compared, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (mc.rank == 0) {

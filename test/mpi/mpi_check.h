@@ -50,5 +50,6 @@ void mc_check_byte(mc_t *mc, const uint8_t *buf, size_t len, int op,
 void mc_p2p(mc_t *mc);
 void mc_coll(mc_t *mc);
 void mc_rma(mc_t *mc);
+void mc_osc(mc_t *mc);
 
 #endif

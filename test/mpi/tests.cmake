@@ -30,6 +30,13 @@ if(UCCL_MPICC)
     mpi_add(mpi_np8 8 400)
     # 1% of packets lost in the softverbs fabric (no effect on tcp).
     mpi_add(mpi_np4_loss 4 400 ENV SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=7)
+    # One-sided ordering and atomicity (osc ucx over emulated atomics), with
+    # 3 ranks where a third one reads what another wrote; RC mode and loss.
+    mpi_add(mpi_osc_np2 2 120 ARGS -f osc)
+    mpi_add(mpi_osc_np3 3 120 ARGS -f osc)
+    mpi_add(mpi_osc_np4_rc 4 150 ENV UCX_UCCL_MODE=rc ARGS -f osc)
+    mpi_add(mpi_osc_np4_loss 4 150 ENV SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=9
+            ARGS -f osc)
     # Rank 1 computes 5 s (no MPI call) with sends to it outstanding, far
     # past the peer timeout: its async timer keeps it alive, data checked.
     mpi_add(mpi_np2_compute 2 200 ENV UCX_UCCL_PEER_TIMEOUT=1s

@@ -1,7 +1,8 @@
 # Tests with label 'uct' (included by test/CTestTestfile.cmake).
 #
 # ucx_perftest UCT tests over uccl (ucx_perftest -x uccl), in UC and RC mode,
-# and uct_verify, which checks the data. Each test has its own port and its
+# uct_verify, which checks the data, and uct_order, which checks the order
+# in which an ep's operations take effect. Each test has its own port and its
 # own SOFTVERBS_FABRIC, so tests can run in parallel.
 
 set(UCT_PAIR ${UCCL_SRCDIR}/test/uct/perftest_pair.sh)
@@ -65,6 +66,13 @@ foreach(mode uc rc)
 
     set(UCT_VERIFY_ARGS -n 100 -S 11)
     uct_verify_test(uct_${mode}_verify data uct UCX_UCCL_MODE=${mode})
+    # the order in which an ep's operations take effect at the target;
+    # loss makes resends overtake
+    set(UCT_VERIFY_ARGS -n 400 -S 5)
+    uct_verify_test(uct_${mode}_order order uct UCX_UCCL_MODE=${mode})
+    set(UCT_VERIFY_ARGS -n 400 -S 6)
+    uct_verify_test(uct_${mode}_order_loss order uct UCX_UCCL_MODE=${mode}
+                    SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=3)
     # an ep destroyed with 16 MiB of PUTs in flight; the iface goes on
     set(UCT_VERIFY_ARGS -n 50 -S 13 -D)
     uct_verify_test(uct_${mode}_verify_destroy_busy data uct

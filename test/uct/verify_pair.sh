@@ -1,7 +1,9 @@
 #!/bin/sh
 #
-# Run uct_verify (data-checking UCT test) between two processes:
-#   verify_pair.sh PORT MODE [client args...]     MODE: data|kill|idle|fuzz
+# Run a data-checking UCT test between two processes:
+#   verify_pair.sh PORT MODE [client args...]
+# MODE data|kill|idle|reset|fuzz runs uct_verify -m MODE; order runs
+# uct_order.
 # Environment: UCCL_RUN (launcher), UCCL_BUILDDIR, SOFTVERBS_FABRIC, UCX_UCCL_*,
 # UCCL_DEV (default sv0:1), UCCL_SERVER_ARGS (extra server arguments),
 # UCCL_EXPECT_COUNTERS (iface counters the server must report non-zero),
@@ -13,16 +15,21 @@ port=$1 mode=$2
 shift 2
 run=${UCCL_RUN:?UCCL_RUN must name the uccl-run launcher}
 bin=${UCCL_BUILDDIR:?UCCL_BUILDDIR must be set}/test/uct/uct_verify
+mode_arg="-m $mode"
+if [ "$mode" = order ]; then
+    bin=$UCCL_BUILDDIR/test/uct/uct_order
+    mode_arg=""
+fi
 dev=${UCCL_DEV:-sv0:1}
 limit=${UCCL_TEST_TIMEOUT:-120}
 tmp=$(mktemp -d /tmp/uccl-verify.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-timeout "$limit" "$run" "$bin" -s -p "$port" -d "$dev" -m "$mode" \
+timeout "$limit" "$run" "$bin" -s -p "$port" -d "$dev" $mode_arg \
     ${UCCL_SERVER_ARGS:-} >"$tmp/server" 2>&1 &
 server=$!
 
-timeout "$limit" "$run" "$bin" -p "$port" -d "$dev" -m "$mode" "$@" \
+timeout "$limit" "$run" "$bin" -p "$port" -d "$dev" $mode_arg "$@" \
     >"$tmp/client" 2>&1
 client_rc=$?
 wait $server

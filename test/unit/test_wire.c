@@ -109,25 +109,20 @@ static void test_data(void)
     memset(buf, 0, sizeof(buf));
     am->type   = UCT_UCCL_KIND_AM;
     am->am_id  = 17;
-    am->am_seq = 0xfffffe;
     am->length = 100;
     imm        = uct_uccl_imm_pack(42, UCT_UCCL_KIND_AM, 1);
     data_truncations(buf, sizeof(*am) + 100, imm);
     UT_EQ(am->am_id, 17);
-    UT_EQ(am->am_seq, 0xfffffe);
     /* zero-length AM */
     am->length = 0;
     data_truncations(buf, sizeof(*am), imm);
-    /* garbled: type vs imm, reserved, seq beyond 24 bits, wrong imm */
+    /* garbled: type vs imm, reserved, wrong imm */
     am->type = UCT_UCCL_KIND_GET_REQ;
     UT_TRUE(data_check(buf, sizeof(*am), imm) != UCS_OK);
     am->type = UCT_UCCL_KIND_AM;
     am->rsvd = 1;
     UT_TRUE(data_check(buf, sizeof(*am), imm) != UCS_OK);
-    am->rsvd   = 0;
-    am->am_seq = 1u << 24;
-    UT_TRUE(data_check(buf, sizeof(*am), imm) != UCS_OK);
-    am->am_seq = 0;
+    am->rsvd = 0;
     UT_TRUE(data_check(buf, sizeof(*am), imm | (1u << 31)) != UCS_OK);
     /* a PUT/GET_RESP kind never arrives as a SEND */
     UT_TRUE(data_check(buf, sizeof(*am),
@@ -207,7 +202,6 @@ static size_t build_conn(uint8_t *buf, int type, unsigned paths)
     c->rx_buf_size = 65536 + 64;
     c->sack_bits   = 4096;
     c->init_csn    = 0xfffff0;
-    c->init_am_seq = 77;
     c->psn         = 0x42;
     for (i = 0; i < 16; ++i) {
         c->gid[i] = i;
@@ -250,7 +244,8 @@ static void test_conn(void)
     UT_EQ(uct_uccl_wire_conn_size(256), 80 + 1024);
 
     CONN_GARBLE(4, c->magic ^= 1);
-    CONN_GARBLE(4, c->hdr.version = 2);
+    CONN_GARBLE(4, c->hdr.version = UCT_UCCL_WIRE_VERSION + 1);
+    CONN_GARBLE(4, c->rsvd = 1);
     CONN_GARBLE(4, c->hdr.type = 0);
     CONN_GARBLE(4, c->hdr.type = UCT_UCCL_CTL_LAST);
     CONN_GARBLE(4, c->hdr.length += 4);

@@ -375,6 +375,13 @@ static ucs_status_t uct_uccl_async_iface_flush(uct_iface_h tl_iface,
                                uct_uccl_iface_flush(tl_iface, flags, comp));
 }
 
+static ucs_status_t uct_uccl_async_iface_fence(uct_iface_h tl_iface,
+                                               unsigned flags)
+{
+    return UCT_UCCL_ASYNC_CALL(uct_uccl_async_ctx(tl_iface), ucs_status_t,
+                               uct_uccl_iface_fence(tl_iface, flags));
+}
+
 /* The user's progress call: first what the background passes left for UCX,
  * then the engine */
 static unsigned uct_uccl_async_iface_progress(uct_iface_h tl_iface)
@@ -411,7 +418,7 @@ uct_iface_ops_t uct_uccl_iface_tl_ops = {
     .ep_create                = uct_uccl_async_ep_create,
     .ep_destroy               = uct_uccl_async_ep_destroy,
     .iface_flush              = uct_uccl_async_iface_flush,
-    .iface_fence              = uct_base_iface_fence,
+    .iface_fence              = uct_uccl_async_iface_fence,
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = uct_uccl_async_iface_progress,

@@ -160,13 +160,13 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     conn->init_csn       = ucs_generate_uuid((uintptr_t)conn + 1) &
                            UCT_UCCL_SEQ_MASK;
     conn->rc_csn         = conn->init_csn;
-    conn->next_am_seq    = 0;
     ucs_queue_head_init(&conn->tx_queue);
     ucs_queue_head_init(&conn->pending_q);
     ucs_list_head_init(&conn->ops);
     ucs_list_head_init(&conn->flushes);
     ucs_list_head_init(&conn->zombies);
     ucs_list_head_init(&conn->rc_inflight);
+    ucs_list_head_init(&conn->gets);
 
     tparams.size          = ucs_roundup_pow2(ucs_max(iface->config.sack_window,
                                                      64));
@@ -340,10 +340,8 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
     }
 
     if (conn->sack_valid) {
+        uct_uccl_order_cleanup(&conn->order);
         uct_uccl_sack_cleanup(&conn->sack);
-    }
-    if (conn->reorder_valid) {
-        uct_uccl_reorder_cleanup(&conn->reorder);
     }
     uct_uccl_cc_cleanup(&conn->cc);
     uct_uccl_paths_cleanup(&conn->sel);
@@ -380,7 +378,6 @@ static void uct_uccl_conn_pkt_fill(uct_uccl_conn_t *conn,
     pkt->rx_buf_size = iface->config.rx_buf_size;
     pkt->sack_bits   = iface->config.rx_window;
     pkt->init_csn    = conn->init_csn;
-    pkt->init_am_seq = 0;
     pkt->psn         = conn->psn;
     memcpy(pkt->gid, iface->port->gid.raw, sizeof(pkt->gid));
     for (i = 0; i < conn->num_paths; ++i) {
@@ -438,6 +435,13 @@ static ucs_status_t uct_uccl_conn_apply_peer(uct_uccl_conn_t *conn,
                                        iface->config.sack_window));
 
     if (!conn->rc) {
+        /* a well-behaved peer keeps at most rx_window chunks in flight:
+         * as many messages may wait for the chunks before them */
+        status = uct_uccl_order_init(&conn->order, iface->config.sack_window,
+                                     iface->config.rx_window);
+        if (status != UCS_OK) {
+            return status;
+        }
         status = uct_uccl_sack_init(&conn->sack, iface->config.sack_window,
                                     pkt->init_csn & UCT_UCCL_SEQ_MASK);
         if (status != UCS_OK) {
@@ -445,13 +449,6 @@ static ucs_status_t uct_uccl_conn_apply_peer(uct_uccl_conn_t *conn,
         }
         conn->sack_valid = 1;
     }
-    status = uct_uccl_reorder_init(&conn->reorder,
-                                   ucs_roundup_pow2(iface->config.sack_window),
-                                   pkt->init_am_seq & UCT_UCCL_SEQ_MASK);
-    if (status != UCS_OK) {
-        return status;
-    }
-    conn->reorder_valid = 1;
 
     for (i = 0; i < conn->num_paths; ++i) {
         conn->paths[i].remote_qpn = pkt->qpn[i] & 0xffffff;

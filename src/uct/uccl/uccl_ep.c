@@ -57,8 +57,6 @@ static uct_uccl_chunk_t *uct_uccl_ep_am_chunk(uct_uccl_conn_t *conn,
     hdr->type         = UCT_UCCL_KIND_AM;
     hdr->am_id        = id;
     hdr->rsvd         = 0;
-    hdr->am_seq       = conn->next_am_seq;
-    conn->next_am_seq = uct_uccl_seq_add(conn->next_am_seq, 1);
     chunk->kind       = UCT_UCCL_KIND_AM;
     chunk->hdr_len    = sizeof(*hdr);
     chunk->last       = 1;
@@ -162,15 +160,13 @@ ucs_status_t uct_uccl_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    op = uct_uccl_op_get(conn, UCT_UCCL_OP_ZCOPY, comp);
-    if (op == NULL) {
-        return UCS_ERR_NO_RESOURCE;
-    }
     chunk = uct_uccl_ep_am_chunk(conn, id);
     if (ucs_unlikely(chunk == NULL)) {
-        ucs_list_del(&op->list);
-        ucs_mpool_put_inline(op);
-        --conn->next_op_id;
+        return UCS_ERR_NO_RESOURCE;
+    }
+    op = uct_uccl_op_get(conn, UCT_UCCL_OP_ZCOPY, comp);
+    if (op == NULL) {
+        uct_uccl_iface_chunk_put(chunk);
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -342,14 +338,28 @@ ucs_status_t uct_uccl_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     return UCS_INPROGRESS;
 }
 
-static ucs_status_t
-uct_uccl_ep_get(uct_uccl_ep_t *ep, uct_uccl_op_t *op, void *buffer,
-                size_t length, uint32_t lkey, uint32_t reply_rkey,
-                uint64_t remote_addr, uct_rkey_t rkey)
+/* The chunk that carries a GET: in UC a request the peer's engine serves,
+ * in RC the op's READ chunks are made when it is posted (NULL here) */
+static ucs_status_t uct_uccl_ep_get_req(uct_uccl_conn_t *conn,
+                                        uct_uccl_chunk_t **req_p)
 {
-    uct_uccl_conn_t *conn = ep->conn;
+    *req_p = NULL;
+    if (conn->rc) {
+        return UCS_OK;
+    }
+    *req_p = uct_uccl_chunk_get_hdr(conn->iface);
+    return (*req_p == NULL) ? UCS_ERR_NO_RESOURCE : UCS_OK;
+}
+
+/* Post a GET whose op and request chunk (UC) are allocated: nothing can
+ * fail any more, the op completes through its completion */
+static ucs_status_t
+uct_uccl_ep_get_post(uct_uccl_conn_t *conn, uct_uccl_op_t *op,
+                     uct_uccl_chunk_t *chunk, void *buffer, size_t length,
+                     uint32_t lkey, uint32_t reply_rkey, uint64_t remote_addr,
+                     uct_rkey_t rkey)
+{
     uct_uccl_get_req_t *req;
-    uct_uccl_chunk_t *chunk;
 
     if (conn->rc) {
         ++op->pending;
@@ -361,13 +371,6 @@ uct_uccl_ep_get(uct_uccl_ep_t *ep, uct_uccl_op_t *op, void *buffer,
     }
 
     /* UC has no READ: the peer's engine writes the data back */
-    chunk = uct_uccl_chunk_get_hdr(conn->iface);
-    if (chunk == NULL) {
-        op->pending = 1;
-        uct_uccl_op_part_done(conn, op, UCS_ERR_NO_MEMORY);
-        return UCS_ERR_NO_MEMORY;
-    }
-
     req = &chunk->hdr.get_req;
     memset(req, 0, sizeof(*req));
     req->type        = UCT_UCCL_KIND_GET_REQ;
@@ -394,9 +397,9 @@ ucs_status_t uct_uccl_ep_get_bcopy(uct_ep_h tl_ep,
 {
     uct_uccl_ep_t *ep     = ucs_derived_of(tl_ep, uct_uccl_ep_t);
     uct_uccl_conn_t *conn = ep->conn;
+    uct_uccl_chunk_t *buf, *req;
     ucs_status_t status;
     uct_uccl_op_t *op;
-    uct_uccl_chunk_t *buf;
 
     UCT_CHECK_LENGTH(length, 0, conn->iface->config.seg_size, "get_bcopy");
     status = uct_uccl_ep_check(conn, conn->rc ?
@@ -409,10 +412,12 @@ ucs_status_t uct_uccl_ep_get_bcopy(uct_ep_h tl_ep,
     if (buf == NULL) {
         return UCS_ERR_NO_RESOURCE;
     }
+    if (uct_uccl_ep_get_req(conn, &req) != UCS_OK) {
+        goto err_put_buf;
+    }
     op = uct_uccl_op_get(conn, UCT_UCCL_OP_GET_BCOPY, comp);
     if (op == NULL) {
-        uct_uccl_iface_chunk_put(buf);
-        return UCS_ERR_NO_RESOURCE;
+        goto err_put_req;
     }
 
     op->buf         = buf;
@@ -420,8 +425,16 @@ ucs_status_t uct_uccl_ep_get_bcopy(uct_ep_h tl_ep,
     op->unpack_arg  = arg;
     op->length      = length;
     UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
-    return uct_uccl_ep_get(ep, op, buf->data, length, buf->lkey, buf->own_rkey,
-                           remote_addr, rkey);
+    return uct_uccl_ep_get_post(conn, op, req, buf->data, length, buf->lkey,
+                                buf->own_rkey, remote_addr, rkey);
+
+err_put_req:
+    if (req != NULL) {
+        uct_uccl_iface_chunk_put(req);
+    }
+err_put_buf:
+    uct_uccl_iface_chunk_put(buf);
+    return UCS_ERR_NO_RESOURCE;
 }
 
 ucs_status_t uct_uccl_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
@@ -431,6 +444,7 @@ ucs_status_t uct_uccl_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     uct_uccl_ep_t *ep     = ucs_derived_of(tl_ep, uct_uccl_ep_t);
     uct_uccl_conn_t *conn = ep->conn;
     const uct_uccl_mem_t *memh;
+    uct_uccl_chunk_t *req;
     ucs_status_t status;
     uct_uccl_op_t *op;
     size_t length;
@@ -449,14 +463,21 @@ ucs_status_t uct_uccl_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
         return status;
     }
 
+    status = uct_uccl_ep_get_req(conn, &req);
+    if (status != UCS_OK) {
+        return status;
+    }
     op = uct_uccl_op_get(conn, UCT_UCCL_OP_GET_ZCOPY, comp);
     if (op == NULL) {
+        if (req != NULL) {
+            uct_uccl_iface_chunk_put(req);
+        }
         return UCS_ERR_NO_RESOURCE;
     }
 
     UCT_TL_EP_STAT_OP(&ep->super, GET, ZCOPY, length);
-    return uct_uccl_ep_get(ep, op, iov->buffer, length, memh->lkey,
-                           memh->rkey, remote_addr, rkey);
+    return uct_uccl_ep_get_post(conn, op, req, iov->buffer, length,
+                                memh->lkey, memh->rkey, remote_addr, rkey);
 }
 
 ucs_status_t uct_uccl_ep_flush(uct_ep_h tl_ep, unsigned flags,
@@ -504,13 +525,9 @@ ucs_status_t uct_uccl_ep_flush(uct_ep_h tl_ep, unsigned flags,
 
 ucs_status_t uct_uccl_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
-    uct_uccl_ep_t *ep     = ucs_derived_of(tl_ep, uct_uccl_ep_t);
-    uct_uccl_conn_t *conn = ep->conn;
+    uct_uccl_ep_t *ep = ucs_derived_of(tl_ep, uct_uccl_ep_t);
 
-    /* the next chunk waits until everything before it completed */
-    if ((conn->tx_queued > 0) || !uct_uccl_tx_is_flushed(conn)) {
-        conn->fence = 1;
-    }
+    uct_uccl_tx_fence(ep->conn);
     UCT_TL_EP_STAT_FENCE(&ep->super);
     return UCS_OK;
 }

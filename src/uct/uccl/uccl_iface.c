@@ -833,6 +833,21 @@ ucs_status_t uct_uccl_iface_flush(uct_iface_h tl_iface, unsigned flags,
     return UCS_OK;
 }
 
+/* Every ep's next operation waits for what its ep issued before */
+ucs_status_t uct_uccl_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
+    uct_uccl_conn_t *conn;
+
+    ucs_list_for_each(conn, &iface->conns, list) {
+        if (conn->ep != NULL) {
+            uct_uccl_tx_fence(conn);
+        }
+    }
+    UCT_TL_IFACE_STAT_FENCE(&iface->super);
+    return UCS_OK;
+}
+
 static void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
 {
     const uct_uccl_iface_stats_t *s = &iface->stats;
@@ -841,14 +856,15 @@ static void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
             "send_cqes %lu "
             "bad_ctl %lu unknown_conn %lu bad_ack %lu bad_data %lu "
             "bad_rkey %lu unknown_qpn %lu err_cqe %lu srq_empty %lu "
-            "out_of_window %lu rx_no_desc %lu ctl_tx_busy %lu "
-            "peers_lost %lu async_passes %lu\n",
+            "out_of_window %lu order_full %lu rx_no_desc %lu "
+            "ctl_tx_busy %lu peers_lost %lu async_passes %lu\n",
             getpid(), iface->md->name, iface->port_num,
             iface->rc_mode ? "rc" : "uc", s->doorbells, s->wrs, s->send_cqes,
             s->bad_ctl,
             s->unknown_conn, s->bad_ack, s->bad_data, s->bad_rkey,
             s->unknown_qpn, s->err_cqe, s->srq_empty, s->out_of_window,
-            s->rx_no_desc, s->ctl_tx_busy, s->peers_lost, s->async_passes);
+            s->order_full, s->rx_no_desc, s->ctl_tx_busy, s->peers_lost,
+            s->async_passes);
 }
 
 static void uct_uccl_iface_dump_all(uct_uccl_iface_t *iface)

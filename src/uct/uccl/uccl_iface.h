@@ -17,7 +17,7 @@
 #include "uccl_tracker.h"
 #include "uccl_rto.h"
 #include "uccl_path.h"
-#include "uccl_reorder.h"
+#include "uccl_order.h"
 #include "cc/uccl_cc.h"
 
 #include <ucs/datastruct/khash.h>
@@ -137,6 +137,7 @@ struct uct_uccl_chunk {
     uint8_t                 last;
     uint16_t                path;
     uint32_t                csn;
+    uint32_t                barrier;     /* GETs issued before it */
     uint32_t                length;      /* payload bytes */
     uint32_t                hdr_len;     /* SEND header bytes in hdr */
     uint64_t                laddr;       /* payload */
@@ -187,6 +188,8 @@ typedef enum {
 /* An operation with a user completion */
 struct uct_uccl_op {
     ucs_list_link_t         list;        /* conn's outstanding ops */
+    ucs_list_link_t         get_link;    /* GET: conn's GETs, in order */
+    uint32_t                gseq;        /* GET: its place in that order */
     uct_uccl_op_type_t      type;
     uint32_t                pending;     /* parts still to complete */
     ucs_status_t            status;
@@ -294,7 +297,10 @@ struct uct_uccl_conn {
     uint32_t                init_csn;
     uint32_t                rc_csn;      /* RC: next CSN (no tracker) */
     uint32_t                rc_outstanding;
-    uint32_t                next_am_seq;
+    uint32_t                rc_writes;   /* RC: WRITEs posted, not done */
+    uint16_t                ord_path;    /* RC: the path AMs take */
+    uint32_t                gets_issued; /* GET ops ever issued */
+    ucs_list_link_t         gets;        /* GET ops not complete, in order */
     uct_uccl_cc_t           cc;
     uct_uccl_put_guard_t    put_guard[UCT_UCCL_PUT_GUARD];
     uint8_t                 fence;       /* wait for all acked before next */
@@ -318,8 +324,8 @@ struct uct_uccl_conn {
     uint8_t                 echo_path;
     uint64_t                echo_time;
     uint64_t                ack_due;     /* ns: send the owed ACK by then */
-    uct_uccl_reorder_t      reorder;     /* AMs in sending order */
-    uint8_t                 reorder_valid;
+    uct_uccl_order_t        order;       /* AMs, GET requests: in order
+                                            (UC, with sack) */
     uint8_t                 cc_valid;
 
     /* set-up */
@@ -361,6 +367,8 @@ typedef struct uct_uccl_iface_stats {
     uint64_t                err_cqe;
     uint64_t                srq_empty;
     uint64_t                out_of_window;
+    uint64_t                order_full;  /* ordered messages refused: too
+                                            many wait for earlier chunks */
     uint64_t                rx_no_desc;
     uint64_t                ctl_tx_busy;
     uint64_t                peers_lost;  /* passive conns of silent peers */
@@ -478,6 +486,7 @@ void uct_uccl_iface_chunk_put(uct_uccl_chunk_t *chunk);
 void uct_uccl_iface_close(uct_iface_h tl_iface);
 ucs_status_t uct_uccl_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                   uct_completion_t *comp);
+ucs_status_t uct_uccl_iface_fence(uct_iface_h tl_iface, unsigned flags);
 ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
                                   uct_iface_attr_t *attr);
 ucs_status_t uct_uccl_iface_get_device_address(uct_iface_h tl_iface,
@@ -515,6 +524,7 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now);
 void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status);
 void uct_uccl_tx_orphan(uct_uccl_conn_t *conn);
 int uct_uccl_tx_is_flushed(uct_uccl_conn_t *conn);
+void uct_uccl_tx_fence(uct_uccl_conn_t *conn);
 void uct_uccl_tx_check_flush(uct_uccl_conn_t *conn);
 uct_uccl_chunk_t *uct_uccl_chunk_get(uct_uccl_iface_t *iface);
 uct_uccl_chunk_t *uct_uccl_chunk_get_hdr(uct_uccl_iface_t *iface);

@@ -94,32 +94,51 @@ void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface, uct_uccl_rx_desc_t *desc)
     uct_uccl_rx_desc_put(desc);
 }
 
-/* Deliver in am_seq order: an early AM waits in the reorder ring */
-static void uct_uccl_rx_am(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc)
+/* An ordered message (AM, UC GET request) takes effect now */
+static void uct_uccl_rx_ordered_deliver(uct_uccl_conn_t *conn,
+                                        uct_uccl_rx_desc_t *desc)
 {
-    uct_uccl_iface_t *iface      = conn->iface;
-    const uct_uccl_am_hdr_t *hdr = (const void*)uct_uccl_rx_data(desc);
-    void *next;
+    const uint8_t *type = uct_uccl_rx_data(desc);
 
-    switch (uct_uccl_reorder_insert(&conn->reorder, hdr->am_seq, desc)) {
-    case UCT_UCCL_REORDER_DELIVER:
-        uct_uccl_rx_am_deliver(iface, desc);
-        while ((next = uct_uccl_reorder_pop(&conn->reorder)) != NULL) {
-            uct_uccl_rx_am_deliver(iface, next);
-        }
-        break;
-    case UCT_UCCL_REORDER_HELD:
-        ++conn->stats.am_held;
-        break;
-    case UCT_UCCL_REORDER_DUPLICATE:
-        ++conn->stats.dup_rx;
-        uct_uccl_rx_desc_put(desc);
-        break;
-    default:
-        ++iface->stats.out_of_window;
-        uct_uccl_rx_desc_put(desc);
-        break;
+    if (*type == UCT_UCCL_KIND_AM) {
+        uct_uccl_rx_am_deliver(conn->iface, desc);
+        return;
     }
+    if (uct_uccl_tx_serve_get(conn, uct_uccl_rx_data(desc)) != UCS_OK) {
+        ++conn->iface->stats.bad_data;
+    }
+    uct_uccl_rx_desc_put(desc);
+}
+
+/* The cumulative point moved: parked messages it passed go, in order */
+static void uct_uccl_rx_order_release(uct_uccl_conn_t *conn)
+{
+    uct_uccl_rx_desc_t *desc;
+
+    while ((desc = uct_uccl_order_pop(&conn->order, conn->sack.cum)) != NULL) {
+        uct_uccl_rx_ordered_deliver(conn, desc);
+    }
+}
+
+/* A new ordered message (CSN recorded): UC holds it until every chunk sent
+ * before it arrived, so it sees what earlier PUTs wrote */
+static void uct_uccl_rx_ordered(uct_uccl_conn_t *conn,
+                                uct_uccl_rx_desc_t *desc, uint32_t csn)
+{
+    if (conn->rc || uct_uccl_order_ready(&conn->order, csn, conn->sack.cum)) {
+        uct_uccl_rx_ordered_deliver(conn, desc);
+        return;
+    }
+    if (uct_uccl_order_hold(&conn->order, csn, conn->sack.cum, desc) !=
+        UCS_OK) {
+        /* recorded and acknowledged: losing it would lose an AM */
+        ucs_error("uccl: conn %u: cannot hold message %u for its order",
+                  conn->id, csn);
+        uct_uccl_rx_desc_put(desc);
+        uct_uccl_conn_fail(conn, UCS_ERR_NO_MEMORY);
+        return;
+    }
+    ++conn->stats.am_held;
 }
 
 /* A resent WRITE chunk: copy it to its place if it is still missing and
@@ -209,6 +228,7 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     uint32_t imm, csn;
     uct_uccl_kind_t kind;
     khiter_t it;
+    int ordered;
 
     --iface->srq_posted;
     if (ucs_unlikely(wc->status != IBV_WC_SUCCESS)) {
@@ -261,6 +281,9 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
             conn->stats.chunks_rx += (r != UCT_UCCL_SACK_DUPLICATE);
             uct_uccl_rx_owe_ack(conn, csn, path->index, r,
                                 uct_uccl_imm_last(imm));
+            if (r == UCT_UCCL_SACK_IN_ORDER) {
+                uct_uccl_rx_order_release(conn);
+            }
         } else {
             ++conn->stats.chunks_rx;
         }
@@ -280,11 +303,20 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
             /* a resend means a loss: answer at once */
             uct_uccl_rx_owe_ack(conn, csn, path->index,
                                 UCT_UCCL_SACK_DUPLICATE, 1);
+            uct_uccl_rx_order_release(conn);
         }
         goto out_put;
     }
 
+    ordered = (kind == UCT_UCCL_KIND_AM) || (kind == UCT_UCCL_KIND_GET_REQ);
     if (!conn->rc) {
+        if (ordered &&
+            !uct_uccl_order_may_take(&conn->order, csn, conn->sack.cum) &&
+            !uct_uccl_sack_has(&conn->sack, csn)) {
+            /* unrecorded, so unacknowledged: the sender sends it again */
+            ++iface->stats.order_full;
+            goto out_put;
+        }
         r = uct_uccl_sack_record(&conn->sack, csn);
         if (r == UCT_UCCL_SACK_OUT_OF_WINDOW) {
             ++iface->stats.out_of_window;
@@ -300,14 +332,13 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
 
     switch (kind) {
     case UCT_UCCL_KIND_AM:
-        uct_uccl_rx_am(conn, desc);
-        desc = NULL;
-        break;
     case UCT_UCCL_KIND_GET_REQ:
-        if (conn->rc ||
-            (uct_uccl_tx_serve_get(conn, uct_uccl_rx_data(desc)) != UCS_OK)) {
-            ++iface->stats.bad_data;
+        if ((kind == UCT_UCCL_KIND_GET_REQ) && conn->rc) {
+            ++iface->stats.bad_data;    /* RC reads with RDMA READ */
+            break;
         }
+        uct_uccl_rx_ordered(conn, desc, csn);
+        desc = NULL;
         break;
     case UCT_UCCL_KIND_GET_DONE:
         done = (const void*)uct_uccl_rx_data(desc);
@@ -318,6 +349,9 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     default:
         ++iface->stats.bad_data;
         break;
+    }
+    if ((r == UCT_UCCL_SACK_IN_ORDER) && !conn->rc) {
+        uct_uccl_rx_order_release(conn);
     }
 
 out_put:
@@ -413,7 +447,7 @@ static void uct_uccl_rx_desc_drop(void *arg, void *desc)
 
 void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn)
 {
-    if (conn->reorder_valid) {
-        uct_uccl_reorder_drain(&conn->reorder, uct_uccl_rx_desc_drop, NULL);
+    if (conn->sack_valid) {
+        uct_uccl_order_drain(&conn->order, uct_uccl_rx_desc_drop, NULL);
     }
 }

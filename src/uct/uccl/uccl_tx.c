@@ -21,6 +21,19 @@
                                        many base RTOs */
 
 
+static inline int uct_uccl_op_is_get(const uct_uccl_op_t *op)
+{
+    return (op->type == UCT_UCCL_OP_GET_BCOPY) ||
+           (op->type == UCT_UCCL_OP_GET_ZCOPY);
+}
+
+/* an RC chunk that writes the peer's memory (a PUT; not a READ) */
+static inline int uct_uccl_chunk_is_rc_write(const uct_uccl_chunk_t *chunk)
+{
+    return (chunk->kind == UCT_UCCL_KIND_PUT) &&
+           !(chunk->flags & UCT_UCCL_CHUNK_F_READ);
+}
+
 static UCS_F_ALWAYS_INLINE uct_uccl_chunk_t *
 uct_uccl_chunk_from(ucs_mpool_t *mp)
 {
@@ -119,6 +132,10 @@ uct_uccl_op_t *uct_uccl_op_get(uct_uccl_conn_t *conn, uct_uccl_op_type_t type,
     op->length     = 0;
     op->id         = conn->next_op_id++;
     ucs_list_add_tail(&conn->ops, &op->list);
+    if (uct_uccl_op_is_get(op)) {
+        op->gseq = conn->gets_issued++;
+        ucs_list_add_tail(&conn->gets, &op->get_link);
+    }
     return op;
 }
 
@@ -146,6 +163,13 @@ void uct_uccl_op_report(uct_uccl_op_t *op)
 static void uct_uccl_op_complete(uct_uccl_conn_t *conn, uct_uccl_op_t *op)
 {
     ucs_list_del(&op->list);
+    if (uct_uccl_op_is_get(op)) {
+        /* what was issued after it may go now */
+        ucs_list_del(&op->get_link);
+        if (conn->tx_queued > 0) {
+            uct_uccl_iface_sched_add(conn->iface, conn);
+        }
+    }
     if ((op->type == UCT_UCCL_OP_GET_SERVE) &&
         (conn->state == UCT_UCCL_CONN_CONNECTED) &&
         (uct_uccl_tx_get_done_send(conn, op->id, op->status,
@@ -200,7 +224,8 @@ static void uct_uccl_chunk_done(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
 
 void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
 {
-    chunk->conn = conn;
+    chunk->conn    = conn;
+    chunk->barrier = conn->gets_issued;
     if (conn->fence) {
         chunk->flags |= UCT_UCCL_CHUNK_F_FENCE;
         conn->fence   = 0;
@@ -209,6 +234,14 @@ void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     ++conn->tx_queued;
     if (conn->state == UCT_UCCL_CONN_CONNECTED) {
         uct_uccl_iface_sched_add(conn->iface, conn);
+    }
+}
+
+/* The next operation waits until everything issued before it completed */
+void uct_uccl_tx_fence(uct_uccl_conn_t *conn)
+{
+    if ((conn->tx_queued > 0) || !uct_uccl_tx_is_flushed(conn)) {
+        conn->fence = 1;
     }
 }
 
@@ -242,6 +275,48 @@ void uct_uccl_tx_check_flush(uct_uccl_conn_t *conn)
                      conn->fail_status : UCS_OK;
         uct_uccl_op_complete(conn, op);
     }
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Order of operations at the target                                        */
+/* ------------------------------------------------------------------------ */
+
+static inline int uct_uccl_chunk_is_read(const uct_uccl_chunk_t *chunk)
+{
+    return (chunk->kind == UCT_UCCL_KIND_GET_REQ) ||
+           (chunk->flags & UCT_UCCL_CHUNK_F_READ);
+}
+
+/* May the chunk at the head of the queue leave? The target sees the
+ * operations of a conn in the order they were issued (docs/STATUS.md):
+ *  - nothing issued after a GET goes before that GET completed, so no
+ *    later write reaches the target before the GET read it, and no later
+ *    AM's reply overtakes the GET's data (a GET after a GET does not
+ *    wait: reads do not conflict);
+ *  - a fenced chunk waits for everything before it;
+ *  - RC: an AM or READ waits for the WRITEs before it (they take other
+ *    QPs); in UC the receiver holds AMs and GET requests for them.
+ * Chunks behind the head wait with it: the queue keeps issue order. */
+static int uct_uccl_tx_may_leave(uct_uccl_conn_t *conn,
+                                 const uct_uccl_chunk_t *chunk)
+{
+    int fenced = !!(chunk->flags & UCT_UCCL_CHUNK_F_FENCE);
+    const uct_uccl_op_t *oldest;
+
+    if (!ucs_list_is_empty(&conn->gets) &&
+        (fenced || !uct_uccl_chunk_is_read(chunk))) {
+        oldest = ucs_list_head(&conn->gets, uct_uccl_op_t, get_link);
+        if ((int32_t)(oldest->gseq - chunk->barrier) < 0) {
+            return 0;
+        }
+    }
+    if (fenced && (uct_uccl_conn_inflight(conn) > 0)) {
+        return 0;
+    }
+    return !conn->rc || (conn->rc_writes == 0) ||
+           ((chunk->kind != UCT_UCCL_KIND_AM) &&
+            !(chunk->flags & UCT_UCCL_CHUNK_F_READ));
 }
 
 
@@ -316,6 +391,21 @@ static uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn,
 found:
     conn->burst_left = conn->iface->config.path_burst - 1;
     return path;
+}
+
+/* RC: AMs keep one path while any of them is outstanding there, so the
+ * peer receives them in order; they move once everything on it completed
+ * (an RC completion means delivered) */
+static uct_uccl_qp_t *uct_uccl_path_select_ordered(uct_uccl_conn_t *conn,
+                                                   uint64_t now)
+{
+    uct_uccl_qp_t *path = &conn->paths[conn->ord_path];
+
+    if (path->outstanding == 0) {
+        conn->ord_path = uct_uccl_paths_select(&conn->sel, 0, now);
+        path           = &conn->paths[conn->ord_path];
+    }
+    return uct_uccl_path_has_room(conn, path) ? path : NULL;
 }
 
 static void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
@@ -587,12 +677,15 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
         if (!uct_uccl_conn_window_open(conn, chunk->length, now)) {
             break;
         }
-        if ((chunk->flags & UCT_UCCL_CHUNK_F_FENCE) &&
-            (uct_uccl_conn_inflight(conn) > 0)) {
+        if (ucs_unlikely((chunk->flags & UCT_UCCL_CHUNK_F_FENCE) ||
+                         conn->rc || !ucs_list_is_empty(&conn->gets)) &&
+            !uct_uccl_tx_may_leave(conn, chunk)) {
             break;
         }
 
-        path = uct_uccl_path_select(conn, chunk->length, -1, now);
+        path = (conn->rc && (chunk->kind == UCT_UCCL_KIND_AM)) ?
+               uct_uccl_path_select_ordered(conn, now) :
+               uct_uccl_path_select(conn, chunk->length, -1, now);
         if (path == NULL) {
             ++conn->stats.sq_full;
             break;
@@ -605,6 +698,7 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
             chunk->csn = conn->rc_csn;
             conn->rc_csn = uct_uccl_seq_add(conn->rc_csn, 1);
             ++conn->rc_outstanding;
+            conn->rc_writes += uct_uccl_chunk_is_rc_write(chunk);
             ucs_list_add_tail(&conn->rc_inflight, &chunk->zlink);
         } else {
             chunk->csn    = uct_uccl_tracker_add(&conn->tracker, chunk->length,
@@ -702,6 +796,7 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
 
     if (conn->rc && !(chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
         --conn->rc_outstanding;
+        conn->rc_writes -= uct_uccl_chunk_is_rc_write(chunk);
         ucs_list_del(&chunk->zlink);
         uct_uccl_cc_on_ack(&conn->cc, chunk->length, 0, uct_uccl_now_ns());
         uct_uccl_chunk_wr_done(chunk);
@@ -1137,6 +1232,7 @@ void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
         uct_uccl_chunk_done(conn, chunk, status);
     }
     conn->rc_outstanding    = 0;
+    conn->rc_writes         = 0;
     conn->cc.inflight_bytes = 0;
 
     /* acknowledged chunks whose resend is still on the wire: their ops

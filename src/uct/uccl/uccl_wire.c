@@ -63,7 +63,7 @@ ucs_status_t uct_uccl_wire_data_check(const void *buf, size_t len,
             return UCS_ERR_MESSAGE_TRUNCATED;
         }
         am = buf;
-        if (am->rsvd || !uct_uccl_wire_seq_ok(am->am_seq)) {
+        if (am->rsvd) {
             return UCS_ERR_INVALID_PARAM;
         }
         if (len != sizeof(*am) + (size_t)am->length) {
@@ -133,7 +133,7 @@ static ucs_status_t uct_uccl_wire_conn_check(const uct_uccl_conn_pkt_t *c)
         (c->chunk_size == 0) || (c->sack_bits == 0) ||
         (c->sack_bits > UCT_UCCL_WIRE_SACK_MAX_BITS) ||
         !uct_uccl_wire_seq_ok(c->init_csn) ||
-        !uct_uccl_wire_seq_ok(c->init_am_seq) ||
+        c->rsvd ||
         !uct_uccl_wire_seq_ok(c->psn) || !uct_uccl_wire_seq_ok(c->ctl_qpn) ||
         (c->status > 0) ||
         ((c->hdr.type == UCT_UCCL_CTL_CONN_REQ) &&

@@ -15,7 +15,7 @@
  *     request/reply, ACK (variable SACK tail), ACK batch, disconnect,
  *     keepalive. Each starts with uct_uccl_ctl_hdr_t.
  *
- * Sequence numbers (CSN and AM sequence) live in a 24-bit serial space, see
+ * Sequence numbers (CSNs) live in a 24-bit serial space, see
  * uccl_seq.h. Every receive path validates with a uct_uccl_wire_*_check()
  * before touching any other field.
  */
@@ -32,7 +32,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "uccl wire formats are little-endian, host must be too");
 
-#define UCT_UCCL_WIRE_VERSION     1
+#define UCT_UCCL_WIRE_VERSION     2
 #define UCT_UCCL_WIRE_MAGIC       0x4c434355u /* "UCCL" */
 #define UCT_UCCL_WIRE_MAX_PATHS   256
 /* Largest control packet: 4096-byte UD MTU minus the 40-byte GRH */
@@ -127,20 +127,20 @@ static inline uint32_t uct_uccl_imm_from_wire(uint32_t wire)
  * both agree and that the completion's byte_len matches the header.
  */
 
-/* Active message: header then `length` payload bytes. am_seq is a 24-bit
- * serial number per conn and direction, separate from the CSN so AMs are
- * delivered in order without waiting for PUT chunks (uccl_reorder.h). */
+/* Active message: header then `length` payload bytes. Its CSN orders it:
+ * in UC mode the receiver hands it to UCX once every chunk before it
+ * arrived (uccl_order.h). */
 typedef struct UCS_S_PACKED uct_uccl_am_hdr {
     uint8_t  type;       /* UCT_UCCL_KIND_AM */
-    uint8_t  am_id;
+    uint8_t  am_id;      /* < UCT_AM_ID_MAX */
     uint16_t rsvd;       /* zero */
-    uint32_t am_seq;     /* 24-bit, upper byte zero */
     uint32_t length;     /* payload bytes after the header */
 } uct_uccl_am_hdr_t;
 
 /* GET in UC mode: the peer's engine reads [remote_addr, +length) (its
  * memory, rkey its key) and WRITEs it to reply_addr/reply_rkey as
- * GET_RESP chunks in its own CSN stream, then sends GET_DONE. */
+ * GET_RESP chunks in its own CSN stream, then sends GET_DONE. Ordered like
+ * an AM: it reads what every PUT sent before it wrote. */
 typedef struct UCS_S_PACKED uct_uccl_get_req {
     uint8_t  type;       /* UCT_UCCL_KIND_GET_REQ */
     uint8_t  rsvd0[3];
@@ -178,7 +178,7 @@ typedef struct UCS_S_PACKED uct_uccl_retx_hdr {
     uint32_t length;     /* payload bytes after the header */
 } uct_uccl_retx_hdr_t;
 
-_Static_assert(sizeof(uct_uccl_am_hdr_t) == 12, "am hdr size");
+_Static_assert(sizeof(uct_uccl_am_hdr_t) == 8, "am hdr size");
 _Static_assert(sizeof(uct_uccl_get_req_t) == 48, "get req size");
 _Static_assert(sizeof(uct_uccl_get_done_t) == 24, "get done size");
 _Static_assert(sizeof(uct_uccl_retx_hdr_t) == 24, "retx hdr size");
@@ -246,7 +246,7 @@ typedef struct UCS_S_PACKED uct_uccl_conn_pkt {
     uint32_t rx_buf_size;  /* sender's SRQ bounce buffer size, bytes */
     uint32_t sack_bits;    /* chunks the sender can receive in flight */
     uint32_t init_csn;     /* first CSN the sender will send (24-bit) */
-    uint32_t init_am_seq;  /* first AM sequence the sender will send */
+    uint32_t rsvd;         /* zero */
     uint32_t psn;          /* initial PSN of the sender's data QPs */
     uint8_t  gid[16];      /* sender port GID */
     uint32_t qpn[];        /* num_paths data QPNs (24-bit each) */
