@@ -58,9 +58,17 @@ foreach(mode uc rc)
                      SOFTVERBS_LOSS=0.01)
     endforeach()
 
-    # every byte checked under loss
+    # every byte checked under loss, and the losses were repaired: UC by
+    # uccl's resends, found from SACK information; RC by the NIC
+    if(mode STREQUAL "uc")
+        set(repaired UCX_UCCL_STATS_DUMP=y
+            "UCCL_EXPECT_CLIENT_COUNTERS=retx fast_retx"
+            UCCL_EXPECT_SV_COUNTERS=msg_drops)
+    else()
+        set(repaired UCCL_EXPECT_SV_COUNTERS=rc_resends)
+    endif()
     flt_verify(fault_${mode}_loss_verify data "-n 100 -S 21"
-               UCX_UCCL_MODE=${mode} SOFTVERBS_LOSS=0.01)
+               UCX_UCCL_MODE=${mode} SOFTVERBS_LOSS=0.01 ${repaired})
     # a receive queue that runs dry (the server stops progressing for a
     # while; UC drops and resends, RC waits), tiny send queues, with loss
     flt_verify(fault_${mode}_srq_empty_verify data "-n 100 -S 22"
@@ -68,13 +76,14 @@ foreach(mode uc rc)
                UCX_UCCL_SRQ_SIZE=64 UCX_UCCL_SRQ_FLOW=n UCX_UCCL_TX_QUEUE_LEN=4
                UCX_UCCL_STATS_DUMP=y UCCL_SERVER_ARGS=-P200
                UCCL_EXPECT_COUNTERS=srq_empty UCX_UCCL_ASYNC_IDLE=inf)
-    # the server computes (no progress calls) for 4 s while the client
-    # streams AMs, far beyond the client's peer timeout: the server's
+    # the server computes (no progress calls) for 8 s while the client
+    # streams AMs, far beyond the client's peer timeout (3 s: a loaded
+    # machine may hold the async thread back for a second): the server's
     # async timer ACKs them and keeps its AMs for later, in order
     flt_verify(fault_${mode}_async_pause_verify data "-n 100 -S 23"
-               UCX_UCCL_MODE=${mode} UCX_UCCL_PEER_TIMEOUT=1s
+               UCX_UCCL_MODE=${mode} UCX_UCCL_PEER_TIMEOUT=3s
                UCX_UCCL_MAX_RETRIES=3 UCX_UCCL_STATS_DUMP=y
-               UCCL_SERVER_ARGS=-P4000 UCCL_EXPECT_COUNTERS=async_passes)
+               UCCL_SERVER_ARGS=-P8000 UCCL_EXPECT_COUNTERS=async_passes)
     # the peer dies mid-transfer: ep error within seconds, no hang
     flt_verify(fault_${mode}_peer_killed kill "-T 10"
                UCX_UCCL_MODE=${mode} UCCL_SERVER_ARGS=-K300
@@ -82,15 +91,23 @@ foreach(mode uc rc)
     # the peer dies while nothing is in flight: only uct_ep_check's probe
     # can notice (UCP's keepalive on an idle lane, a rendezvous waiting);
     # the dead peer's passive conn on the client is probed and reaped
-    flt_verify(fault_${mode}_peer_killed_idle idle "-T 10 -W 3"
+    flt_verify(fault_${mode}_peer_killed_idle idle "-T 10 -W 5"
                UCX_UCCL_MODE=${mode} UCCL_SERVER_ARGS=-K1000
-               UCX_UCCL_PEER_TIMEOUT=1s UCX_UCCL_IDLE_TIMEOUT=1s
+               UCX_UCCL_PEER_TIMEOUT=3s UCX_UCCL_IDLE_TIMEOUT=1s
                UCX_UCCL_STATS_DUMP=y
                UCCL_EXPECT_CLIENT_COUNTERS=peers_lost)
     # malformed and unexpected control packets, then a normal run
     flt_verify(fault_${mode}_bad_ctl fuzz "-n 50 -S 23"
                UCX_UCCL_MODE=${mode} UCX_UCCL_STATS_DUMP=y)
 endforeach()
+
+# a path that is down for the whole run and one that loses a fifth of its
+# packets: UC resends on other paths (RC cannot: a path down longer than
+# the NIC's retry time fails its QP, and with it the connection)
+flt_verify(fault_uc_path_down_verify data "-n 100 -S 31" UCX_UCCL_MODE=uc
+           SOFTVERBS_PATH_DOWN=2:0-100000000 SOFTVERBS_PATH_LOSS=5:0.2
+           UCX_UCCL_STATS_DUMP=y UCCL_EXPECT_CLIENT_COUNTERS=retx
+           UCCL_EXPECT_SV_COUNTERS=msg_drops)
 
 # a served GET fails on the server (its buffer was unmapped): its engine
 # tells the client, whose ep fails with CONNECTION_RESET within seconds
@@ -104,6 +121,12 @@ math(EXPR FLT_PORT "${FLT_PORT} + 1")
 add_test(NAME fault_uc_loss_counters
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 1048576 100)
 flt_env(fault_uc_loss_counters SOFTVERBS_LOSS=0.01)
+
+# on a clean fabric a 1 MiB PUT is one chain: one doorbell, one completion
+math(EXPR FLT_PORT "${FLT_PORT} + 1")
+add_test(NAME fault_uc_chain_counters
+         COMMAND ${FLT_COUNTERS} ${FLT_PORT} 1048576 100 chains)
+flt_env(fault_uc_chain_counters)
 
 # in a ping-pong of 1 MiB PUTs, a lost last chunk is found by the empty
 # WRITE that ends its chain, not by the tail probe (probes that only

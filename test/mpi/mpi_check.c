@@ -5,7 +5,10 @@
  * operations over sizes up to MAX_BYTES (default 64M), checking each result
  * against a value computed independently. A mismatch prints what differed
  * and aborts the job (non-zero exit). -k RANK makes that rank SIGKILL itself
- * in the middle of the collectives (the killed-rank test). -f picks the
+ * after a barrier; every other rank then sends to it until an error comes
+ * back, which must come from the transport's peer failure handling within
+ * MC_PEER_FAILURE_S (run it with orte_enable_recovery so mpirun lets the
+ * others go on), prints it and exits. -f picks the
  * families to run, a comma-separated list of p2p, coll, rma and osc
  * (default: all).
  */
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 void mc_fail(mc_t *mc, const char *fmt, ...)
@@ -75,14 +79,51 @@ size_t mc_cap(const mc_t *mc, const size_t *sizes, size_t n, size_t *out)
     return k;
 }
 
-void mc_maybe_die(mc_t *mc, const char *where)
+static double mc_now(void)
 {
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* -k: the rank dies; the others must hear of it from MPI, as errors of
+ * their sends to it, not hang */
+static void mc_peer_failure(mc_t *mc)
+{
+    const size_t size = 4 * MC_MIB;  /* rendezvous: it needs the peer */
+    uint8_t *buf      = mc_alloc(mc, size);
+    int rc            = MPI_SUCCESS;
+    unsigned sends    = 0;
+    MPI_Request req;
+    double start;
+
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Barrier(MPI_COMM_WORLD);
     if (mc->rank == mc->kill_rank) {
-        printf("mpi_check rank %d: killing myself with SIGKILL during %s\n",
-               mc->rank, where);
+        printf("mpi_check rank %d: killing myself with SIGKILL\n", mc->rank);
         fflush(stdout);
         raise(SIGKILL);
     }
+    memset(buf, 0, size);
+    start = mc_now();
+    while ((rc == MPI_SUCCESS) && (mc_now() - start < MC_PEER_FAILURE_S)) {
+        rc = MPI_Isend(buf, size, MPI_BYTE, mc->kill_rank, 0, MPI_COMM_WORLD,
+                       &req);
+        if (rc == MPI_SUCCESS) {
+            rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        }
+        ++sends;
+    }
+    if (rc == MPI_SUCCESS) {
+        mc_fail(mc, "sends to the dead rank %d still succeed after %d s",
+                mc->kill_rank, MC_PEER_FAILURE_S);
+    }
+    printf("mpi_check rank %d: peer failure of rank %d reported after "
+           "%.2f s (error %d, %u sends)\n", mc->rank, mc->kill_rank,
+           mc_now() - start, rc, sends);
+    fflush(stdout);
+    _exit(0);  /* MPI_Finalize would wait for the dead rank */
 }
 
 static inline uint64_t mc_mix(uint64_t x)
@@ -285,6 +326,9 @@ int main(int argc, char **argv)
     }
     t0 = MPI_Wtime();
 
+    if (mc.kill_rank >= 0) {
+        mc_peer_failure(&mc);
+    }
     if (mc.pause_s > 0) {
         mc_compute_pause(&mc);
     }

@@ -11,14 +11,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MC_MIB  (1ul << 20)
+#define MC_MIB             (1ul << 20)
+#define MC_PEER_FAILURE_S  30   /* -k: a dead peer is reported by then */
 
 typedef struct mc {
     int      rank;
     int      size;
     uint64_t seed;
     size_t   max_bytes;   /* largest buffer any operation uses */
-    int      kill_rank;   /* this rank SIGKILLs itself mid-run (-1: none) */
+    int      kill_rank;   /* -k: this rank SIGKILLs itself (-1: none) */
     unsigned pause_s;     /* rank 1 computes this long with sends to it
                              outstanding (0: no such phase) */
     long     compared;    /* elements/bytes checked on this rank */
@@ -32,7 +33,6 @@ void mc_report(mc_t *mc, const char *op, const size_t *sizes, size_t n,
 void *mc_alloc(mc_t *mc, size_t bytes);
 size_t mc_cap(const mc_t *mc, const size_t *sizes, size_t n,
               size_t *out);
-void mc_maybe_die(mc_t *mc, const char *where);
 
 /* Value of element i of a buffer that `rank` owns in `op`: an int below
  * 2^20, so sums over thousands of ranks stay exact. */

@@ -256,9 +256,6 @@ void mc_coll(mc_t *mc)
 
     n = mc_cap(mc, mc_reduce_sizes, MC_NELEM(mc_reduce_sizes), sizes);
     for (i = 0; i < n; ++i) {
-        if (i == 3) {
-            mc_maybe_die(mc, "MPI_Allreduce");
-        }
         mc_allreduce(mc, sizes[i], 0);
     }
     mc_report(mc, "MPI_Allreduce (SUM, int)", sizes, n, "bytes");

@@ -4,9 +4,12 @@
 #   perftest_pair.sh PORT TEST LAYOUT SIZE ITERS [extra ucx_perftest args]
 # Environment: UCCL_RUN (the launcher), SOFTVERBS_FABRIC (distinct per test),
 # UCX_UCCL_* for the transport, UCCL_DEV (default sv0:1).
-# The server is started first, the client connects to it; both are pinned to
-# different cores and bounded by `timeout`. Fails unless the client prints
-# its final result line and both exit 0.
+# The server is started first, the client connects once it listens; both
+# are pinned to different cores and bounded by `timeout`. Fails unless the
+# client prints its final result line and both exit 0, and, on a lossy
+# fabric (SOFTVERBS_LOSS), unless the fabric dropped messages and the
+# sender repaired them (UC: uccl resent chunks; RC: go-back-N resends).
+# ucx_perftest does not check data: uct_verify and uct_order do.
 #
 set -u
 
@@ -17,10 +20,19 @@ dev=${UCCL_DEV:-sv0:1}
 limit=${UCCL_TEST_TIMEOUT:-90}
 tmp=$(mktemp -d /tmp/uccl-perftest.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/listen.sh"
+
+lossy=0
+case ${SOFTVERBS_LOSS:-0} in 0|0.0|"") ;; *) lossy=1 ;; esac
+if [ $lossy = 1 ]; then
+    export UCX_UCCL_STATS_DUMP=y
+    export SOFTVERBS_STATS="$tmp/sv_%p"
+fi
 
 timeout "$limit" "$run" ucx_perftest -p "$port" -c 0 >"$tmp/server" 2>&1 &
 server=$!
-sleep 0.5
+uccl_wait_listen "$port" $server ||
+    { echo "FAIL: the server did not listen"; cat "$tmp/server"; exit 1; }
 
 timeout "$limit" "$run" ucx_perftest localhost -p "$port" -c 1 -t "$test" \
     -x uccl -d "$dev" -D "$layout" -s "$size" -n "$iters" "$@" \
@@ -39,4 +51,27 @@ if [ $client_rc -ne 0 ] || [ $server_rc -ne 0 ] || [ -z "$final" ] ||
     exit 1
 fi
 echo "$final"
+[ $lossy = 1 ] || exit 0
+
+# sum of a counter over the softverbs dumps of both processes, and of a
+# uccl per-conn counter over both processes' outputs
+sv_sum() {
+    cat "$tmp"/sv_* | awk -v k="$1" '$1 ~ "^port\\.[0-9]+\\." k "$" \
+        { s += $2 } END { print s + 0 }'
+}
+uccl_sum() {
+    cat "$tmp/client" "$tmp/server" | grep -o " $1 [0-9]*" |
+        awk '{ s += $2 } END { print s + 0 }'
+}
+drops=$(sv_sum msg_drops)
+gbn=$(sv_sum rc_resends)
+retx=$(uccl_sum retx)
+echo "loss: fabric dropped $drops UC messages, go-back-N resent $gbn" \
+     "packets, uccl resent $retx chunks"
+if [ "${UCX_UCCL_MODE:-uc}" = rc ]; then
+    [ "$gbn" -gt 0 ] || { echo "FAIL: no packet lost and resent"; exit 1; }
+else
+    [ "$drops" -gt 0 ] || { echo "FAIL: the fabric dropped nothing"; exit 1; }
+    [ "$retx" -gt 0 ] || { echo "FAIL: losses but no resend"; exit 1; }
+fi
 exit 0

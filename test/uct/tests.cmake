@@ -73,7 +73,8 @@ foreach(mode uc rc)
     set(UCT_VERIFY_ARGS -n 400 -S 6)
     uct_verify_test(uct_${mode}_order_loss order uct UCX_UCCL_MODE=${mode}
                     SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=3)
-    # an ep destroyed with 16 MiB of PUTs in flight; the iface goes on
+    # an ep destroyed with 16 MiB of PUTs and 4 MiB of GETs in flight; the
+    # iface goes on
     set(UCT_VERIFY_ARGS -n 50 -S 13 -D)
     uct_verify_test(uct_${mode}_verify_destroy_busy data uct
                     UCX_UCCL_MODE=${mode})

@@ -446,62 +446,93 @@ static void mib_iov(uct_iov_t *iov)
 }
 
 #define DB_PUTS  16
+#define DB_GETS  4
 
-/* -D: destroy an ep with PUTs in flight, then connect a new one */
-static void client_destroy_busy(void)
+/* -D: one more in flight; a completion at once counts as done */
+static void busy_started(uh_req_t *req, ucs_status_t status, const char *what)
+{
+    if (status == UCS_OK) {
+        req->done = 1;
+    } else if (status != UCS_INPROGRESS) {
+        uh_die("%s: %s", what, ucs_status_string(status));
+    }
+}
+
+/* -D: wait until every request completed once, with OK or CANCELED;
+ * returns how many were canceled */
+static unsigned busy_wait(uh_req_t *reqs, unsigned n)
 {
     double deadline = uh_now() + 10;
-    uh_req_t reqs[DB_PUTS];
-    ucs_status_t status;
-    unsigned i, done;
+    unsigned i, done, canceled = 0;
+
+    do {
+        uh_progress();
+        for (i = done = 0; i < n; ++i) {
+            if (reqs[i].done > 1) {
+                uh_die("busy op %u completed %d times", i, reqs[i].done);
+            }
+            done += reqs[i].done;
+        }
+        if (uh_now() > deadline) {
+            uh_die("%u of %u operations of the destroyed ep never "
+                   "completed", n - done, n);
+        }
+    } while (done < n);
+    for (i = 0; i < n; ++i) {
+        if ((reqs[i].comp.status != UCS_OK) &&
+            (reqs[i].comp.status != UCS_ERR_CANCELED)) {
+            uh_die("busy op %u completed with %s", i,
+                   ucs_status_string(reqs[i].comp.status));
+        }
+        canceled += (reqs[i].comp.status == UCS_ERR_CANCELED);
+    }
+    return canceled;
+}
+
+/* -D: destroy an ep with PUTs and GETs in flight, then connect a new one.
+ * The PUTs write the server's first MiB with what it holds already, the
+ * GETs read its next MiBs into the same places here (what the later GET
+ * checks expect there), so whatever lands late changes nothing. */
+static void client_destroy_busy(void)
+{
+    uh_req_t reqs[DB_PUTS + DB_GETS];
+    const size_t mib = 1u << 20;
+    unsigned i, canceled;
     uct_iov_t iov;
 
-    /* what the server's buffer holds already: the GETs that follow
-     * expect it there, whether these PUTs landed or not */
-    for (i = 0; i < (1u << 20); ++i) {
+    for (i = 0; i < mib; ++i) {
         uh.buf[i] = uh_pattern(1, i);
     }
     mib_iov(&iov);
     for (i = 0; i < DB_PUTS; ++i) {
         uh_req_init(&reqs[i]);
-        status = UH_RETRY("busy put",
-                       uct_ep_put_zcopy(uh.ep, &iov, 1, uh.peer.buf_addr,
-                                        uh.rkey.rkey, &reqs[i].comp));
-        if (status == UCS_OK) {
-            reqs[i].done = 1;
-        } else if (status != UCS_INPROGRESS) {
-            uh_die("busy put %u: %s", i, ucs_status_string(status));
-        }
+        busy_started(&reqs[i],
+                     UH_RETRY("busy put",
+                              uct_ep_put_zcopy(uh.ep, &iov, 1,
+                                               uh.peer.buf_addr, uh.rkey.rkey,
+                                               &reqs[i].comp)), "busy put");
+    }
+    for (i = 0; i < DB_GETS; ++i) {
+        uh_iov(&iov, uh.buf + (i + 1) * mib, mib);
+        uh_req_init(&reqs[DB_PUTS + i]);
+        busy_started(&reqs[DB_PUTS + i],
+                     UH_RETRY("busy get",
+                              uct_ep_get_zcopy(uh.ep, &iov, 1,
+                                               uh.peer.buf_addr +
+                                               (i + 1) * mib, uh.rkey.rkey,
+                                               &reqs[DB_PUTS + i].comp)),
+                     "busy get");
     }
     uct_ep_destroy(uh.ep);
     uh.ep = NULL;
 
-    do {
-        uh_progress();
-        for (i = done = 0; i < DB_PUTS; ++i) {
-            if (reqs[i].done > 1) {
-                uh_die("busy put %u completed %d times", i, reqs[i].done);
-            }
-            done += reqs[i].done;
-        }
-        if (uh_now() > deadline) {
-            uh_die("%u of %u PUTs of the destroyed ep never completed",
-                DB_PUTS - done, DB_PUTS);
-        }
-    } while (done < DB_PUTS);
-    for (i = done = 0; i < DB_PUTS; ++i) {
-        if ((reqs[i].comp.status != UCS_OK) &&
-            (reqs[i].comp.status != UCS_ERR_CANCELED)) {
-            uh_die("busy put %u completed with %s", i,
-                ucs_status_string(reqs[i].comp.status));
-        }
-        done += (reqs[i].comp.status == UCS_ERR_CANCELED);
+    canceled = busy_wait(reqs, DB_PUTS + DB_GETS);
+    if (canceled == 0) {
+        uh_die("nothing was in flight at ep destroy: the test tests nothing");
     }
-    if (done == 0) {
-        uh_die("no PUT was in flight at ep destroy: the test tests nothing");
-    }
-    printf("uct_verify[client] %u PUTs in flight at ep destroy completed "
-           "once each (%u canceled)\n", DB_PUTS, done);
+    printf("uct_verify[client] %u PUTs and %u GETs in flight at ep destroy "
+           "completed once each (%u canceled)\n", DB_PUTS, DB_GETS,
+           canceled);
     uh_ep_connect();
 }
 
@@ -543,8 +574,8 @@ static void client_kill(int idle)
             next_check = uh_now() + 0.1;
         }
         uh_progress();
-        if ((dead == 0) && (recv(uh.sock, &c, 1, MSG_DONTWAIT) == 0)) {
-            dead = uh_now(); /* the peer's socket closed: it died */
+        if ((dead == 0) && (recv(uh.sock, &c, 1, MSG_DONTWAIT) >= 0)) {
+            dead = uh_now(); /* its last word, or its socket closed */
             printf("peer died %.3f s after start (%u PUTs posted)\n",
                    dead - start, posted);
         }
@@ -555,12 +586,13 @@ static void client_kill(int idle)
     }
 
     if (dead == 0) {
-        if (idle) {
-            /* nothing in flight: only the probe can have failed it */
+        /* the peer says it dies before it does: an error without that
+         * word came while it lived */
+        if (recv(uh.sock, &c, 1, MSG_DONTWAIT) < 0) {
             uh_die("ep error '%s' while the peer was alive",
-                ucs_status_string(uh.ep_status));
+                   ucs_status_string(uh.ep_status));
         }
-        dead = uh.ep_error_time; /* error noticed before the socket */
+        dead = uh.ep_error_time; /* the word came with the error */
     }
     printf("ep error '%s' %.3f s after the peer died\n",
            ucs_status_string(uh.ep_status), uh.ep_error_time - dead);
@@ -578,10 +610,13 @@ static void client_kill(int idle)
 
 static void server_kill(void)
 {
+    const char word = 'D';
+
     (void)server_serve_go();
     printf("server: killing myself %u ms after the client started\n",
            g.kill_ms);
     fflush(stdout);
+    uh_xfer((void*)&word, 1, 1);   /* the client's proof that we died */
     kill(getpid(), SIGKILL);
 }
 

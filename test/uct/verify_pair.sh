@@ -6,8 +6,10 @@
 # uct_order.
 # Environment: UCCL_RUN (launcher), UCCL_BUILDDIR, SOFTVERBS_FABRIC, UCX_UCCL_*,
 # UCCL_DEV (default sv0:1), UCCL_SERVER_ARGS (extra server arguments),
-# UCCL_EXPECT_COUNTERS (iface counters the server must report non-zero),
-# UCCL_EXPECT_CLIENT_COUNTERS (the same for the client).
+# UCCL_EXPECT_COUNTERS (uccl counters the server must report non-zero in its
+# UCX_UCCL_STATS_DUMP lines), UCCL_EXPECT_CLIENT_COUNTERS (the same for the
+# client), UCCL_EXPECT_SV_COUNTERS (softverbs counters, summed over both
+# processes, that must be non-zero).
 #
 set -u
 
@@ -24,6 +26,7 @@ dev=${UCCL_DEV:-sv0:1}
 limit=${UCCL_TEST_TIMEOUT:-120}
 tmp=$(mktemp -d /tmp/uccl-verify.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+[ -n "${UCCL_EXPECT_SV_COUNTERS:-}" ] && export SOFTVERBS_STATS="$tmp/sv_%p"
 
 timeout "$limit" "$run" "$bin" -s -p "$port" -d "$dev" $mode_arg \
     ${UCCL_SERVER_ARGS:-} >"$tmp/server" 2>&1 &
@@ -48,19 +51,31 @@ elif [ $server_rc -ne 0 ]; then
     echo "FAIL: server exited with $server_rc"
     exit 1
 fi
-# iface counters the server must have seen non-zero (UCX_UCCL_STATS_DUMP=y)
+# a uccl counter (iface or conn line of a stats dump) summed over a file
+uccl_sum() {
+    grep -h '^uccl\[' "$1" | grep -o " $2 [0-9]*" |
+        awk '{ s += $2 } END { print s + 0 }'
+}
+# counters the server must have seen non-zero (UCX_UCCL_STATS_DUMP=y)
 expect=${UCCL_EXPECT_COUNTERS:-}
 [ "$mode" = fuzz ] && expect="$expect bad_ctl unknown_conn"
 for c in $expect; do
-    grep -q "mode [ru]c: .* $c [1-9]" "$tmp/server" ||
-        { echo "FAIL: server did not count $c"; exit 1; }
-    echo "server counted $c: $(grep -o " $c [0-9]*" "$tmp/server" | head -1)"
+    n=$(uccl_sum "$tmp/server" "$c")
+    [ "$n" -gt 0 ] || { echo "FAIL: server did not count $c"; exit 1; }
+    echo "server counted $c: $n"
 done
 # and the client (in kill/idle modes the server dies and dumps nothing)
 for c in ${UCCL_EXPECT_CLIENT_COUNTERS:-}; do
-    grep -q "mode [ru]c: .* $c [1-9]" "$tmp/client" ||
-        { echo "FAIL: client did not count $c"; exit 1; }
-    echo "client counted $c: $(grep -o " $c [0-9]*" "$tmp/client" | head -1)"
+    n=$(uccl_sum "$tmp/client" "$c")
+    [ "$n" -gt 0 ] || { echo "FAIL: client did not count $c"; exit 1; }
+    echo "client counted $c: $n"
+done
+# softverbs' counters of both processes
+for c in ${UCCL_EXPECT_SV_COUNTERS:-}; do
+    n=$(cat "$tmp"/sv_* 2>/dev/null | awk -v k="$c" \
+        '$1 ~ "^port\\.[0-9]+\\." k "$" { s += $2 } END { print s + 0 }')
+    [ "$n" -gt 0 ] || { echo "FAIL: softverbs did not count $c"; exit 1; }
+    echo "softverbs counted $c: $n"
 done
 echo PASS
 exit 0

@@ -1,0 +1,19 @@
+# Sourced by the scripts that start a server and then its client: wait
+# until the server listens on its TCP port rather than for a fixed time (a
+# loaded machine starts it late; ucx_perftest's client does not retry).
+#
+#   uccl_wait_listen PORT SERVER_PID [SECONDS]
+# Returns 0 once something listens on PORT, 1 if SERVER_PID exited or
+# SECONDS (default 30) passed.
+uccl_wait_listen() {
+    _port=$1 _pid=$2 _left=$(( ${3:-30} * 20 ))
+    while [ $_left -gt 0 ]; do
+        if ss -Hltn "sport = :$_port" 2>/dev/null | grep -q .; then
+            return 0
+        fi
+        kill -0 "$_pid" 2>/dev/null || return 1
+        sleep 0.05
+        _left=$((_left - 1))
+    done
+    return 1
+}
