@@ -36,22 +36,28 @@ export ASAN_OPTIONS=detect_leaks=0
 have_uct_sv=1
 [ -c /dev/infiniband/uverbs_sv0 ] || have_uct_sv=0
 
-# pair PRELOAD SERVER_CMD -- CLIENT_CMD: server on core 0, client on core 1,
-# fresh fabric; prints the client's output
+# pair PRELOAD SERVER_CMD -- CLIENT_CMD: server on core 0, client on core 1
+# once the server listens on $port, on the fabric of $port; prints the
+# client's output. It runs in a $(...) subshell: the caller moves the port
+# (next_pair) before each pair.
+. "$(dirname "$0")/../uct/listen.sh"
 pair() {
     local pre=$1; shift
     local srv=()
     while [ "$1" != "--" ]; do srv+=("$1"); shift; done
     shift
-    port=$((port + 1))
-    fab=$((fab + 1))
-    export SOFTVERBS_FABRIC=bench_cma_$fab   # reused by the next run
+    export SOFTVERBS_FABRIC=bench_cma_$$_$port
     LD_PRELOAD=$pre timeout -s KILL "$tmo" taskset -c 0 "${srv[@]}" \
         >"$tmp/srv" 2>&1 &
     local pid=$!
-    sleep 1
-    LD_PRELOAD=$pre timeout -s KILL "$tmo" taskset -c 1 "$@" 2>&1
+    uccl_wait_listen "$port" $pid &&
+        LD_PRELOAD=$pre timeout -s KILL "$tmo" taskset -c 1 "$@" 2>&1
     wait $pid || echo "server exited with $?" >&2
+    rm -f "/dev/shm/softverbs.$SOFTVERBS_FABRIC" \
+          "/dev/shm/softverbs.$SOFTVERBS_FABRIC".*
+}
+next_pair() {
+    port=$((port + 1))
 }
 
 # MB/s from ucx_perftest -f (overall bandwidth) or ib_write_bw (BW average)
@@ -62,24 +68,27 @@ best() {   # best OLD NEW
     awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { print (b > a) ? b : a }'
 }
 
-cma=0; sv_uct=0; sv_ib=0; fab=0
+cma=0; sv_uct=0; sv_ib=0
 for round in 1 2 3; do
-    v=$(pair "" ucx_perftest -p $((port + 1)) -- \
-        ucx_perftest localhost -p $((port + 1)) -t put_bw -x cma -d memory \
+    next_pair
+    v=$(pair "" ucx_perftest -p $port -- \
+        ucx_perftest localhost -p $port -t put_bw -x cma -d memory \
             -D zcopy -s $size -n "$iters" -w 100 -f | ucx_mbs)
     echo "round $round: cma put_bw                 ${v:-FAILED} MB/s"
     cma=$(best "$cma" "$v")
     if [ $have_uct_sv = 1 ]; then
-        v=$(pair "$preload" ucx_perftest -p $((port + 1)) -- \
-            ucx_perftest localhost -p $((port + 1)) -t put_bw -x rc_verbs \
+        next_pair
+        v=$(pair "$preload" ucx_perftest -p $port -- \
+            ucx_perftest localhost -p $port -t put_bw -x rc_verbs \
                 -d sv0:1 -D zcopy -s $size -n "$iters" -w 100 -f | ucx_mbs)
         echo "round $round: softverbs rc_verbs put_bw  ${v:-FAILED} MB/s"
         sv_uct=$(best "$sv_uct" "$v")
     fi
+    next_pair
     v=$(pair "$preload" ib_write_bw -d sv0 -F -s $size -n "$iters" \
-            -p $((port + 1)) -- \
-        ib_write_bw -d sv0 -F -s $size -n "$iters" -p $((port + 1)) \
-            localhost | ib_mbs)
+            --perform_warm_up -p $port -- \
+        ib_write_bw -d sv0 -F -s $size -n "$iters" --perform_warm_up \
+            -p $port localhost | ib_mbs)
     echo "round $round: softverbs ib_write_bw      ${v:-FAILED} MB/s"
     sv_ib=$(best "$sv_ib" "$v")
 done

@@ -1,0 +1,69 @@
+# Sourced by the benchmark scripts: server/client pairs on fresh fabrics
+# and fresh ports, medians.
+#
+# Callers set: run (the uccl-run launcher), tmp (a scratch directory), tmo
+# (seconds per process). bench_port_init picks a first port; every pair
+# takes the next one (bump it in the calling shell, not in a $(...)
+# subshell, or every pair reuses one port and one fabric).
+
+. "$(dirname "$0")/../uct/listen.sh"
+
+bench_port_init() {
+    port=$((30000 + $$ % 10000))
+}
+
+# bench_next_port: the port (and fabric) of the next pair
+bench_next_port() {
+    port=$((port + 1))
+}
+
+# bench_pair SERVER_CMD... -- CLIENT_CMD...: both under $run on the fabric
+# of $port, server on core 0, client on core 1 once the server listens on
+# $port; prints the client's output (the server's is in $tmp/srv.log).
+# Environment assignments for both may be given in BENCH_ENV.
+bench_pair() {
+    _srv=""
+    while [ "$1" != "--" ]; do _srv="$_srv $1"; shift; done
+    shift
+    # shellcheck disable=SC2086
+    env SOFTVERBS_FABRIC="bench$$_$port" ${BENCH_ENV:-} \
+        timeout "$tmo" taskset -c 0 "$run" $_srv >"$tmp/srv.log" 2>&1 &
+    _pid=$!
+    if uccl_wait_listen "$port" $_pid; then
+        # shellcheck disable=SC2086
+        env SOFTVERBS_FABRIC="bench$$_$port" ${BENCH_ENV:-} \
+            timeout "$tmo" taskset -c 1 "$run" "$@" 2>&1
+    fi
+    wait $_pid 2>/dev/null
+    rm -f "/dev/shm/softverbs.bench$$_$port" \
+          "/dev/shm/softverbs.bench$$_$port".*
+}
+
+# bench_median FILE: the median of the numbers in FILE (one per line)
+bench_median() {
+    grep -v '^$' "$1" 2>/dev/null | sort -g |
+        awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'
+}
+
+# bench_ratio A B: A / B with two decimals, or n/a
+bench_ratio() {
+    awk -v a="$1" -v b="$2" \
+        'BEGIN {if (a > 0 && b > 0) printf "%.2f", a / b; else print "n/a"}'
+}
+
+# bench_rotate N ITEMS...: the items rotated left by N (round N starts
+# with a different one, so no item always runs first)
+bench_rotate() {
+    _n=$(($1 % ($# - 1)))
+    shift
+    _i=0
+    for _x in "$@"; do
+        [ $_i -ge $_n ] && printf '%s\n' "$_x"
+        _i=$((_i + 1))
+    done
+    _i=0
+    for _x in "$@"; do
+        [ $_i -lt $_n ] && printf '%s\n' "$_x"
+        _i=$((_i + 1))
+    done
+}
