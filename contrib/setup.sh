@@ -29,6 +29,7 @@ fi
 packages="build-essential autoconf automake libtool pkg-config dpkg-dev
           xz-utils libucx-dev ucx-utils libibverbs-dev ibverbs-utils rdma-core
           perftest libopenmpi-dev openmpi-bin netpipe-openmpi cmake valgrind
+          clang libclang-rt-dev
           iproute2 procps psmisc"
 
 log() { echo "setup.sh: $*"; }
