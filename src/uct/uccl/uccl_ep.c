@@ -77,8 +77,7 @@ ucs_status_t uct_uccl_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_LENGTH(length + sizeof(header), 0,
-                     conn->iface->config.seg_size - sizeof(uct_uccl_am_hdr_t),
-                     "am_short");
+                     uct_uccl_iface_am_max(conn->iface), "am_short");
     status = uct_uccl_ep_check(conn, 1);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -121,8 +120,7 @@ ssize_t uct_uccl_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     }
 
     length = pack_cb(chunk->data, arg);
-    ucs_assertv(length <= conn->iface->config.seg_size -
-                          sizeof(uct_uccl_am_hdr_t),
+    ucs_assertv(length <= uct_uccl_iface_am_max(conn->iface),
                 "am_bcopy packed %zu bytes", length);
     chunk->length        = length;
     chunk->hdr.am.length = length;
@@ -139,8 +137,6 @@ ucs_status_t uct_uccl_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
 {
     uct_uccl_ep_t *ep       = ucs_derived_of(tl_ep, uct_uccl_ep_t);
     uct_uccl_conn_t *conn   = ep->conn;
-    size_t seg              = conn->iface->config.seg_size -
-                              sizeof(uct_uccl_am_hdr_t);
     const uct_uccl_mem_t *memh;
     uct_uccl_chunk_t *chunk;
     ucs_status_t status;
@@ -151,7 +147,10 @@ ucs_status_t uct_uccl_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     UCT_CHECK_PARAM(iovcnt <= 1, "uccl am_zcopy takes one iov, got %zu",
                     iovcnt);
     length = (iovcnt > 0) ? uct_iov_get_length(iov) : 0;
-    UCT_CHECK_LENGTH(header_length + length, 0, seg, "am_zcopy");
+    UCT_CHECK_LENGTH(header_length, 0, uct_uccl_iface_am_max_hdr(conn->iface),
+                     "am_zcopy header");
+    UCT_CHECK_LENGTH(header_length + length, 0,
+                     uct_uccl_iface_am_max(conn->iface), "am_zcopy");
     status = uct_uccl_ep_check(conn, 1);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;

@@ -710,7 +710,6 @@ ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
 {
     uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
     size_t seg              = iface->config.seg_size;
-    size_t am_hdr           = sizeof(uct_uccl_am_hdr_t);
     size_t max_zcopy        = UCT_UCCL_MAX_ZCOPY;
 
     uct_base_iface_query(&iface->super, attr);
@@ -756,13 +755,13 @@ ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
     attr->cap.get.align_mtu       = 128 << iface->config.mtu;
     attr->cap.get.max_iov         = 1;
 
-    attr->cap.am.max_short        = seg - am_hdr - sizeof(uint64_t);
-    attr->cap.am.max_bcopy        = seg - am_hdr;
+    attr->cap.am.max_short        = uct_uccl_iface_am_max(iface);
+    attr->cap.am.max_bcopy        = uct_uccl_iface_am_max(iface);
     attr->cap.am.min_zcopy        = 0;
-    attr->cap.am.max_zcopy        = seg - am_hdr;
+    attr->cap.am.max_zcopy        = uct_uccl_iface_am_max(iface);
     attr->cap.am.opt_zcopy_align  = UCS_SYS_PCI_MAX_PAYLOAD;
     attr->cap.am.align_mtu        = 128 << iface->config.mtu;
-    attr->cap.am.max_hdr          = seg / 2;
+    attr->cap.am.max_hdr          = uct_uccl_iface_am_max_hdr(iface);
     attr->cap.am.max_iov          = 1;
 
     /* a software engine in front of the NIC: a few us of latency, the NIC's

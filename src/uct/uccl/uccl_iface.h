@@ -464,6 +464,22 @@ static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_now_ns(void)
     return ucs_time_to_nsec(ucs_get_time());
 }
 
+/* Largest active message (its 8-byte header included, as UCT counts it):
+ * one bcopy segment after our AM header. uct_iface_query advertises it and
+ * the operations refuse anything longer. */
+static UCS_F_ALWAYS_INLINE size_t
+uct_uccl_iface_am_max(const uct_uccl_iface_t *iface)
+{
+    return iface->config.seg_size - sizeof(uct_uccl_am_hdr_t);
+}
+
+/* Largest user header of an AM zcopy: it is copied into the segment */
+static UCS_F_ALWAYS_INLINE size_t
+uct_uccl_iface_am_max_hdr(const uct_uccl_iface_t *iface)
+{
+    return iface->config.seg_size / 2;
+}
+
 /* iface (uccl_iface.c) */
 ucs_status_t uct_uccl_iface_ctl_send(uct_uccl_iface_t *iface,
                                      struct ibv_ah *ah, uint32_t qpn,
