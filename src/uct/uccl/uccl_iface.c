@@ -277,15 +277,18 @@ static ucs_mpool_ops_t uct_uccl_op_mp_ops = {
     .obj_str       = NULL
 };
 
+/* elem_size bytes per element; the byte at align_offset of each is aligned
+ * to `alignment` */
 static ucs_status_t
 uct_uccl_iface_mpool_init(uct_uccl_iface_t *iface, ucs_mpool_t *mp,
-                          size_t elem_size, unsigned grow, unsigned max,
+                          size_t elem_size, size_t align_offset,
+                          size_t alignment, unsigned grow, unsigned max,
                           ucs_mpool_ops_t *ops, const char *name)
 {
     ucs_status_t status;
 
-    status = ucs_mpool_init(mp, sizeof(iface), elem_size, 0,
-                            UCS_SYS_CACHE_LINE_SIZE, grow, max, ops, name);
+    status = ucs_mpool_init(mp, sizeof(iface), elem_size, align_offset,
+                            alignment, grow, max, ops, name);
     if (status == UCS_OK) {
         *(uct_uccl_iface_t**)ucs_mpool_priv(mp) = iface;
     }
@@ -860,6 +863,27 @@ static void uct_uccl_iface_dump_all(uct_uccl_iface_t *iface)
     }
 }
 
+/* The AM handler's data is the payload in our receive buffer: aligned as
+ * the user asked (am_alignment, am_align_offset), by default the buffer
+ * starts on a cache line */
+static ucs_status_t uct_uccl_iface_rx_align(const uct_iface_params_t *params,
+                                            size_t buf_size, size_t *align_p,
+                                            size_t *offset_p)
+{
+    size_t payload = ucs_offsetof(uct_uccl_rx_desc_t, data) +
+                     UCT_UCCL_RX_PAD + sizeof(uct_uccl_am_hdr_t);
+
+    if ((params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) &&
+        ((params->am_alignment == 0) || !ucs_is_pow2(params->am_alignment))) {
+        ucs_error("uccl: AM alignment %zu is not a power of 2",
+                  params->am_alignment);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return uct_iface_param_am_alignment(params, buf_size, 0, payload,
+                                        align_p, offset_p);
+}
+
 static void uct_uccl_iface_signal_init(void)
 {
     struct sigaction sa, old;
@@ -885,8 +909,9 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     uct_uccl_md_t *md               = ucs_derived_of(tl_md, uct_uccl_md_t);
     struct ibv_srq_init_attr srq_attr = {};
     const char *dev_name, *colon;
+    unsigned port_num, tx_max, tx_grow;
+    size_t rx_align, rx_align_offset;
     ucs_status_t status;
-    unsigned port_num;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_uccl_iface_tl_ops,
                               &uct_base_iface_internal_ops, tl_md, worker,
@@ -1006,31 +1031,43 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     kh_init_inplace(uct_uccl_qpn, &self->qpn_hash);
     ucs_ptr_array_init(&self->conn_ids, "uccl_conn_ids");
 
-    status = uct_uccl_iface_mpool_init(self, &self->tx_mp,
-                                       sizeof(uct_uccl_chunk_t) +
-                                       self->config.seg_size,
-                                       ucs_max(config->tx_mp.bufs_grow, 32),
-                                       config->tx_mp.max_bufs,
-                                       &uct_uccl_tx_mp_ops, "uccl_tx");
+    /* TX_MAX_BUFS bounds the send buffers; a pool grows by no more than
+     * it may hold */
+    tx_max  = (unsigned)config->tx_mp.max_bufs; /* -1: no limit */
+    tx_grow = ucs_max(config->tx_mp.bufs_grow, UCT_UCCL_TX_GROW_MIN);
+    status  = uct_uccl_iface_mpool_init(self, &self->tx_mp,
+                                        sizeof(uct_uccl_chunk_t) +
+                                        self->config.seg_size, 0,
+                                        UCS_SYS_CACHE_LINE_SIZE,
+                                        ucs_min(tx_grow, tx_max), tx_max,
+                                        &uct_uccl_tx_mp_ops, "uccl_tx");
     if (status != UCS_OK) {
         goto err;
     }
 
     /* zero-copy chunks (most of the traffic) without the bcopy segment:
-     * dense descriptors, not one page each */
+     * dense descriptors, not one page each. They hold no buffer, and a
+     * large zcopy takes all of its chunks at once: not bounded. */
     status = uct_uccl_iface_mpool_init(self, &self->hdr_mp,
-                                       sizeof(uct_uccl_chunk_t),
-                                       ucs_max(config->tx_mp.bufs_grow, 256),
-                                       config->tx_mp.max_bufs,
+                                       sizeof(uct_uccl_chunk_t), 0,
+                                       UCS_SYS_CACHE_LINE_SIZE,
+                                       UCT_UCCL_HDR_GROW, UINT_MAX,
                                        &uct_uccl_tx_mp_ops, "uccl_tx_hdr");
     if (status != UCS_OK) {
         goto err_tx_mp;
+    }
+
+    status = uct_uccl_iface_rx_align(params, self->config.rx_buf_size,
+                                     &rx_align, &rx_align_offset);
+    if (status != UCS_OK) {
+        goto err_hdr_mp;
     }
 
     status = uct_uccl_iface_mpool_init(self, &self->rx_mp,
                                        sizeof(uct_uccl_rx_desc_t) +
                                        UCT_UCCL_RX_PAD +
                                        self->config.rx_buf_size,
+                                       rx_align_offset, rx_align,
                                        UCT_UCCL_SRQ_BATCH, UINT_MAX,
                                        &uct_uccl_rx_mp_ops, "uccl_rx");
     if (status != UCS_OK) {

@@ -38,6 +38,8 @@
 #define UCT_UCCL_SMALL_MSG        8192   /* sticks to the last path */
 #define UCT_UCCL_MAX_ZCOPY        (1ul << 30) /* PUT/GET, cut into chunks */
 #define UCT_UCCL_PUT_GUARD        64     /* recent PUT targets remembered */
+#define UCT_UCCL_TX_GROW_MIN      32     /* send buffers per pool growth */
+#define UCT_UCCL_HDR_GROW         256    /* zcopy descriptors per growth */
 
 
 typedef struct uct_uccl_iface   uct_uccl_iface_t;
