@@ -2,8 +2,8 @@
  * Copyright (C) uccl contributors. See file LICENSE for terms.
  *
  * Endpoint operations. Every operation becomes chunks queued on the conn;
- * the engine posts them from progress (so they chain). Nothing can be queued
- * before the conn is up or when its queue is full: UCS_ERR_NO_RESOURCE, and
+ * the engine posts them from progress (so they chain). A full queue, or a
+ * zero-copy PUT or GET before the conn is up, gets UCS_ERR_NO_RESOURCE and
  * UCX retries through the pending queue.
  */
 #include "uccl_iface.h"
@@ -15,12 +15,15 @@
 #include <string.h>
 
 
+/* Room for an operation of nchunks. A conn still connecting takes
+ * operations of one segment (AM, short and bcopy PUT): they wait in its
+ * queue and leave when the peer answers, as the first send on a new ep of
+ * a connect-to-iface transport should. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_uccl_ep_check(uct_uccl_conn_t *conn, unsigned nchunks)
 {
-    if (ucs_unlikely(conn->state != UCT_UCCL_CONN_CONNECTED)) {
-        return (conn->state == UCT_UCCL_CONN_FAILED) ? conn->fail_status :
-                                                       UCS_ERR_NO_RESOURCE;
+    if (ucs_unlikely(conn->state == UCT_UCCL_CONN_FAILED)) {
+        return conn->fail_status;
     }
     /* keep the order of what waits in the pending queue */
     if (ucs_unlikely(!conn->in_dispatch &&
@@ -33,6 +36,17 @@ uct_uccl_ep_check(uct_uccl_conn_t *conn, unsigned nchunks)
                       conn->iface->config.max_queued) &&
                      (conn->tx_queued > 0))) {
         return UCS_ERR_NO_RESOURCE;
+    }
+    return UCS_OK;
+}
+
+/* Zero-copy PUT and GET are cut by the peer's buffer size: connected only */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_uccl_ep_check_connected(uct_uccl_conn_t *conn)
+{
+    if (ucs_unlikely(conn->state != UCT_UCCL_CONN_CONNECTED)) {
+        return (conn->state == UCT_UCCL_CONN_FAILED) ? conn->fail_status :
+                                                       UCS_ERR_NO_RESOURCE;
     }
     return UCS_OK;
 }
@@ -321,6 +335,11 @@ ucs_status_t uct_uccl_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    status = uct_uccl_ep_check_connected(conn);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
     status = uct_uccl_ep_check(conn, uct_uccl_ep_nchunks(conn, length));
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -398,6 +417,11 @@ ucs_status_t uct_uccl_ep_get_bcopy(uct_ep_h tl_ep,
     uct_uccl_chunk_t *buf;
 
     UCT_CHECK_LENGTH(length, 0, conn->iface->config.seg_size, "get_bcopy");
+    status = uct_uccl_ep_check_connected(conn);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
     status = uct_uccl_ep_check(conn, conn->rc ?
                                      uct_uccl_ep_nchunks(conn, length) : 1);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -440,6 +464,11 @@ ucs_status_t uct_uccl_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     memh   = iov->memh;
     if (memh == UCT_MEM_HANDLE_NULL) {
         return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = uct_uccl_ep_check_connected(conn);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
     }
 
     status = uct_uccl_ep_check(conn, conn->rc ?
