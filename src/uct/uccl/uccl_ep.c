@@ -554,6 +554,20 @@ ucs_status_t uct_uccl_ep_check_alive(uct_ep_h tl_ep, unsigned flags,
     return uct_uccl_conn_check(ep->conn);
 }
 
+/* A pending request's private part: its queue element and its flags */
+typedef struct uct_uccl_pending_priv {
+    uct_pending_req_priv_queue_t super;
+    unsigned                     flags;   /* UCT_CB_FLAG_ASYNC */
+} uct_uccl_pending_priv_t;
+
+static UCS_F_ALWAYS_INLINE uct_uccl_pending_priv_t *
+uct_uccl_pending_priv(uct_pending_req_t *req)
+{
+    UCS_STATIC_ASSERT(sizeof(uct_uccl_pending_priv_t) <=
+                      UCT_PENDING_REQ_PRIV_LEN);
+    return (uct_uccl_pending_priv_t*)&req->priv;
+}
+
 ucs_status_t uct_uccl_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                      unsigned flags)
 {
@@ -568,6 +582,7 @@ ucs_status_t uct_uccl_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
         return UCS_ERR_BUSY;
     }
 
+    uct_uccl_pending_priv(req)->flags = flags;
     uct_pending_req_queue_push(&conn->pending_q, req);
     UCT_TL_EP_STAT_PEND(&ep->super);
     return UCS_OK;
@@ -583,9 +598,14 @@ void uct_uccl_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
     uct_pending_queue_purge(priv, &conn->pending_q, 1, cb, arg);
 }
 
+/* Call pending requests in their order while the conn has room. A
+ * background pass (uccl_async.c) calls only those added with
+ * UCT_CB_FLAG_ASYNC, up to the first other one; the user's next progress
+ * call goes on from there. */
 void uct_uccl_ep_dispatch_pending(uct_uccl_conn_t *conn)
 {
-    uct_pending_req_priv_queue_t *priv;
+    int async = conn->iface->async.active;
+    uct_uccl_pending_priv_t *priv;
 
     if ((conn->ep == NULL) || ucs_queue_is_empty(&conn->pending_q)) {
         return;
@@ -595,7 +615,8 @@ void uct_uccl_ep_dispatch_pending(uct_uccl_conn_t *conn)
     uct_pending_queue_dispatch(priv, &conn->pending_q,
                                (conn->state == UCT_UCCL_CONN_CONNECTED) &&
                                (conn->tx_queued <
-                                conn->iface->config.max_queued));
+                                conn->iface->config.max_queued) &&
+                               (!async || (priv->flags & UCT_CB_FLAG_ASYNC)));
     conn->in_dispatch = 0;
 }
 

@@ -594,15 +594,6 @@ static unsigned uct_uccl_iface_transmit(uct_uccl_iface_t *iface)
         conn = ucs_list_extract_head(&iface->sched, uct_uccl_conn_t, sched);
         conn->in_sched = 0;
         count         += uct_uccl_tx_pump(conn, iface->config.drr_quantum);
-        if (ucs_unlikely(iface->async.active)) {
-            /* pending requests are UCX callbacks: the user's next
-             * progress call dispatches them */
-            if ((conn->tx_queued > 0) ||
-                !ucs_queue_is_empty(&conn->pending_q)) {
-                uct_uccl_iface_sched_add(iface, conn);
-            }
-            continue;
-        }
         if (conn->tx_queued > 0) {
             uct_uccl_iface_sched_add(iface, conn);
         }
@@ -611,6 +602,12 @@ static unsigned uct_uccl_iface_transmit(uct_uccl_iface_t *iface)
          * progress call */
         if (conn->tx_queued > 0) {
             count += uct_uccl_tx_pump(conn, iface->config.drr_quantum);
+        }
+        if (ucs_unlikely(iface->async.active) &&
+            !ucs_queue_is_empty(&conn->pending_q)) {
+            /* the requests a background pass may not call: the user's
+             * next progress call dispatches them */
+            uct_uccl_iface_sched_add(iface, conn);
         }
     }
 
