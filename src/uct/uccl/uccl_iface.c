@@ -466,6 +466,50 @@ static unsigned uct_uccl_iface_poll_ctl(uct_uccl_iface_t *iface)
     return n;
 }
 
+/* Closing: wait (briefly) for control send buffers to come back; what
+ * arrives meanwhile is dropped */
+static void uct_uccl_iface_ctl_reclaim(uct_uccl_iface_t *iface)
+{
+    uint64_t deadline = uct_uccl_now_ns() + UCT_UCCL_CLOSE_WAIT_NS;
+    struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
+    unsigned repost[UCT_UCCL_CQ_BATCH];
+    unsigned nrepost;
+    int i, n;
+
+    while ((iface->ctl.tx_nfree == 0) && (uct_uccl_now_ns() < deadline)) {
+        n = ibv_poll_cq(iface->ctl.cq, UCT_UCCL_CQ_BATCH, wcs);
+        for (i = 0, nrepost = 0; i < n; ++i) {
+            if (wcs[i].wr_id & UCT_UCCL_CTL_WRID_TX) {
+                iface->ctl.tx_free[iface->ctl.tx_nfree++] =
+                        wcs[i].wr_id & ~UCT_UCCL_CTL_WRID_TX;
+            } else {
+                repost[nrepost++] = wcs[i].wr_id;
+            }
+        }
+        uct_uccl_ctl_post_recv(iface, repost, nrepost);
+    }
+}
+
+/* The iface goes: its peers hear it now, not after their PEER_TIMEOUT. A
+ * peer's ep on a conn we serve fails with UCS_ERR_CONNECTION_RESET (as a
+ * closed TCP connection would); a conn of ours that an ep never closed
+ * releases the peer's side. */
+static void uct_uccl_iface_disconnect_all(uct_uccl_iface_t *iface)
+{
+    uct_uccl_conn_t *conn;
+
+    ucs_list_for_each(conn, &iface->conns, list) {
+        if (conn->state != UCT_UCCL_CONN_CONNECTED) {
+            continue;
+        }
+        if (iface->ctl.tx_nfree == 0) {
+            uct_uccl_iface_ctl_reclaim(iface);
+        }
+        uct_uccl_conn_send_disconnect(conn, conn->passive ?
+                                            UCS_ERR_CONNECTION_RESET : UCS_OK);
+    }
+}
+
 static ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
 {
     struct ibv_qp_init_attr qp_init = {};
@@ -1156,6 +1200,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
         uct_uccl_iface_dump_stats(self);
     }
 
+    uct_uccl_iface_disconnect_all(self);
     ucs_list_for_each_safe(conn, tmp, &self->conns, list) {
         uct_uccl_conn_destroy(conn);
     }

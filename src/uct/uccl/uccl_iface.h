@@ -40,6 +40,7 @@
 #define UCT_UCCL_PUT_GUARD        64     /* recent PUT targets remembered */
 #define UCT_UCCL_TX_GROW_MIN      32     /* send buffers per pool growth */
 #define UCT_UCCL_HDR_GROW         256    /* zcopy descriptors per growth */
+#define UCT_UCCL_CLOSE_WAIT_NS    10000000ull /* closing: control buffers */
 
 
 typedef struct uct_uccl_iface   uct_uccl_iface_t;
