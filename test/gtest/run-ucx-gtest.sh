@@ -12,12 +12,12 @@
 #    contrib/setup.sh into $UCCL_CACHE, fetched here if missing);
 # 2. copies its test/gtest and adds `uccl` to the transport list of the
 #    generic UCT tests (uct/uct_test.h, next to tcp) and to the memory
-#    domain components (uct/test_md.cc);
+#    domain components (uct/test_md.cc): patch-ucx-gtest.sh;
 # 3. builds only googletest, the common harness and the generic UCT tests
 #    (gtest.mk), against the installed UCX libraries and the installed
 #    UCX's config.h (`ucx_info -b`); cached in
-#    $UCCL_CACHE/ucx-gtest-VERSION-HASH (HASH: this script, gtest.mk and
-#    the compiler version);
+#    $UCCL_CACHE/ucx-gtest-VERSION-HASH (HASH: gtest.mk,
+#    patch-ucx-gtest.sh and the compiler version);
 # 4. runs the uccl instances (filter uccl/*) on one softverbs device of a
 #    fabric of their own, prints the passed/failed/skipped counts and fails
 #    on any failed test or crash.
@@ -57,42 +57,33 @@ fi
     die "UCX $ucx_ver gtest source not found in $ucx_src"
 
 # --- cached build -----------------------------------------------------------
-key=$( (cat "$0" "$here/gtest.mk"; ${CXX:-g++} --version | head -n1) |
-       sha256sum | cut -c1-16)
+key=$( (cat "$here/gtest.mk" "$here/patch-ucx-gtest.sh"
+        ${CXX:-g++} --version | head -n1) | sha256sum | cut -c1-16)
 out=$cache/ucx-gtest-$ucx_ver-$key
 gtest=$out/gtest
 
-# patch_gtest DIR: `uccl` next to tcp in the transport list of the generic
-# UCT tests, and in the memory domain components of test_md.cc
-patch_gtest() {
-    sed -i 's/^\(    tcp, *\\\)$/\1\n    uccl,                    \\/' \
-        "$1/uct/uct_test.h"
-    sed -i 's/^\( *\)rdmacm \\$/\1rdmacm, \\\n\1uccl \\/' "$1/uct/test_md.cc"
-    grep -q '^    uccl, ' "$1/uct/uct_test.h" &&
-        grep -q '^ *uccl \\$' "$1/uct/test_md.cc" ||
-        die "cannot add uccl to UCX $ucx_ver's test lists"
-}
-
-if [ ! -x "$gtest" ]; then
+# One build at a time (other worktrees may run this too); a build that
+# did not finish is started over
+mkdir -p "$cache"
+exec 9>"$out.lock"
+flock 9
+if [ ! -f "$out/complete" ]; then
     log "building UCX $ucx_ver UCT gtest in $out (cold: a few minutes)"
     start=$(date +%s)
-    tmp=$out.tmp.$$
-    rm -rf "$tmp"
-    mkdir -p "$tmp/src/test"
-    trap 'rm -rf "$tmp"' EXIT
-    cp -a "$ucx_src/test/gtest" "$tmp/src/test/gtest"
-    patch_gtest "$tmp/src/test/gtest"
-    (cd "$tmp" && nice make -f "$here/gtest.mk" -j"$jobs" \
-         UCX_SRC="$ucx_src" GTEST_DIR="$tmp/src/test/gtest" gtest \
-         >make.log 2>&1) ||
-        { tail -n 40 "$tmp/make.log"; die "gtest build failed"; }
     rm -rf "$out"
-    mv "$tmp" "$out"
-    trap - EXIT
+    mkdir -p "$out/src/test"
+    cp -a "$ucx_src/test/gtest" "$out/src/test/gtest"
+    "$here/patch-ucx-gtest.sh" "$out/src/test/gtest"
+    (cd "$out" && nice make -f "$here/gtest.mk" -j"$jobs" \
+         UCX_SRC="$ucx_src" GTEST_DIR="$out/src/test/gtest" gtest \
+         >make.log 2>&1) ||
+        { tail -n 40 "$out/make.log"; die "gtest build failed"; }
+    touch "$out/complete"
     log "built in $(( $(date +%s) - start )) s"
 else
     log "using cached $gtest"
 fi
+exec 9>&-
 
 # --- run ---------------------------------------------------------------------
 # One softverbs device: the tests pair each device with itself only, a
@@ -114,8 +105,10 @@ results=$(mktemp)
 rcfile=$(mktemp)
 log "running $gtest --gtest_filter='$filter' $*"
 start=$(date +%s)
-{ timeout -k 10 "$timeout_s" "$run" "$gtest" --gtest_filter="$filter" "$@"
-  echo $? >"$rcfile"; } 2>&1 | tee "$results"
+{ rc=0
+  timeout -k 10 "$timeout_s" "$run" "$gtest" --gtest_filter="$filter" "$@" ||
+      rc=$?
+  echo $rc >"$rcfile"; } 2>&1 | tee "$results"
 rc=$(cat "$rcfile")
 elapsed=$(( $(date +%s) - start ))
 
