@@ -61,7 +61,10 @@ static ucs_status_t uct_uccl_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
      * UCT_MEM_HANDLE_NULL */
     attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
                                  UCT_MD_FLAG_NEED_RKEY;
-    attr->cap.max_alloc        = 0;
+    /* no UCT_MD_FLAG_ALLOC: max_alloc is the bound of a buffer the user
+     * allocates and registers, as UCX's ib md reports it (UCX's gtest
+     * sizes its transfer tests by it) */
+    attr->cap.max_alloc        = ULONG_MAX;
     attr->cap.max_reg          = ULONG_MAX;
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
