@@ -620,6 +620,26 @@ void uct_uccl_ep_dispatch_pending(uct_uccl_conn_t *conn)
     conn->in_dispatch = 0;
 }
 
+/* Paths for a new conn to a peer iface. Conns between the same two ifaces
+ * cross the same fabric paths: the k-th one (eps of several UCP endpoints
+ * to one worker, say) asks for NUM_PATHS / k, so that many of them share
+ * the device's QPs rather than run it dry. */
+static unsigned uct_uccl_ep_want_paths(uct_uccl_iface_t *iface,
+                                       const uct_uccl_device_addr_t *dev,
+                                       uint32_t ctl_qpn)
+{
+    unsigned same = 0;
+    uct_uccl_conn_t *conn;
+
+    ucs_list_for_each(conn, &iface->conns, list) {
+        same += !conn->passive && (conn->state != UCT_UCCL_CONN_FAILED) &&
+                (conn->remote_ctl_qpn == ctl_qpn) &&
+                (conn->remote_dev.lid == dev->lid) &&
+                !memcmp(conn->remote_dev.gid, dev->gid, sizeof(dev->gid));
+    }
+    return ucs_max(iface->config.num_paths / (same + 1), 1);
+}
+
 static UCS_CLASS_INIT_FUNC(uct_uccl_ep_t, const uct_ep_params_t *params)
 {
     uct_uccl_iface_t *iface = ucs_derived_of(params->iface, uct_uccl_iface_t);
@@ -641,7 +661,10 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_ep_t, const uct_ep_params_t *params)
         return UCS_ERR_UNREACHABLE;
     }
 
-    status = uct_uccl_conn_create(iface, 0, dev, addr->ctl_qpn, &self->conn);
+    status = uct_uccl_conn_create(iface, 0, dev, addr->ctl_qpn,
+                                  uct_uccl_ep_want_paths(iface, dev,
+                                                         addr->ctl_qpn),
+                                  &self->conn);
     if (status != UCS_OK) {
         return status;
     }

@@ -547,10 +547,14 @@ static ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
     qp_init.cap.max_recv_wr  = UCT_UCCL_CTL_RX_DEPTH;
     qp_init.cap.max_send_sge = 1;
     qp_init.cap.max_recv_sge = 1;
+    if (uct_uccl_budget_take(iface->md->budget, 1) == 0) {
+        ucs_error("uccl: %s: no QP left for a control QP", iface->md->name);
+        goto err_cq;
+    }
     iface->ctl.qp = ibv_create_qp(iface->md->pd, &qp_init);
     if (iface->ctl.qp == NULL) {
         ucs_error("uccl: cannot create the UD control QP: %m");
-        goto err_cq;
+        goto err_budget;
     }
 
     attr.qp_state   = IBV_QPS_INIT;
@@ -587,6 +591,8 @@ static ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
 err_modify:
     ucs_error("uccl: cannot bring up the control QP: %m");
     ibv_destroy_qp(iface->ctl.qp);
+err_budget:
+    uct_uccl_budget_give(iface->md->budget, 1);
 err_cq:
     ibv_destroy_cq(iface->ctl.cq);
 err_dereg:
@@ -599,6 +605,7 @@ err_free:
 static void uct_uccl_iface_ctl_cleanup(uct_uccl_iface_t *iface)
 {
     ibv_destroy_qp(iface->ctl.qp);
+    uct_uccl_budget_give(iface->md->budget, 1);
     ibv_destroy_cq(iface->ctl.cq);
     ibv_dereg_mr(iface->ctl.mr);
     ucs_free(iface->ctl.bufs);
@@ -757,6 +764,9 @@ ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
     size_t max_zcopy        = UCT_UCCL_MAX_ZCOPY;
 
     uct_base_iface_query(&iface->super, attr);
+    /* an ep takes one QP of the device at least (uccl_budget.h) */
+    attr->max_num_eps     = ucs_min(attr->max_num_eps,
+                                    uct_uccl_budget_max(iface->md->budget));
 
     attr->iface_addr_len  = sizeof(uct_uccl_iface_addr_t);
     attr->device_addr_len = sizeof(uct_uccl_device_addr_t);

@@ -510,7 +510,7 @@ int uct_uccl_iface_is_reachable(const uct_iface_h tl_iface,
 /* conn (uccl_conn.c) */
 ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
                                   const uct_uccl_device_addr_t *dev,
-                                  uint32_t remote_ctl_qpn,
+                                  uint32_t remote_ctl_qpn, unsigned want_paths,
                                   uct_uccl_conn_t **conn_p);
 void uct_uccl_conn_destroy(uct_uccl_conn_t *conn);
 ucs_status_t uct_uccl_conn_start(uct_uccl_conn_t *conn);

@@ -335,6 +335,7 @@ static void uct_uccl_md_close(uct_md_h tl_md)
               md->num_reg_mr);
     ibv_dealloc_pd(md->pd);
     ibv_close_device(md->ctx);
+    uct_uccl_budget_put(md->budget);
     kh_destroy_inplace(uct_uccl_mr, &md->mrs);
     ucs_spinlock_destroy(&md->mrs_lock);
     ucs_free(md);
@@ -555,11 +556,17 @@ uct_uccl_md_open(uct_component_t *component, const char *md_name,
         goto err_close;
     }
 
+    md->budget = uct_uccl_budget_get(md_name, md->dev_attr.max_qp);
+    if (md->budget == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err_close;
+    }
+
     md->pd = ibv_alloc_pd(md->ctx);
     if (md->pd == NULL) {
         ucs_error("%s: ibv_alloc_pd() failed: %m", md_name);
         status = UCS_ERR_IO_ERROR;
-        goto err_close;
+        goto err_budget;
     }
 
     md->num_ports = ucs_min(md->dev_attr.phys_port_cnt, UCT_UCCL_MAX_PORTS);
@@ -604,6 +611,8 @@ uct_uccl_md_open(uct_component_t *component, const char *md_name,
 
 err_pd:
     ibv_dealloc_pd(md->pd);
+err_budget:
+    uct_uccl_budget_put(md->budget);
 err_close:
     ibv_close_device(md->ctx);
 err_free_md:

@@ -8,6 +8,8 @@
 #ifndef UCT_UCCL_MD_H_
 #define UCT_UCCL_MD_H_
 
+#include "uccl_budget.h"
+
 #include <ucs_glue/ucs_glue.h>
 
 #include <infiniband/verbs.h>
@@ -73,6 +75,7 @@ typedef struct uct_uccl_md {
     khash_t(uct_uccl_mr)    mrs;         /* rkey -> region */
     ucs_spinlock_t          mrs_lock;    /* engines read mrs from their
                                             async timers */
+    uct_uccl_budget_t       *budget;     /* the device's QPs */
 } uct_uccl_md_t;
 
 
