@@ -19,6 +19,9 @@ uct_uccl_budget_t *uct_uccl_budget_get(const char *dev_name, unsigned max_qp)
     pthread_mutex_lock(&uct_uccl_budgets_lock);
     ucs_list_for_each(budget, &uct_uccl_budgets, list) {
         if (!strcmp(budget->dev_name, dev_name)) {
+            pthread_mutex_lock(&budget->lock);
+            budget->max = ucs_min(budget->max, max_qp);
+            pthread_mutex_unlock(&budget->lock);
             ++budget->refcount;
             goto out;
         }
@@ -58,7 +61,9 @@ unsigned uct_uccl_budget_take(uct_uccl_budget_t *budget, unsigned want)
     unsigned granted;
 
     pthread_mutex_lock(&budget->lock);
-    granted = uct_uccl_budget_grant(budget->max - budget->used, want);
+    /* a later user may have lowered max below what is used */
+    granted = uct_uccl_budget_grant((budget->max > budget->used) ?
+                                    budget->max - budget->used : 0, want);
     budget->used += granted;
     pthread_mutex_unlock(&budget->lock);
     return granted;

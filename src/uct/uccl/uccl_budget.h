@@ -40,7 +40,8 @@ static inline unsigned uct_uccl_budget_grant(unsigned free, unsigned want)
     return ucs_max(1, ucs_min(want, free / UCT_UCCL_BUDGET_SHARE));
 }
 
-/* The budget of device dev_name (max_qp QPs), shared by the process */
+/* The budget of device dev_name, shared by the process: max_qp QPs, or
+ * the lowest max_qp of its users */
 uct_uccl_budget_t *uct_uccl_budget_get(const char *dev_name, unsigned max_qp);
 void uct_uccl_budget_put(uct_uccl_budget_t *budget);
 

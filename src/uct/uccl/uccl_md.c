@@ -35,6 +35,15 @@ static ucs_config_field_t uct_uccl_md_config_table[] = {
      "device is assumed to lack UC and RC data QPs are used.",
      ucs_offsetof(uct_uccl_md_config_t, probe_uc), UCS_CONFIG_TYPE_BOOL},
 
+    {"MAX_QPS", "auto",
+     "QPs of the device this process may use for uccl (control QPs and the\n"
+     "data QPs of every connection). auto: all the device offers (max_qp).\n"
+     "When they run short, new connections get fewer paths (NUM_PATHS is an\n"
+     "upper bound), down to one; set it lower when several processes share\n"
+     "a device. The lowest value of the memory domains open on a device\n"
+     "counts.",
+     ucs_offsetof(uct_uccl_md_config_t, max_qps), UCS_CONFIG_TYPE_ULUNITS},
+
     {"REG_OVERHEAD", "16us",
      "Estimated cost of a memory registration that misses the cache.",
      ucs_offsetof(uct_uccl_md_config_t, reg_overhead), UCS_CONFIG_TYPE_TIME},
@@ -556,7 +565,11 @@ uct_uccl_md_open(uct_component_t *component, const char *md_name,
         goto err_close;
     }
 
-    md->budget = uct_uccl_budget_get(md_name, md->dev_attr.max_qp);
+    md->budget = uct_uccl_budget_get(md_name,
+                                     (config->max_qps == UCS_ULUNITS_AUTO) ?
+                                     md->dev_attr.max_qp :
+                                     ucs_min(config->max_qps,
+                                             md->dev_attr.max_qp));
     if (md->budget == NULL) {
         status = UCS_ERR_NO_MEMORY;
         goto err_close;

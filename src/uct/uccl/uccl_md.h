@@ -27,6 +27,7 @@ typedef struct uct_uccl_md_config {
     int                     rcache_enable; /* ucs_ternary_auto_value_t */
     unsigned long           gid_index;     /* UCS_ULUNITS_AUTO or index */
     int                     probe_uc;
+    unsigned long           max_qps;       /* UCS_ULUNITS_AUTO: max_qp */
     double                  reg_overhead;
 } uct_uccl_md_config_t;
 
