@@ -7,7 +7,7 @@
 
 #include "sv_model.h"
 
-#define SV_ABI_VERSION       4           /* bump when any shm layout changes */
+#define SV_ABI_VERSION       5           /* bump when any shm layout changes */
 
 #define SV_DEF_DEVICES       2           /* SOFTVERBS_DEVICES */
 #define SV_MAX_DEVICES       16
@@ -18,7 +18,7 @@
 #endif
 
 /* Per port (= opened device in one process); index fields are 16 bits. */
-#define SV_MAX_QP            4096
+#define SV_MAX_QP            16384
 #define SV_MAX_CQ            1024
 #define SV_MAX_SRQ           1024
 #define SV_MAX_MR            16384

@@ -358,6 +358,15 @@ void uh_flush(void)
             "flush");
 }
 
+void uh_finish(void)
+{
+    uint8_t mine = 'F', theirs;
+
+    uh_flush();
+    uh_xfer(&mine, 1, 1);
+    uh_xfer(&theirs, 1, 0);
+}
+
 void uh_iov(uct_iov_t *iov, void *buffer, size_t length)
 {
     iov->buffer = buffer;

@@ -86,6 +86,9 @@ void uh_progress(void);
 /* wait for req if status is UCS_INPROGRESS; any error but OK dies */
 void uh_wait(uh_req_t *req, ucs_status_t status, const char *what);
 void uh_flush(void);
+/* flush the ep, then wait for the peer to have flushed too: a closing
+ * iface fails its peers' eps, so neither side closes before both are done */
+void uh_finish(void);
 void uh_iov(uct_iov_t *iov, void *buffer, size_t length);
 
 /* bcopy helpers: pack_arg is {src, len}; unpack copies to *dst */

@@ -436,7 +436,7 @@ int main(int argc, char **argv)
              "am handler");
     uh_exchange();
     uh.server ? server() : client();
-    uh_flush();
+    uh_finish();
     uh_teardown();
     printf("uct_order[%s]: OK\n", uh.server ? "server" : "client");
     return 0;

@@ -7,6 +7,7 @@
 #include "unit_test.h"
 
 #include <uct/uccl/uccl_wire.h>
+#include <uct/api/uct_def.h>
 
 #include <string.h>
 
@@ -124,6 +125,11 @@ static void test_data(void)
     UT_TRUE(data_check(buf, sizeof(*am), imm) != UCS_OK);
     am->rsvd = 0;
     UT_TRUE(data_check(buf, sizeof(*am), imm | (1u << 31)) != UCS_OK);
+    /* an id beyond UCX's handler table */
+    am->am_id = UCT_AM_ID_MAX;
+    UT_TRUE(data_check(buf, sizeof(*am), imm) != UCS_OK);
+    am->am_id = UCT_AM_ID_MAX - 1;
+    UT_EQ(data_check(buf, sizeof(*am), imm), UCS_OK);
     /* a PUT/GET_RESP kind never arrives as a SEND */
     UT_TRUE(data_check(buf, sizeof(*am),
                        uct_uccl_imm_pack(42, UCT_UCCL_KIND_PUT, 0)) != UCS_OK);

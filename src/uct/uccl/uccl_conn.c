@@ -3,7 +3,9 @@
  *
  * Connections: P data QP pairs between two ifaces, set up by a request/reply
  * over the UD control QPs (retried until answered, idempotent on
- * duplicates), failed when the peer stops answering.
+ * duplicates), failed when the peer stops answering. The initiator asks
+ * for P paths, the reply grants P or fewer (each side's QP budget,
+ * uccl_budget.h).
  */
 #include "uccl_iface.h"
 
@@ -51,9 +53,12 @@ static ucs_status_t uct_uccl_conn_qp_init(uct_uccl_conn_t *conn,
     }
     path->qp = ibv_create_qp(iface->md->pd, &qp_init);
     if (path->qp == NULL) {
-        ucs_error("uccl: cannot create a %s data QP: %m",
+        /* the caller decides: fewer paths, or no conn */
+        ucs_debug("uccl: cannot create a %s data QP: %m",
                   conn->rc ? "RC" : "UC");
-        goto err_free;
+        ucs_free(path->sent);
+        path->sent = NULL;
+        return UCS_ERR_NO_RESOURCE;
     }
 
     attr.qp_state        = IBV_QPS_INIT;
@@ -78,7 +83,6 @@ static ucs_status_t uct_uccl_conn_qp_init(uct_uccl_conn_t *conn,
 err_destroy:
     ibv_destroy_qp(path->qp);
     path->qp = NULL;
-err_free:
     ucs_free(path->sent);
     path->sent = NULL;
     return UCS_ERR_IO_ERROR;
@@ -130,18 +134,123 @@ static ucs_status_t uct_uccl_conn_qp_connect(uct_uccl_conn_t *conn,
     return UCS_OK;
 }
 
-ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
-                                  const uct_uccl_device_addr_t *dev,
-                                  uint32_t remote_ctl_qpn,
-                                  uct_uccl_conn_t **conn_p)
+/* The state that depends on the number of paths: SACK tracker, path
+ * scoreboard, congestion control */
+static ucs_status_t uct_uccl_conn_paths_state_init(uct_uccl_conn_t *conn)
 {
+    uct_uccl_iface_t *iface = conn->iface;
     uct_uccl_tracker_params_t tparams;
     uct_uccl_path_params_t pparams;
     uct_uccl_cc_params_t ccparams;
+    ucs_status_t status;
+
+    tparams.size          = ucs_roundup_pow2(ucs_max(iface->config.sack_window,
+                                                     64));
+    tparams.init_csn      = conn->init_csn;
+    tparams.dupack_thresh = iface->config.dupack_thresh;
+    tparams.reorder_csns  = iface->config.reorder_thresh;
+    tparams.num_paths     = conn->num_paths;
+    status = uct_uccl_tracker_init(&conn->tracker, &tparams);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    pparams.num_paths       = conn->num_paths;
+    pparams.seed            = ucs_generate_uuid((uintptr_t)conn + 2);
+    pparams.init_rtt_ns     = 50000;
+    pparams.loss_penalty_ns = 100000;
+    pparams.max_penalty_ns  = 10000000;
+    pparams.halflife_shift  = 24;  /* ~17 ms */
+    pparams.small_size      = UCT_UCCL_SMALL_MSG;
+    pparams.explore_shift   = 4;
+    status = uct_uccl_paths_init(&conn->sel, &pparams);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    memset(&ccparams, 0, sizeof(ccparams));
+    ccparams.window_bytes = iface->config.cc_window;
+    ccparams.chunk_size   = iface->config.chunk_size;
+    ccparams.mtu          = 128 << iface->config.mtu;
+    ccparams.num_paths    = conn->num_paths;
+    ccparams.min_window_bytes = iface->config.chunk_size;
+    status = uct_uccl_cc_init(&conn->cc, iface->config.cc, &ccparams);
+    if (status != UCS_OK) {
+        ucs_error("uccl: congestion control '%s' failed to start: %s",
+                  iface->config.cc, ucs_status_string(status));
+        return status;
+    }
+    conn->cc_valid = 1;
+    return UCS_OK;
+}
+
+static void uct_uccl_conn_paths_state_cleanup(uct_uccl_conn_t *conn)
+{
+    uct_uccl_cc_cleanup(&conn->cc);
+    conn->cc_valid = 0;
+    uct_uccl_paths_cleanup(&conn->sel);
+    uct_uccl_tracker_cleanup(&conn->tracker);
+}
+
+/* Up to `want` data QPs, as many as the device's QP budget grants and the
+ * device creates: at least one, or no conn */
+static ucs_status_t uct_uccl_conn_paths_create(uct_uccl_conn_t *conn,
+                                               unsigned want)
+{
+    uct_uccl_iface_t *iface     = conn->iface;
+    uct_uccl_budget_t *budget   = iface->md->budget;
+    ucs_status_t status         = UCS_OK;
+    unsigned granted, i;
+
+    /* a passive side retries with every request: no error each time */
+    granted = uct_uccl_budget_take(budget, want);
+    if (granted == 0) {
+        ucs_log(conn->passive ? UCS_LOG_LEVEL_DIAG : UCS_LOG_LEVEL_ERROR,
+                "uccl: %s: all %u QPs of the device are in use",
+                iface->md->name, uct_uccl_budget_max(budget));
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    conn->paths = ucs_calloc(granted, sizeof(*conn->paths), "uccl_paths");
+    if (conn->paths == NULL) {
+        uct_uccl_budget_give(budget, granted);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    for (i = 0; i < granted; ++i) {
+        conn->paths[i].conn  = conn;
+        conn->paths[i].index = i;
+        status = uct_uccl_conn_qp_init(conn, &conn->paths[i]);
+        if (status != UCS_OK) {
+            break;
+        }
+    }
+    uct_uccl_budget_give(budget, granted - i);
+    conn->num_paths = i;
+
+    if (i == 0) {
+        ucs_log(conn->passive ? UCS_LOG_LEVEL_DIAG : UCS_LOG_LEVEL_ERROR,
+                "uccl: %s: cannot create a %s data QP: %s", iface->md->name,
+                conn->rc ? "RC" : "UC", ucs_status_string(status));
+        return status;
+    }
+    if (i < want) {
+        ucs_debug("uccl: conn %u: %u of %u paths (QP budget)", conn->id, i,
+                  want);
+    }
+    return UCS_OK;
+}
+
+/* A conn with `want_paths` data QPs at most (fewer when the device's QPs
+ * run short, see uccl_budget.h) */
+ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
+                                  const uct_uccl_device_addr_t *dev,
+                                  uint32_t remote_ctl_qpn, unsigned want_paths,
+                                  uct_uccl_conn_t **conn_p)
+{
     struct ibv_ah_attr ah_attr;
     uct_uccl_conn_t *conn;
     ucs_status_t status;
-    unsigned i;
 
     conn = ucs_calloc(1, sizeof(*conn), "uccl_conn");
     if (conn == NULL) {
@@ -155,11 +264,12 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     conn->remote_id      = UCT_UCCL_CONN_ID_NONE;
     conn->remote_ctl_qpn = remote_ctl_qpn;
     conn->remote_dev     = *dev;
-    conn->num_paths      = iface->config.num_paths;
     conn->psn            = ucs_generate_uuid((uintptr_t)conn) & 0xffffff;
     conn->init_csn       = ucs_generate_uuid((uintptr_t)conn + 1) &
                            UCT_UCCL_SEQ_MASK;
     conn->rc_csn         = conn->init_csn;
+    conn->chains         = NULL;
+    conn->chains_tail    = &conn->chains;
     ucs_queue_head_init(&conn->tx_queue);
     ucs_queue_head_init(&conn->pending_q);
     ucs_list_head_init(&conn->ops);
@@ -168,48 +278,10 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     ucs_list_head_init(&conn->rc_inflight);
     ucs_list_head_init(&conn->gets);
 
-    tparams.size          = ucs_roundup_pow2(ucs_max(iface->config.sack_window,
-                                                     64));
-    tparams.init_csn      = conn->init_csn;
-    tparams.dupack_thresh = iface->config.dupack_thresh;
-    tparams.reorder_csns  = iface->config.reorder_thresh;
-    tparams.num_paths     = conn->num_paths;
-    status = uct_uccl_tracker_init(&conn->tracker, &tparams);
+    status = uct_uccl_rto_init(&conn->rto, &iface->config.rto);
     if (status != UCS_OK) {
         goto err_free;
     }
-
-    status = uct_uccl_rto_init(&conn->rto, &iface->config.rto);
-    if (status != UCS_OK) {
-        goto err_tracker;
-    }
-
-    pparams.num_paths       = conn->num_paths;
-    pparams.seed            = ucs_generate_uuid((uintptr_t)conn + 2);
-    pparams.init_rtt_ns     = 50000;
-    pparams.loss_penalty_ns = 100000;
-    pparams.max_penalty_ns  = 10000000;
-    pparams.halflife_shift  = 24;  /* ~17 ms */
-    pparams.small_size      = UCT_UCCL_SMALL_MSG;
-    pparams.explore_shift   = 4;
-    status = uct_uccl_paths_init(&conn->sel, &pparams);
-    if (status != UCS_OK) {
-        goto err_tracker;
-    }
-
-    memset(&ccparams, 0, sizeof(ccparams));
-    ccparams.window_bytes = iface->config.cc_window;
-    ccparams.chunk_size   = iface->config.chunk_size;
-    ccparams.mtu          = 128 << iface->config.mtu;
-    ccparams.num_paths    = conn->num_paths;
-    ccparams.min_window_bytes = iface->config.chunk_size;
-    status = uct_uccl_cc_init(&conn->cc, iface->config.cc, &ccparams);
-    if (status != UCS_OK) {
-        ucs_error("uccl: congestion control '%s' failed to start: %s",
-                  iface->config.cc, ucs_status_string(status));
-        goto err_paths;
-    }
-    conn->cc_valid = 1;
 
     uct_uccl_conn_ah_attr(iface, dev, &ah_attr);
     conn->ah = ibv_create_ah(iface->md->pd, &ah_attr);
@@ -217,43 +289,25 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
         ucs_error("uccl: cannot create an address handle to lid %u: %m",
                   dev->lid);
         status = UCS_ERR_UNREACHABLE;
-        goto err_cc;
+        goto err_free;
     }
 
-    conn->paths = ucs_calloc(conn->num_paths, sizeof(*conn->paths),
-                             "uccl_paths");
-    if (conn->paths == NULL) {
-        status = UCS_ERR_NO_MEMORY;
-        goto err_ah;
-    }
-
-    conn->chains      = NULL;
-    conn->chains_tail = &conn->chains;
-
+    /* from here on uct_uccl_conn_destroy() undoes everything */
     conn->id = ucs_ptr_array_insert(&iface->conn_ids, conn);
     ucs_list_add_tail(&iface->conns, &conn->list);
 
-    for (i = 0; i < conn->num_paths; ++i) {
-        conn->paths[i].conn  = conn;
-        conn->paths[i].index = i;
-        status = uct_uccl_conn_qp_init(conn, &conn->paths[i]);
-        if (status != UCS_OK) {
-            uct_uccl_conn_destroy(conn);
-            return status;
-        }
+    status = uct_uccl_conn_paths_create(conn, want_paths);
+    if (status == UCS_OK) {
+        status = uct_uccl_conn_paths_state_init(conn);
+    }
+    if (status != UCS_OK) {
+        uct_uccl_conn_destroy(conn);
+        return status;
     }
 
     *conn_p = conn;
     return UCS_OK;
 
-err_ah:
-    ibv_destroy_ah(conn->ah);
-err_cc:
-    uct_uccl_cc_cleanup(&conn->cc);
-err_paths:
-    uct_uccl_paths_cleanup(&conn->sel);
-err_tracker:
-    uct_uccl_tracker_cleanup(&conn->tracker);
 err_free:
     ucs_free(conn);
     return status;
@@ -269,6 +323,25 @@ static void uct_uccl_conn_qp_destroy(uct_uccl_iface_t *iface,
     }
     ibv_destroy_qp(path->qp);
     ucs_free(path->sent);
+    uct_uccl_budget_give(iface->md->budget, 1);
+}
+
+/* The peer granted fewer paths than we made (its QP budget): the others
+ * were never connected nor used */
+static ucs_status_t uct_uccl_conn_paths_trim(uct_uccl_conn_t *conn,
+                                             unsigned num_paths)
+{
+    unsigned i;
+
+    ucs_debug("uccl: conn %u: peer grants %u of %u paths", conn->id,
+              num_paths, conn->num_paths);
+    for (i = num_paths; i < conn->num_paths; ++i) {
+        uct_uccl_conn_qp_destroy(conn->iface, &conn->paths[i]);
+        conn->paths[i].qp = NULL;
+    }
+    conn->num_paths = num_paths;
+    uct_uccl_conn_paths_state_cleanup(conn);
+    return uct_uccl_conn_paths_state_init(conn);
 }
 
 /* A NIC completes (flushes) the WRs of a QP only while the QP exists, and
@@ -496,12 +569,6 @@ static void uct_uccl_conn_handle_req(uct_uccl_iface_t *iface,
     dev.is_global = iface->port->is_global;
     memcpy(dev.gid, pkt->gid, sizeof(dev.gid));
 
-    if (pkt->num_paths != iface->config.num_paths) {
-        /* the initiator decides: use its path count */
-        ucs_debug("uccl: peer uses %u paths, we %u", pkt->num_paths,
-                  iface->config.num_paths);
-    }
-
     if (!uct_uccl_conn_pkt_compatible(iface, pkt)) {
         ucs_error("uccl: rejecting a connection from a peer in %s mode "
                   "(we are in %s mode; set UCX_UCCL_MODE alike)",
@@ -511,14 +578,12 @@ static void uct_uccl_conn_handle_req(uct_uccl_iface_t *iface,
         return;
     }
 
-    {
-        unsigned saved = iface->config.num_paths;
-
-        iface->config.num_paths = pkt->num_paths;
-        status = uct_uccl_conn_create(iface, 1, &dev, pkt->ctl_qpn, &conn);
-        iface->config.num_paths = saved;
-    }
+    /* the initiator's path count, or fewer if our QPs run short: the reply
+     * tells it how many */
+    status = uct_uccl_conn_create(iface, 1, &dev, pkt->ctl_qpn,
+                                  pkt->num_paths, &conn);
     if (status != UCS_OK) {
+        /* unanswered: the initiator retries, then fails the conn */
         return;
     }
 
@@ -559,7 +624,7 @@ static void uct_uccl_conn_handle_rep(uct_uccl_iface_t *iface,
         return; /* duplicate reply */
     }
 
-    if ((pkt->status != UCS_OK) || (pkt->num_paths != conn->num_paths) ||
+    if ((pkt->status != UCS_OK) || (pkt->num_paths > conn->num_paths) ||
         !uct_uccl_conn_pkt_compatible(iface, pkt)) {
         ucs_error("uccl: peer rejected connection %u: %s", conn->id,
                   ucs_status_string(pkt->status != UCS_OK ? pkt->status :
@@ -568,7 +633,13 @@ static void uct_uccl_conn_handle_rep(uct_uccl_iface_t *iface,
         return;
     }
 
-    status = uct_uccl_conn_apply_peer(conn, pkt);
+    status = UCS_OK;
+    if (pkt->num_paths < conn->num_paths) {
+        status = uct_uccl_conn_paths_trim(conn, pkt->num_paths);
+    }
+    if (status == UCS_OK) {
+        status = uct_uccl_conn_apply_peer(conn, pkt);
+    }
     if (status != UCS_OK) {
         uct_uccl_conn_fail(conn, status);
         return;

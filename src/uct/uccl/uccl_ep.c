@@ -2,8 +2,8 @@
  * Copyright (C) uccl contributors. See file LICENSE for terms.
  *
  * Endpoint operations. Every operation becomes chunks queued on the conn;
- * the engine posts them from progress (so they chain). Nothing can be queued
- * before the conn is up or when its queue is full: UCS_ERR_NO_RESOURCE, and
+ * the engine posts them from progress (so they chain). A full queue, or a
+ * zero-copy PUT or GET before the conn is up, gets UCS_ERR_NO_RESOURCE and
  * UCX retries through the pending queue.
  */
 #include "uccl_iface.h"
@@ -15,12 +15,15 @@
 #include <string.h>
 
 
+/* Room for an operation of nchunks. A conn still connecting takes
+ * operations of one segment (AM, short and bcopy PUT): they wait in its
+ * queue and leave when the peer answers, as the first send on a new ep of
+ * a connect-to-iface transport should. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_uccl_ep_check(uct_uccl_conn_t *conn, unsigned nchunks)
 {
-    if (ucs_unlikely(conn->state != UCT_UCCL_CONN_CONNECTED)) {
-        return (conn->state == UCT_UCCL_CONN_FAILED) ? conn->fail_status :
-                                                       UCS_ERR_NO_RESOURCE;
+    if (ucs_unlikely(conn->state == UCT_UCCL_CONN_FAILED)) {
+        return conn->fail_status;
     }
     /* keep the order of what waits in the pending queue */
     if (ucs_unlikely(!conn->in_dispatch &&
@@ -33,6 +36,17 @@ uct_uccl_ep_check(uct_uccl_conn_t *conn, unsigned nchunks)
                       conn->iface->config.max_queued) &&
                      (conn->tx_queued > 0))) {
         return UCS_ERR_NO_RESOURCE;
+    }
+    return UCS_OK;
+}
+
+/* Zero-copy PUT and GET are cut by the peer's buffer size: connected only */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_uccl_ep_check_connected(uct_uccl_conn_t *conn)
+{
+    if (ucs_unlikely(conn->state != UCT_UCCL_CONN_CONNECTED)) {
+        return (conn->state == UCT_UCCL_CONN_FAILED) ? conn->fail_status :
+                                                       UCS_ERR_NO_RESOURCE;
     }
     return UCS_OK;
 }
@@ -75,8 +89,7 @@ ucs_status_t uct_uccl_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_LENGTH(length + sizeof(header), 0,
-                     conn->iface->config.seg_size - sizeof(uct_uccl_am_hdr_t),
-                     "am_short");
+                     uct_uccl_iface_am_max(conn->iface), "am_short");
     status = uct_uccl_ep_check(conn, 1);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -119,8 +132,7 @@ ssize_t uct_uccl_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     }
 
     length = pack_cb(chunk->data, arg);
-    ucs_assertv(length <= conn->iface->config.seg_size -
-                          sizeof(uct_uccl_am_hdr_t),
+    ucs_assertv(length <= uct_uccl_iface_am_max(conn->iface),
                 "am_bcopy packed %zu bytes", length);
     chunk->length        = length;
     chunk->hdr.am.length = length;
@@ -137,8 +149,6 @@ ucs_status_t uct_uccl_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
 {
     uct_uccl_ep_t *ep       = ucs_derived_of(tl_ep, uct_uccl_ep_t);
     uct_uccl_conn_t *conn   = ep->conn;
-    size_t seg              = conn->iface->config.seg_size -
-                              sizeof(uct_uccl_am_hdr_t);
     const uct_uccl_mem_t *memh;
     uct_uccl_chunk_t *chunk;
     ucs_status_t status;
@@ -149,7 +159,10 @@ ucs_status_t uct_uccl_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     UCT_CHECK_PARAM(iovcnt <= 1, "uccl am_zcopy takes one iov, got %zu",
                     iovcnt);
     length = (iovcnt > 0) ? uct_iov_get_length(iov) : 0;
-    UCT_CHECK_LENGTH(header_length + length, 0, seg, "am_zcopy");
+    UCT_CHECK_LENGTH(header_length, 0, uct_uccl_iface_am_max_hdr(conn->iface),
+                     "am_zcopy header");
+    UCT_CHECK_LENGTH(header_length + length, 0,
+                     uct_uccl_iface_am_max(conn->iface), "am_zcopy");
     status = uct_uccl_ep_check(conn, 1);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -318,6 +331,11 @@ ucs_status_t uct_uccl_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    status = uct_uccl_ep_check_connected(conn);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
     status = uct_uccl_ep_check(conn, uct_uccl_ep_nchunks(conn, length));
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -402,6 +420,11 @@ ucs_status_t uct_uccl_ep_get_bcopy(uct_ep_h tl_ep,
     uct_uccl_op_t *op;
 
     UCT_CHECK_LENGTH(length, 0, conn->iface->config.seg_size, "get_bcopy");
+    status = uct_uccl_ep_check_connected(conn);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
     status = uct_uccl_ep_check(conn, conn->rc ?
                                      uct_uccl_ep_nchunks(conn, length) : 1);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -455,6 +478,11 @@ ucs_status_t uct_uccl_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     memh   = iov->memh;
     if (memh == UCT_MEM_HANDLE_NULL) {
         return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = uct_uccl_ep_check_connected(conn);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
     }
 
     status = uct_uccl_ep_check(conn, conn->rc ?
@@ -543,6 +571,20 @@ ucs_status_t uct_uccl_ep_check_alive(uct_ep_h tl_ep, unsigned flags,
     return uct_uccl_conn_check(ep->conn);
 }
 
+/* A pending request's private part: its queue element and its flags */
+typedef struct uct_uccl_pending_priv {
+    uct_pending_req_priv_queue_t super;
+    unsigned                     flags;   /* UCT_CB_FLAG_ASYNC */
+} uct_uccl_pending_priv_t;
+
+static UCS_F_ALWAYS_INLINE uct_uccl_pending_priv_t *
+uct_uccl_pending_priv(uct_pending_req_t *req)
+{
+    UCS_STATIC_ASSERT(sizeof(uct_uccl_pending_priv_t) <=
+                      UCT_PENDING_REQ_PRIV_LEN);
+    return (uct_uccl_pending_priv_t*)&req->priv;
+}
+
 ucs_status_t uct_uccl_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                      unsigned flags)
 {
@@ -557,6 +599,7 @@ ucs_status_t uct_uccl_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
         return UCS_ERR_BUSY;
     }
 
+    uct_uccl_pending_priv(req)->flags = flags;
     uct_pending_req_queue_push(&conn->pending_q, req);
     UCT_TL_EP_STAT_PEND(&ep->super);
     return UCS_OK;
@@ -572,9 +615,14 @@ void uct_uccl_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
     uct_pending_queue_purge(priv, &conn->pending_q, 1, cb, arg);
 }
 
+/* Call pending requests in their order while the conn has room. A
+ * background pass (uccl_async.c) calls only those added with
+ * UCT_CB_FLAG_ASYNC, up to the first other one; the user's next progress
+ * call goes on from there. */
 void uct_uccl_ep_dispatch_pending(uct_uccl_conn_t *conn)
 {
-    uct_pending_req_priv_queue_t *priv;
+    int async = conn->iface->async.active;
+    uct_uccl_pending_priv_t *priv;
 
     if ((conn->ep == NULL) || ucs_queue_is_empty(&conn->pending_q)) {
         return;
@@ -584,8 +632,29 @@ void uct_uccl_ep_dispatch_pending(uct_uccl_conn_t *conn)
     uct_pending_queue_dispatch(priv, &conn->pending_q,
                                (conn->state == UCT_UCCL_CONN_CONNECTED) &&
                                (conn->tx_queued <
-                                conn->iface->config.max_queued));
+                                conn->iface->config.max_queued) &&
+                               (!async || (priv->flags & UCT_CB_FLAG_ASYNC)));
     conn->in_dispatch = 0;
+}
+
+/* Paths for a new conn to a peer iface. Conns between the same two ifaces
+ * cross the same fabric paths: the k-th one (eps of several UCP endpoints
+ * to one worker, say) asks for NUM_PATHS / k, so that many of them share
+ * the device's QPs rather than run it dry. */
+static unsigned uct_uccl_ep_want_paths(uct_uccl_iface_t *iface,
+                                       const uct_uccl_device_addr_t *dev,
+                                       uint32_t ctl_qpn)
+{
+    unsigned same = 0;
+    uct_uccl_conn_t *conn;
+
+    ucs_list_for_each(conn, &iface->conns, list) {
+        same += !conn->passive && (conn->state != UCT_UCCL_CONN_FAILED) &&
+                (conn->remote_ctl_qpn == ctl_qpn) &&
+                (conn->remote_dev.lid == dev->lid) &&
+                !memcmp(conn->remote_dev.gid, dev->gid, sizeof(dev->gid));
+    }
+    return ucs_max(iface->config.num_paths / (same + 1), 1);
 }
 
 static UCS_CLASS_INIT_FUNC(uct_uccl_ep_t, const uct_ep_params_t *params)
@@ -609,7 +678,10 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_ep_t, const uct_ep_params_t *params)
         return UCS_ERR_UNREACHABLE;
     }
 
-    status = uct_uccl_conn_create(iface, 0, dev, addr->ctl_qpn, &self->conn);
+    status = uct_uccl_conn_create(iface, 0, dev, addr->ctl_qpn,
+                                  uct_uccl_ep_want_paths(iface, dev,
+                                                         addr->ctl_qpn),
+                                  &self->conn);
     if (status != UCS_OK) {
         return status;
     }

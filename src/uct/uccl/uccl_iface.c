@@ -277,15 +277,18 @@ static ucs_mpool_ops_t uct_uccl_op_mp_ops = {
     .obj_str       = NULL
 };
 
+/* elem_size bytes per element; the byte at align_offset of each is aligned
+ * to `alignment` */
 static ucs_status_t
 uct_uccl_iface_mpool_init(uct_uccl_iface_t *iface, ucs_mpool_t *mp,
-                          size_t elem_size, unsigned grow, unsigned max,
+                          size_t elem_size, size_t align_offset,
+                          size_t alignment, unsigned grow, unsigned max,
                           ucs_mpool_ops_t *ops, const char *name)
 {
     ucs_status_t status;
 
-    status = ucs_mpool_init(mp, sizeof(iface), elem_size, 0,
-                            UCS_SYS_CACHE_LINE_SIZE, grow, max, ops, name);
+    status = ucs_mpool_init(mp, sizeof(iface), elem_size, align_offset,
+                            alignment, grow, max, ops, name);
     if (status == UCS_OK) {
         *(uct_uccl_iface_t**)ucs_mpool_priv(mp) = iface;
     }
@@ -463,6 +466,50 @@ static unsigned uct_uccl_iface_poll_ctl(uct_uccl_iface_t *iface)
     return n;
 }
 
+/* Closing: wait (briefly) for control send buffers to come back; what
+ * arrives meanwhile is dropped */
+static void uct_uccl_iface_ctl_reclaim(uct_uccl_iface_t *iface)
+{
+    uint64_t deadline = uct_uccl_now_ns() + UCT_UCCL_CLOSE_WAIT_NS;
+    struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
+    unsigned repost[UCT_UCCL_CQ_BATCH];
+    unsigned nrepost;
+    int i, n;
+
+    while ((iface->ctl.tx_nfree == 0) && (uct_uccl_now_ns() < deadline)) {
+        n = ibv_poll_cq(iface->ctl.cq, UCT_UCCL_CQ_BATCH, wcs);
+        for (i = 0, nrepost = 0; i < n; ++i) {
+            if (wcs[i].wr_id & UCT_UCCL_CTL_WRID_TX) {
+                iface->ctl.tx_free[iface->ctl.tx_nfree++] =
+                        wcs[i].wr_id & ~UCT_UCCL_CTL_WRID_TX;
+            } else {
+                repost[nrepost++] = wcs[i].wr_id;
+            }
+        }
+        uct_uccl_ctl_post_recv(iface, repost, nrepost);
+    }
+}
+
+/* The iface goes: its peers hear it now, not after their PEER_TIMEOUT. A
+ * peer's ep on a conn we serve fails with UCS_ERR_CONNECTION_RESET (as a
+ * closed TCP connection would); a conn of ours that an ep never closed
+ * releases the peer's side. */
+static void uct_uccl_iface_disconnect_all(uct_uccl_iface_t *iface)
+{
+    uct_uccl_conn_t *conn;
+
+    ucs_list_for_each(conn, &iface->conns, list) {
+        if (conn->state != UCT_UCCL_CONN_CONNECTED) {
+            continue;
+        }
+        if (iface->ctl.tx_nfree == 0) {
+            uct_uccl_iface_ctl_reclaim(iface);
+        }
+        uct_uccl_conn_send_disconnect(conn, conn->passive ?
+                                            UCS_ERR_CONNECTION_RESET : UCS_OK);
+    }
+}
+
 static ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
 {
     struct ibv_qp_init_attr qp_init = {};
@@ -500,10 +547,14 @@ static ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
     qp_init.cap.max_recv_wr  = UCT_UCCL_CTL_RX_DEPTH;
     qp_init.cap.max_send_sge = 1;
     qp_init.cap.max_recv_sge = 1;
+    if (uct_uccl_budget_take(iface->md->budget, 1) == 0) {
+        ucs_error("uccl: %s: no QP left for a control QP", iface->md->name);
+        goto err_cq;
+    }
     iface->ctl.qp = ibv_create_qp(iface->md->pd, &qp_init);
     if (iface->ctl.qp == NULL) {
         ucs_error("uccl: cannot create the UD control QP: %m");
-        goto err_cq;
+        goto err_budget;
     }
 
     attr.qp_state   = IBV_QPS_INIT;
@@ -540,6 +591,8 @@ static ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
 err_modify:
     ucs_error("uccl: cannot bring up the control QP: %m");
     ibv_destroy_qp(iface->ctl.qp);
+err_budget:
+    uct_uccl_budget_give(iface->md->budget, 1);
 err_cq:
     ibv_destroy_cq(iface->ctl.cq);
 err_dereg:
@@ -552,6 +605,7 @@ err_free:
 static void uct_uccl_iface_ctl_cleanup(uct_uccl_iface_t *iface)
 {
     ibv_destroy_qp(iface->ctl.qp);
+    uct_uccl_budget_give(iface->md->budget, 1);
     ibv_destroy_cq(iface->ctl.cq);
     ibv_dereg_mr(iface->ctl.mr);
     ucs_free(iface->ctl.bufs);
@@ -591,15 +645,6 @@ static unsigned uct_uccl_iface_transmit(uct_uccl_iface_t *iface)
         conn = ucs_list_extract_head(&iface->sched, uct_uccl_conn_t, sched);
         conn->in_sched = 0;
         count         += uct_uccl_tx_pump(conn, iface->config.drr_quantum);
-        if (ucs_unlikely(iface->async.active)) {
-            /* pending requests are UCX callbacks: the user's next
-             * progress call dispatches them */
-            if ((conn->tx_queued > 0) ||
-                !ucs_queue_is_empty(&conn->pending_q)) {
-                uct_uccl_iface_sched_add(iface, conn);
-            }
-            continue;
-        }
         if (conn->tx_queued > 0) {
             uct_uccl_iface_sched_add(iface, conn);
         }
@@ -608,6 +653,12 @@ static unsigned uct_uccl_iface_transmit(uct_uccl_iface_t *iface)
          * progress call */
         if (conn->tx_queued > 0) {
             count += uct_uccl_tx_pump(conn, iface->config.drr_quantum);
+        }
+        if (ucs_unlikely(iface->async.active) &&
+            !ucs_queue_is_empty(&conn->pending_q)) {
+            /* the requests a background pass may not call: the user's
+             * next progress call dispatches them */
+            uct_uccl_iface_sched_add(iface, conn);
         }
     }
 
@@ -710,10 +761,12 @@ ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
 {
     uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
     size_t seg              = iface->config.seg_size;
-    size_t am_hdr           = sizeof(uct_uccl_am_hdr_t);
     size_t max_zcopy        = UCT_UCCL_MAX_ZCOPY;
 
     uct_base_iface_query(&iface->super, attr);
+    /* an ep takes one QP of the device at least (uccl_budget.h) */
+    attr->max_num_eps     = ucs_min(attr->max_num_eps,
+                                    uct_uccl_budget_max(iface->md->budget));
 
     attr->iface_addr_len  = sizeof(uct_uccl_iface_addr_t);
     attr->device_addr_len = sizeof(uct_uccl_device_addr_t);
@@ -756,13 +809,13 @@ ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
     attr->cap.get.align_mtu       = 128 << iface->config.mtu;
     attr->cap.get.max_iov         = 1;
 
-    attr->cap.am.max_short        = seg - am_hdr - sizeof(uint64_t);
-    attr->cap.am.max_bcopy        = seg - am_hdr;
+    attr->cap.am.max_short        = uct_uccl_iface_am_max(iface);
+    attr->cap.am.max_bcopy        = uct_uccl_iface_am_max(iface);
     attr->cap.am.min_zcopy        = 0;
-    attr->cap.am.max_zcopy        = seg - am_hdr;
+    attr->cap.am.max_zcopy        = uct_uccl_iface_am_max(iface);
     attr->cap.am.opt_zcopy_align  = UCS_SYS_PCI_MAX_PAYLOAD;
     attr->cap.am.align_mtu        = 128 << iface->config.mtu;
-    attr->cap.am.max_hdr          = seg / 2;
+    attr->cap.am.max_hdr          = uct_uccl_iface_am_max_hdr(iface);
     attr->cap.am.max_iov          = 1;
 
     /* a software engine in front of the NIC: a few us of latency, the NIC's
@@ -877,6 +930,27 @@ static void uct_uccl_iface_dump_all(uct_uccl_iface_t *iface)
     }
 }
 
+/* The AM handler's data is the payload in our receive buffer: aligned as
+ * the user asked (am_alignment, am_align_offset), by default the buffer
+ * starts on a cache line */
+static ucs_status_t uct_uccl_iface_rx_align(const uct_iface_params_t *params,
+                                            size_t buf_size, size_t *align_p,
+                                            size_t *offset_p)
+{
+    size_t payload = ucs_offsetof(uct_uccl_rx_desc_t, data) +
+                     UCT_UCCL_RX_PAD + sizeof(uct_uccl_am_hdr_t);
+
+    if ((params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) &&
+        ((params->am_alignment == 0) || !ucs_is_pow2(params->am_alignment))) {
+        ucs_error("uccl: AM alignment %zu is not a power of 2",
+                  params->am_alignment);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return uct_iface_param_am_alignment(params, buf_size, 0, payload,
+                                        align_p, offset_p);
+}
+
 static void uct_uccl_iface_signal_init(void)
 {
     struct sigaction sa, old;
@@ -902,8 +976,9 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     uct_uccl_md_t *md               = ucs_derived_of(tl_md, uct_uccl_md_t);
     struct ibv_srq_init_attr srq_attr = {};
     const char *dev_name, *colon;
+    unsigned port_num, tx_max, tx_grow;
+    size_t rx_align, rx_align_offset;
     ucs_status_t status;
-    unsigned port_num;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_uccl_iface_tl_ops,
                               &uct_base_iface_internal_ops, tl_md, worker,
@@ -1023,31 +1098,43 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     kh_init_inplace(uct_uccl_qpn, &self->qpn_hash);
     ucs_ptr_array_init(&self->conn_ids, "uccl_conn_ids");
 
-    status = uct_uccl_iface_mpool_init(self, &self->tx_mp,
-                                       sizeof(uct_uccl_chunk_t) +
-                                       self->config.seg_size,
-                                       ucs_max(config->tx_mp.bufs_grow, 32),
-                                       config->tx_mp.max_bufs,
-                                       &uct_uccl_tx_mp_ops, "uccl_tx");
+    /* TX_MAX_BUFS bounds the send buffers; a pool grows by no more than
+     * it may hold */
+    tx_max  = (unsigned)config->tx_mp.max_bufs; /* -1: no limit */
+    tx_grow = ucs_max(config->tx_mp.bufs_grow, UCT_UCCL_TX_GROW_MIN);
+    status  = uct_uccl_iface_mpool_init(self, &self->tx_mp,
+                                        sizeof(uct_uccl_chunk_t) +
+                                        self->config.seg_size, 0,
+                                        UCS_SYS_CACHE_LINE_SIZE,
+                                        ucs_min(tx_grow, tx_max), tx_max,
+                                        &uct_uccl_tx_mp_ops, "uccl_tx");
     if (status != UCS_OK) {
         goto err;
     }
 
     /* zero-copy chunks (most of the traffic) without the bcopy segment:
-     * dense descriptors, not one page each */
+     * dense descriptors, not one page each. They hold no buffer, and a
+     * large zcopy takes all of its chunks at once: not bounded. */
     status = uct_uccl_iface_mpool_init(self, &self->hdr_mp,
-                                       sizeof(uct_uccl_chunk_t),
-                                       ucs_max(config->tx_mp.bufs_grow, 256),
-                                       config->tx_mp.max_bufs,
+                                       sizeof(uct_uccl_chunk_t), 0,
+                                       UCS_SYS_CACHE_LINE_SIZE,
+                                       UCT_UCCL_HDR_GROW, UINT_MAX,
                                        &uct_uccl_tx_mp_ops, "uccl_tx_hdr");
     if (status != UCS_OK) {
         goto err_tx_mp;
+    }
+
+    status = uct_uccl_iface_rx_align(params, self->config.rx_buf_size,
+                                     &rx_align, &rx_align_offset);
+    if (status != UCS_OK) {
+        goto err_hdr_mp;
     }
 
     status = uct_uccl_iface_mpool_init(self, &self->rx_mp,
                                        sizeof(uct_uccl_rx_desc_t) +
                                        UCT_UCCL_RX_PAD +
                                        self->config.rx_buf_size,
+                                       rx_align_offset, rx_align,
                                        UCT_UCCL_SRQ_BATCH, UINT_MAX,
                                        &uct_uccl_rx_mp_ops, "uccl_rx");
     if (status != UCS_OK) {
@@ -1139,6 +1226,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
         uct_uccl_iface_dump_stats(self);
     }
 
+    uct_uccl_iface_disconnect_all(self);
     ucs_list_for_each_safe(conn, tmp, &self->conns, list) {
         uct_uccl_conn_destroy(conn);
     }

@@ -38,6 +38,9 @@
 #define UCT_UCCL_SMALL_MSG        8192   /* sticks to the last path */
 #define UCT_UCCL_MAX_ZCOPY        (1ul << 30) /* PUT/GET, cut into chunks */
 #define UCT_UCCL_PUT_GUARD        64     /* recent PUT targets remembered */
+#define UCT_UCCL_TX_GROW_MIN      32     /* send buffers per pool growth */
+#define UCT_UCCL_HDR_GROW         256    /* zcopy descriptors per growth */
+#define UCT_UCCL_CLOSE_WAIT_NS    10000000ull /* closing: control buffers */
 
 
 typedef struct uct_uccl_iface   uct_uccl_iface_t;
@@ -472,6 +475,22 @@ static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_now_ns(void)
     return ucs_time_to_nsec(ucs_get_time());
 }
 
+/* Largest active message (its 8-byte header included, as UCT counts it):
+ * one bcopy segment after our AM header. uct_iface_query advertises it and
+ * the operations refuse anything longer. */
+static UCS_F_ALWAYS_INLINE size_t
+uct_uccl_iface_am_max(const uct_uccl_iface_t *iface)
+{
+    return iface->config.seg_size - sizeof(uct_uccl_am_hdr_t);
+}
+
+/* Largest user header of an AM zcopy: it is copied into the segment */
+static UCS_F_ALWAYS_INLINE size_t
+uct_uccl_iface_am_max_hdr(const uct_uccl_iface_t *iface)
+{
+    return iface->config.seg_size / 2;
+}
+
 /* iface (uccl_iface.c) */
 ucs_status_t uct_uccl_iface_ctl_send(uct_uccl_iface_t *iface,
                                      struct ibv_ah *ah, uint32_t qpn,
@@ -500,7 +519,7 @@ int uct_uccl_iface_is_reachable(const uct_iface_h tl_iface,
 /* conn (uccl_conn.c) */
 ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
                                   const uct_uccl_device_addr_t *dev,
-                                  uint32_t remote_ctl_qpn,
+                                  uint32_t remote_ctl_qpn, unsigned want_paths,
                                   uct_uccl_conn_t **conn_p);
 void uct_uccl_conn_destroy(uct_uccl_conn_t *conn);
 ucs_status_t uct_uccl_conn_start(uct_uccl_conn_t *conn);

@@ -35,6 +35,15 @@ static ucs_config_field_t uct_uccl_md_config_table[] = {
      "device is assumed to lack UC and RC data QPs are used.",
      ucs_offsetof(uct_uccl_md_config_t, probe_uc), UCS_CONFIG_TYPE_BOOL},
 
+    {"MAX_QPS", "auto",
+     "QPs of the device this process may use for uccl (control QPs and the\n"
+     "data QPs of every connection). auto: all the device offers (max_qp).\n"
+     "When they run short, new connections get fewer paths (NUM_PATHS is an\n"
+     "upper bound), down to one; set it lower when several processes share\n"
+     "a device. The lowest value of the memory domains open on a device\n"
+     "counts.",
+     ucs_offsetof(uct_uccl_md_config_t, max_qps), UCS_CONFIG_TYPE_ULUNITS},
+
     {"REG_OVERHEAD", "16us",
      "Estimated cost of a memory registration that misses the cache.",
      ucs_offsetof(uct_uccl_md_config_t, reg_overhead), UCS_CONFIG_TYPE_TIME},
@@ -61,7 +70,10 @@ static ucs_status_t uct_uccl_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
      * UCT_MEM_HANDLE_NULL */
     attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
                                  UCT_MD_FLAG_NEED_RKEY;
-    attr->cap.max_alloc        = 0;
+    /* no UCT_MD_FLAG_ALLOC: max_alloc is the bound of a buffer the user
+     * allocates and registers, as UCX's ib md reports it (UCX's gtest
+     * sizes its transfer tests by it) */
+    attr->cap.max_alloc        = ULONG_MAX;
     attr->cap.max_reg          = ULONG_MAX;
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
@@ -332,6 +344,7 @@ static void uct_uccl_md_close(uct_md_h tl_md)
               md->num_reg_mr);
     ibv_dealloc_pd(md->pd);
     ibv_close_device(md->ctx);
+    uct_uccl_budget_put(md->budget);
     kh_destroy_inplace(uct_uccl_mr, &md->mrs);
     ucs_spinlock_destroy(&md->mrs_lock);
     ucs_free(md);
@@ -552,11 +565,21 @@ uct_uccl_md_open(uct_component_t *component, const char *md_name,
         goto err_close;
     }
 
+    md->budget = uct_uccl_budget_get(md_name,
+                                     (config->max_qps == UCS_ULUNITS_AUTO) ?
+                                     md->dev_attr.max_qp :
+                                     ucs_min(config->max_qps,
+                                             md->dev_attr.max_qp));
+    if (md->budget == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err_close;
+    }
+
     md->pd = ibv_alloc_pd(md->ctx);
     if (md->pd == NULL) {
         ucs_error("%s: ibv_alloc_pd() failed: %m", md_name);
         status = UCS_ERR_IO_ERROR;
-        goto err_close;
+        goto err_budget;
     }
 
     md->num_ports = ucs_min(md->dev_attr.phys_port_cnt, UCT_UCCL_MAX_PORTS);
@@ -601,6 +624,8 @@ uct_uccl_md_open(uct_component_t *component, const char *md_name,
 
 err_pd:
     ibv_dealloc_pd(md->pd);
+err_budget:
+    uct_uccl_budget_put(md->budget);
 err_close:
     ibv_close_device(md->ctx);
 err_free_md:

@@ -8,6 +8,8 @@
 #ifndef UCT_UCCL_MD_H_
 #define UCT_UCCL_MD_H_
 
+#include "uccl_budget.h"
+
 #include <ucs_glue/ucs_glue.h>
 
 #include <infiniband/verbs.h>
@@ -25,6 +27,7 @@ typedef struct uct_uccl_md_config {
     int                     rcache_enable; /* ucs_ternary_auto_value_t */
     unsigned long           gid_index;     /* UCS_ULUNITS_AUTO or index */
     int                     probe_uc;
+    unsigned long           max_qps;       /* UCS_ULUNITS_AUTO: max_qp */
     double                  reg_overhead;
 } uct_uccl_md_config_t;
 
@@ -73,6 +76,7 @@ typedef struct uct_uccl_md {
     khash_t(uct_uccl_mr)    mrs;         /* rkey -> region */
     ucs_spinlock_t          mrs_lock;    /* engines read mrs from their
                                             async timers */
+    uct_uccl_budget_t       *budget;     /* the device's QPs */
 } uct_uccl_md_t;
 
 

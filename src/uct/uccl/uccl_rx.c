@@ -82,11 +82,17 @@ static void uct_uccl_rx_am_invoke(uct_uccl_iface_t *iface,
                               hdr->length, 0);
 }
 
-/* From a background pass the AM waits for the user's next progress call,
- * behind the ones deferred before it */
+/* A background pass calls the handlers registered with UCT_CB_FLAG_ASYNC
+ * (UCX promises them to be called without progress: UCP's wireup handler is
+ * one); any other AM waits for the user's next progress call, behind the
+ * ones deferred before it. Like UCX's ud transport, an async handler's AM
+ * may so overtake a deferred one. */
 void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface, uct_uccl_rx_desc_t *desc)
 {
-    if (ucs_unlikely(iface->async.active)) {
+    const uct_uccl_am_hdr_t *hdr = (const void*)uct_uccl_rx_data(desc);
+
+    if (ucs_unlikely(iface->async.active) &&
+        !(iface->super.am[hdr->am_id].flags & UCT_CB_FLAG_ASYNC)) {
         uct_uccl_async_defer_am(iface, desc);
         return;
     }

@@ -5,6 +5,8 @@
 #include "uccl_wire.h"
 #include "uccl_seq.h"
 
+#include <uct/api/uct_def.h>
+
 
 static const char *uct_uccl_ctl_names[UCT_UCCL_CTL_LAST] = {
     [UCT_UCCL_CTL_CONN_REQ]   = "CONN_REQ",
@@ -63,7 +65,8 @@ ucs_status_t uct_uccl_wire_data_check(const void *buf, size_t len,
             return UCS_ERR_MESSAGE_TRUNCATED;
         }
         am = buf;
-        if (am->rsvd) {
+        /* the id indexes UCX's handler table */
+        if (am->rsvd || (am->am_id >= UCT_AM_ID_MAX)) {
             return UCS_ERR_INVALID_PARAM;
         }
         if (len != sizeof(*am) + (size_t)am->length) {
