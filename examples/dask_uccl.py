@@ -1,8 +1,8 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # Copyright (C) uccl contributors. See file LICENSE for terms.
 """A small Dask computation over UCX on uccl.
 
-    UCX_TLS=uccl,self,tcp uccl-run python3 examples/dask_uccl.py
+    UCX_TLS=uccl,self,tcp uccl-run /usr/bin/python3 examples/dask_uccl.py
 
 starts a local Dask cluster on ucx:// (a scheduler in this process, two
 worker processes with one thread each), computes the mean of x + x.T for a
