@@ -416,6 +416,30 @@ async def test_lanes(peer):
     await ep.close()
 
 
+async def test_without_tcp(peer):
+    """With UCX_TLS=uccl,self (no tcp) UCX 1.13 cannot set a client-server
+    endpoint up on softverbs: create_endpoint raises UCXUnreachable with a
+    message that says to add tcp (it does not hang)."""
+    if "tcp" not in os.environ.get("UCX_TLS", "tcp").split(","):
+        print("  skipped: UCX_TLS has no tcp already")
+        return
+    code = ("import asyncio, ucp\n"
+            "try:\n"
+            "    asyncio.run(ucp.create_endpoint('127.0.0.1', %d))\n"
+            "    print('connected')\n"
+            "except ucp.exceptions.UCXBaseException as e:\n"
+            "    print(type(e).__name__, e)\n" % peer.port)
+    env = dict(os.environ, UCX_TLS="uccl,self")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, env=env, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL)
+    out, _ = await asyncio.wait_for(proc.communicate(), FAIL_WAIT_S * 2)
+    out = out.decode().strip()
+    print("  " + out[:200])
+    check(out.startswith("UCXUnreachable") and "add tcp to UCX_TLS" in out,
+          "UCX_TLS=uccl,self gave: " + out)
+
+
 async def test_idle_cpu(peer):
     """Waiting is sleeping: a pending receive for IDLE_S costs little CPU
     (progress comes from the event fd, not from polling)."""
@@ -501,7 +525,7 @@ def config_tests():
 
 TESTS = [test_sizes, test_concurrent, test_many_endpoints, test_cancel,
          test_close_by_peer, test_close_by_us, test_peer_killed,
-         test_bad_arguments, test_lanes, test_idle_cpu,
+         test_bad_arguments, test_lanes, test_without_tcp, test_idle_cpu,
          test_reset_with_live_endpoint]
 
 
