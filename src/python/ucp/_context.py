@@ -28,6 +28,8 @@ logger = logging.getLogger("ucx")
 _libucp._set_error_factory(_from_status)
 
 _CLOSE_WAIT_S = 2.0      # reset(): how long endpoint closes may take
+_SINK_GRACE_S = 10.0     # a closed endpoint's tags take messages this long
+_SINK_BYTES = 64         # larger ones are taken too (as truncated)
 _TAG_START = 1 << 32     # first tag number (0 is never a tag)
 
 _ctx = None
@@ -105,6 +107,7 @@ class Context:
         self._listeners = weakref.WeakValueDictionary()  # C -> Listener
         self._drivers = weakref.WeakKeyDictionary()      # loop -> driver
         self._closing = set()                    # close Requests
+        self._sinks = set()                      # sink Requests
         self._tags = itertools.count(_TAG_START)
         self._lock = threading.Lock()
 
@@ -195,6 +198,40 @@ class Context:
                 logger.debug("ucp: endpoint close: %s",
                              _libucp.status_string(status))
         self.submit(req, done)
+
+    def sink(self, tags):
+        """Take, for a while, the messages still sent to the tags of a
+        closed endpoint (the peer's last ones, e.g. its shutdown frame):
+        unmatched, UCX would keep each with its receive buffer until the
+        worker goes."""
+        loop = _running_loop()
+        if loop is None or self.worker is None:
+            return
+        reqs = set()
+        for tag in tags:
+            self._post_sink(tag, reqs)
+        loop.call_later(_SINK_GRACE_S, self._end_sinks, reqs)
+
+    def _post_sink(self, tag, reqs):
+        if self.worker is None:
+            return
+        req = self.worker.tag_recv(bytearray(_SINK_BYTES), tag)
+        reqs.add(req)
+        self._sinks.add(req)
+
+        def done(status, length):
+            reqs.discard(req)
+            self._sinks.discard(req)
+            if status != _libucp.UCS_ERR_CANCELED:
+                self._post_sink(tag, reqs)
+        self.submit(req, done)
+
+    def _end_sinks(self, reqs):
+        for req in list(reqs):
+            reqs.discard(req)
+            if not req.done:
+                req.cancel()
+        self.kick()
 
     def live_objects(self):
         gc.collect()

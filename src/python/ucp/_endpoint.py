@@ -267,6 +267,7 @@ class Endpoint:
             if kind in _RECEIVES and not req.done:
                 req.cancel()
         self._ctx.close_endpoint(cep, force=self._error_status is not None)
+        self._ctx.sink((self._recv_tag, self._ctrl_recv_tag))
         self._fire_close_callbacks()
 
     async def close(self):
