@@ -50,6 +50,14 @@ def _load_real(spec):
 
 _spec = None if _os.environ.get("UCCL_UCP") == "1" else _real_ucx_py()
 if _spec is None or not _load_real(_spec):
+    try:
+        from . import _libucp  # noqa: F401
+    except ImportError as _e:
+        raise ImportError(
+            "uccl's ucp has no C extension for this Python (%s, %s): it is "
+            "built for the interpreter configure found, /usr/bin/python3 "
+            "unless --with-python named another" %
+            (_sys.executable, _sys.version.split()[0])) from _e
     from . import exceptions
     from ._context import (continuous_ucx_progress, get_config,
                            get_ucp_worker, get_ucx_version, init, progress,
