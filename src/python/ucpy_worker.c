@@ -329,6 +329,38 @@ static PyObject *ucpy_conn_request_make(ucpy_conn_t *conn)
     return (PyObject*)cr;
 }
 
+/* Appends item (a new reference, or NULL on error) to *list; on any error
+ * *list becomes NULL and what follows is only released */
+static void ucpy_list_take(PyObject **list, PyObject *item)
+{
+    if ((*list != NULL) && ((item == NULL) ||
+                            (PyList_Append(*list, item) != 0))) {
+        Py_CLEAR(*list);
+    }
+    Py_XDECREF(item);
+}
+
+/* A connection request as a ConnRequest; rejected if that fails */
+static PyObject *ucpy_conn_event(ucpy_worker_t *w, ucpy_conn_t *conn)
+{
+    PyObject *cr = ucpy_conn_request_make(conn), *item;
+
+    if (cr == NULL) {
+        ucpy_worker_lock(w);
+        if (conn->listener->listener != NULL) {
+            ucp_listener_reject(conn->listener->listener,
+                                conn->conn_request);
+        }
+        ucpy_worker_unlock(w);
+        Py_DECREF(conn->listener);
+        free(conn);
+        return NULL;
+    }
+    item = Py_BuildValue("(iON)", UCPY_EV_CONN, conn->listener, cr);
+    free(conn);
+    return item;
+}
+
 /* What the callbacks recorded since the last drain: taken off the worker's
  * lists with the lock held (references taken, no allocation), turned into
  * Python tuples after it is released (allocation may run finalizers that
@@ -339,8 +371,7 @@ static PyObject *ucpy_worker_drain(ucpy_worker_t *w, PyObject *unused)
     ucpy_request_t *req;
     ucpy_endpoint_t *e;
     ucpy_conn_t *conn;
-    PyObject *list, *item, *cr;
-    int status;
+    PyObject *list;
 
     ucs_list_head_init(&reqs);
     ucs_list_head_init(&errs);
@@ -368,48 +399,19 @@ static PyObject *ucpy_worker_drain(ucpy_worker_t *w, PyObject *unused)
         ucs_list_head_init(&req->link);
         ucpy_request_release_view(req);
         /* N: the tuple takes the reference UCP's in-flight use held */
-        item = Py_BuildValue("(iNin)", UCPY_EV_DONE, req, req->status,
-                             (Py_ssize_t)req->length);
-        if ((list != NULL) && ((item == NULL) ||
-                               (PyList_Append(list, item) != 0))) {
-            Py_CLEAR(list);
-        }
-        Py_XDECREF(item);
+        ucpy_list_take(&list, Py_BuildValue("(iNin)", UCPY_EV_DONE, req,
+                                            req->status,
+                                            (Py_ssize_t)req->length));
     }
     while (!ucs_list_is_empty(&errs)) {
         e = ucs_list_extract_head(&errs, ucpy_endpoint_t, err_link);
         ucs_list_head_init(&e->err_link);
-        status = e->err_status;
-        item   = Py_BuildValue("(iNi)", UCPY_EV_ERROR, e, status);
-        if ((list != NULL) && ((item == NULL) ||
-                               (PyList_Append(list, item) != 0))) {
-            Py_CLEAR(list);
-        }
-        Py_XDECREF(item);
+        ucpy_list_take(&list, Py_BuildValue("(iNi)", UCPY_EV_ERROR, e,
+                                            (int)e->err_status));
     }
     while (!ucs_list_is_empty(&conns)) {
         conn = ucs_list_extract_head(&conns, ucpy_conn_t, link);
-        cr   = ucpy_conn_request_make(conn);
-        if (cr == NULL) {
-            /* the connection is rejected with the reference */
-            ucpy_worker_lock(w);
-            if (conn->listener->listener != NULL) {
-                ucp_listener_reject(conn->listener->listener,
-                                    conn->conn_request);
-            }
-            ucpy_worker_unlock(w);
-            Py_DECREF(conn->listener);
-            free(conn);
-            Py_CLEAR(list);
-            continue;
-        }
-        item = Py_BuildValue("(iON)", UCPY_EV_CONN, conn->listener, cr);
-        free(conn);
-        if ((list != NULL) && ((item == NULL) ||
-                               (PyList_Append(list, item) != 0))) {
-            Py_CLEAR(list);
-        }
-        Py_XDECREF(item);
+        ucpy_list_take(&list, ucpy_conn_event(w, conn));
     }
     return list;
 }
