@@ -143,7 +143,10 @@ void ucpy_request_abandon_all(ucpy_worker_t *w);
 ucpy_endpoint_t *ucpy_endpoint_create(ucpy_worker_t *w,
                                       ucp_ep_params_t *params);
 void ucpy_endpoint_force_close(ucpy_endpoint_t *e);
+ucpy_listener_t *ucpy_listener_create(ucpy_worker_t *w, unsigned port,
+                                      const char *ip);
 void ucpy_listener_destroy(ucpy_listener_t *l);
+PyObject *ucpy_conn_event(ucpy_worker_t *w, ucpy_conn_t *conn);
 void ucpy_conn_free(ucpy_conn_t *conn, int reject);
 
 /* sockaddr from a numeric IPv4/IPv6 address (Python resolves names) */

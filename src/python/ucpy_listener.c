@@ -22,6 +22,121 @@ void ucpy_conn_free(ucpy_conn_t *conn, int reject)
     free(conn);
 }
 
+/* UCX connection handler (from progress, lock held, no Python) */
+static void ucpy_listener_conn_cb(ucp_conn_request_h conn_request, void *arg)
+{
+    ucpy_listener_t *l = arg;
+    ucpy_conn_t *conn;
+
+    conn = malloc(sizeof(*conn));
+    if (conn == NULL) {
+        ucp_listener_reject(l->listener, conn_request);
+        return;
+    }
+    conn->listener     = l;
+    conn->conn_request = conn_request;
+    ucs_list_add_tail(&l->worker->conns, &conn->link);
+}
+
+/* A listener on ip (NULL: every address) and port (0: any free one) */
+ucpy_listener_t *ucpy_listener_create(ucpy_worker_t *w, unsigned port,
+                                      const char *ip)
+{
+    ucp_listener_params_t params = {
+        .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+                      UCP_LISTENER_PARAM_FIELD_CONN_HANDLER
+    };
+    struct sockaddr_storage ss;
+    ucpy_listener_t *l;
+    ucs_status_t status;
+    socklen_t len;
+
+    if (ip == NULL) {
+        ip = "0.0.0.0";
+    }
+    if (ucpy_sockaddr_parse(ip, port, &ss, &len) != 0) {
+        return NULL;
+    }
+    l = PyObject_New(ucpy_listener_t, &ucpy_listener_type);
+    if (l == NULL) {
+        return NULL;
+    }
+    Py_INCREF(w);
+    l->worker   = w;
+    l->listener = NULL;
+    ucs_list_head_init(&l->link);
+
+    params.sockaddr.addr    = (struct sockaddr*)&ss;
+    params.sockaddr.addrlen = len;
+    params.conn_handler.cb  = ucpy_listener_conn_cb;
+    params.conn_handler.arg = l;
+
+    ucpy_worker_lock(w);
+    if (ucpy_worker_check_open(w) != 0) {
+        ucpy_worker_unlock(w);
+        Py_DECREF(l);
+        return NULL;
+    }
+    status = ucp_listener_create(w->worker, &params, &l->listener);
+    if (status == UCS_OK) {
+        ucs_list_add_tail(&w->listeners, &l->link);
+    }
+    ucpy_worker_unlock(w);
+    if (status != UCS_OK) {
+        l->listener = NULL;
+        Py_DECREF(l);
+        ucpy_raise_status(status, "cannot listen on %s:%u", ip, port);
+        return NULL;
+    }
+    return l;
+}
+
+static PyObject *ucpy_conn_request_make(ucpy_conn_t *conn)
+{
+    ucp_conn_request_attr_t attr = {
+        .field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR
+    };
+    ucpy_conn_request_t *cr;
+
+    cr = PyObject_New(ucpy_conn_request_t, &ucpy_conn_request_type);
+    if (cr == NULL) {
+        return NULL;
+    }
+    cr->listener     = conn->listener;     /* the reference drain() took */
+    cr->conn_request = conn->conn_request;
+    cr->client       = NULL;
+    if (ucp_conn_request_query(conn->conn_request, &attr) == UCS_OK) {
+        cr->client = ucpy_sockaddr_str(&attr.client_address);
+    }
+    if (cr->client == NULL) {
+        PyErr_Clear();
+        Py_INCREF(Py_None);
+        cr->client = Py_None;
+    }
+    return (PyObject*)cr;
+}
+
+/* A connection request as a ConnRequest; rejected if that fails */
+PyObject *ucpy_conn_event(ucpy_worker_t *w, ucpy_conn_t *conn)
+{
+    PyObject *cr = ucpy_conn_request_make(conn), *item;
+
+    if (cr == NULL) {
+        ucpy_worker_lock(w);
+        if (conn->listener->listener != NULL) {
+            ucp_listener_reject(conn->listener->listener,
+                                conn->conn_request);
+        }
+        ucpy_worker_unlock(w);
+        Py_DECREF(conn->listener);
+        free(conn);
+        return NULL;
+    }
+    item = Py_BuildValue("(iON)", UCPY_EV_CONN, conn->listener, cr);
+    free(conn);
+    return item;
+}
+
 /* Lock held: the connections it has not reported yet are rejected */
 void ucpy_listener_destroy(ucpy_listener_t *l)
 {

@@ -304,31 +304,6 @@ static PyObject *ucpy_worker_arm(ucpy_worker_t *w, PyObject *unused)
     return ucpy_raise_status(status, "ucp_worker_arm");
 }
 
-static PyObject *ucpy_conn_request_make(ucpy_conn_t *conn)
-{
-    ucp_conn_request_attr_t attr = {
-        .field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR
-    };
-    ucpy_conn_request_t *cr;
-
-    cr = PyObject_New(ucpy_conn_request_t, &ucpy_conn_request_type);
-    if (cr == NULL) {
-        return NULL;
-    }
-    cr->listener     = conn->listener;     /* the reference drain() took */
-    cr->conn_request = conn->conn_request;
-    cr->client       = NULL;
-    if (ucp_conn_request_query(conn->conn_request, &attr) == UCS_OK) {
-        cr->client = ucpy_sockaddr_str(&attr.client_address);
-    }
-    if (cr->client == NULL) {
-        PyErr_Clear();
-        Py_INCREF(Py_None);
-        cr->client = Py_None;
-    }
-    return (PyObject*)cr;
-}
-
 /* Appends item (a new reference, or NULL on error) to *list; on any error
  * *list becomes NULL and what follows is only released */
 static void ucpy_list_take(PyObject **list, PyObject *item)
@@ -338,27 +313,6 @@ static void ucpy_list_take(PyObject **list, PyObject *item)
         Py_CLEAR(*list);
     }
     Py_XDECREF(item);
-}
-
-/* A connection request as a ConnRequest; rejected if that fails */
-static PyObject *ucpy_conn_event(ucpy_worker_t *w, ucpy_conn_t *conn)
-{
-    PyObject *cr = ucpy_conn_request_make(conn), *item;
-
-    if (cr == NULL) {
-        ucpy_worker_lock(w);
-        if (conn->listener->listener != NULL) {
-            ucp_listener_reject(conn->listener->listener,
-                                conn->conn_request);
-        }
-        ucpy_worker_unlock(w);
-        Py_DECREF(conn->listener);
-        free(conn);
-        return NULL;
-    }
-    item = Py_BuildValue("(iON)", UCPY_EV_CONN, conn->listener, cr);
-    free(conn);
-    return item;
 }
 
 /* What the callbacks recorded since the last drain: taken off the worker's
@@ -470,76 +424,18 @@ static PyObject *ucpy_worker_tag_probe(ucpy_worker_t *w, PyObject *args)
     return PyBool_FromLong(msg != NULL);
 }
 
-static void ucpy_listener_conn_cb(ucp_conn_request_h conn_request, void *arg)
-{
-    ucpy_listener_t *l = arg;
-    ucpy_conn_t *conn;
-
-    conn = malloc(sizeof(*conn));
-    if (conn == NULL) {
-        ucp_listener_reject(l->listener, conn_request);
-        return;
-    }
-    conn->listener     = l;
-    conn->conn_request = conn_request;
-    ucs_list_add_tail(&l->worker->conns, &conn->link);
-}
-
 static PyObject *ucpy_worker_listen(ucpy_worker_t *w, PyObject *args,
                                     PyObject *kwds)
 {
     static char *kwlist[] = {"port", "ip", NULL};
-    ucp_listener_params_t params = {
-        .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-                      UCP_LISTENER_PARAM_FIELD_CONN_HANDLER
-    };
-    const char *ip = "0.0.0.0";
-    struct sockaddr_storage ss;
-    ucpy_listener_t *l;
-    ucs_status_t status;
-    socklen_t len;
+    const char *ip = NULL;
     unsigned port;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|z", kwlist,
                                      ucpy_conv_port, &port, &ip)) {
         return NULL;
     }
-    if (ucpy_sockaddr_parse((ip != NULL) ? ip : "0.0.0.0", port, &ss,
-                            &len) != 0) {
-        return NULL;
-    }
-    l = PyObject_New(ucpy_listener_t, &ucpy_listener_type);
-    if (l == NULL) {
-        return NULL;
-    }
-    Py_INCREF(w);
-    l->worker   = w;
-    l->listener = NULL;
-    ucs_list_head_init(&l->link);
-
-    params.sockaddr.addr      = (struct sockaddr*)&ss;
-    params.sockaddr.addrlen   = len;
-    params.conn_handler.cb    = ucpy_listener_conn_cb;
-    params.conn_handler.arg   = l;
-
-    ucpy_worker_lock(w);
-    if (ucpy_worker_check_open(w) != 0) {
-        ucpy_worker_unlock(w);
-        Py_DECREF(l);
-        return NULL;
-    }
-    status = ucp_listener_create(w->worker, &params, &l->listener);
-    if (status == UCS_OK) {
-        ucs_list_add_tail(&w->listeners, &l->link);
-    }
-    ucpy_worker_unlock(w);
-    if (status != UCS_OK) {
-        l->listener = NULL;
-        Py_DECREF(l);
-        return ucpy_raise_status(status, "cannot listen on %s:%u",
-                                 (ip != NULL) ? ip : "0.0.0.0", port);
-    }
-    return (PyObject*)l;
+    return (PyObject*)ucpy_listener_create(w, port, ip);
 }
 
 static PyObject *ucpy_worker_connect(ucpy_worker_t *w, PyObject *args,
