@@ -5,7 +5,8 @@
 #
 #   contrib/setup.sh [--no-install] [CONFIGURE_ARGS...]
 #
-# 1. installs every Debian package the project needs;
+# 1. installs every Debian package the project needs (python3-dev and
+#    Debian's Dask for the ucp binding and its tests);
 # 2. adds a deb-src line and fetches the source of exactly the installed UCX
 #    version into $UCCL_CACHE (default /var/cache/uccl), for UCX's internal
 #    headers;
@@ -30,7 +31,8 @@ packages="build-essential autoconf automake libtool pkg-config dpkg-dev
           xz-utils libucx-dev ucx-utils libibverbs-dev ibverbs-utils rdma-core
           perftest libopenmpi-dev openmpi-bin netpipe-openmpi cmake valgrind
           clang libclang-rt-dev
-          iproute2 procps psmisc"
+          iproute2 procps psmisc
+          python3 python3-dev python3-numpy python3-dask python3-distributed"
 
 log() { echo "setup.sh: $*"; }
 

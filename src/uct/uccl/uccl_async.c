@@ -57,6 +57,9 @@ static void uct_uccl_async_pass(uct_uccl_iface_t *iface)
                 (uct_uccl_iface_engine_progress(iface) > 0); ++i) {
     }
     iface->async.active = 0;
+    if (iface->async.deferred > 0) {
+        uct_uccl_event_signal(iface); /* wake a user asleep on events */
+    }
 }
 
 /* UCX timer (async modes other than the thread-spinlock one): UCX calls
@@ -382,6 +385,13 @@ static ucs_status_t uct_uccl_async_iface_fence(uct_iface_h tl_iface,
                                uct_uccl_iface_fence(tl_iface, flags));
 }
 
+static ucs_status_t uct_uccl_async_iface_event_arm(uct_iface_h tl_iface,
+                                                   unsigned events)
+{
+    return UCT_UCCL_ASYNC_CALL(uct_uccl_async_ctx(tl_iface), ucs_status_t,
+                               uct_uccl_iface_event_arm(tl_iface, events));
+}
+
 /* The user's progress call: first what the background passes left for UCX,
  * then the engine */
 static unsigned uct_uccl_async_iface_progress(uct_iface_h tl_iface)
@@ -422,6 +432,8 @@ uct_iface_ops_t uct_uccl_iface_tl_ops = {
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = uct_uccl_async_iface_progress,
+    .iface_event_fd_get       = uct_uccl_iface_event_fd_get,
+    .iface_event_arm          = uct_uccl_async_iface_event_arm,
     .iface_close              = uct_uccl_iface_close,
     .iface_query              = uct_uccl_iface_query,
     .iface_get_device_address = uct_uccl_iface_get_device_address,

@@ -534,7 +534,7 @@ static ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
 
     iface->ctl.cq = ibv_create_cq(iface->md->ctx,
                                   UCT_UCCL_CTL_RX_DEPTH + UCT_UCCL_CTL_TX_DEPTH,
-                                  NULL, NULL, 0);
+                                  NULL, iface->event.chan, 0);
     if (iface->ctl.cq == NULL) {
         ucs_error("uccl: cannot create control CQ: %m");
         goto err_dereg;
@@ -792,7 +792,9 @@ ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
                             UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
                             UCT_IFACE_FLAG_EP_CHECK |
                             UCT_UCCL_GLUE_IFACE_FLAG_INTER_NODE;
-    attr->cap.event_flags = 0;
+    attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                            UCT_IFACE_FLAG_EVENT_RECV |
+                            UCT_IFACE_FLAG_EVENT_FD;
 
     attr->cap.put.max_short       = seg;
     attr->cap.put.max_bcopy       = seg;
@@ -1148,8 +1150,15 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
         goto err_rx_mp;
     }
 
-    self->send_cq = ibv_create_cq(md->ctx, self->config.cq_size, NULL, NULL, 0);
-    self->recv_cq = ibv_create_cq(md->ctx, self->config.cq_size, NULL, NULL, 0);
+    status = uct_uccl_event_init(self);
+    if (status != UCS_OK) {
+        goto err_op_mp;
+    }
+
+    self->send_cq = ibv_create_cq(md->ctx, self->config.cq_size, NULL,
+                                  self->event.chan, 0);
+    self->recv_cq = ibv_create_cq(md->ctx, self->config.cq_size, NULL,
+                                  self->event.chan, 0);
     if ((self->send_cq == NULL) || (self->recv_cq == NULL)) {
         ucs_error("uccl: cannot create CQs of %u entries: %m",
                   self->config.cq_size);
@@ -1201,6 +1210,8 @@ err_cq:
     if (self->recv_cq != NULL) {
         ibv_destroy_cq(self->recv_cq);
     }
+    uct_uccl_event_cleanup(self);
+err_op_mp:
     ucs_mpool_cleanup(&self->op_mp, 0);
 err_rx_mp:
     ucs_mpool_cleanup(&self->rx_mp, 0);
@@ -1241,6 +1252,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
     ibv_destroy_srq(self->srq);
     ibv_destroy_cq(self->send_cq);
     ibv_destroy_cq(self->recv_cq);
+    uct_uccl_event_cleanup(self);
     /* descs posted on destroyed QPs never complete: no leak check */
     ucs_mpool_cleanup(&self->op_mp, 0);
     ucs_mpool_cleanup(&self->rx_mp, 0);

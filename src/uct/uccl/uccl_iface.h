@@ -466,6 +466,16 @@ struct uct_uccl_iface {
         enum ibv_mtu        mtu;
     } config;
 
+    /* UCT events: the user sleeps on epfd (uccl_event.c) */
+    struct {
+        struct ibv_comp_channel *chan;   /* of the send, recv and ctl CQs */
+        int                 epfd;        /* chan, wake_fd and timer_fd */
+        int                 wake_fd;     /* eventfd: the background pass
+                                            left work for the user */
+        int                 timer_fd;    /* engine timers while asleep */
+        uint8_t             armed;
+    } event;
+
     uct_uccl_iface_stats_t  stats;
 };
 
@@ -567,6 +577,13 @@ void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op);
 void uct_uccl_async_defer_err(uct_uccl_conn_t *conn);
 void uct_uccl_async_conn_cleanup(uct_uccl_conn_t *conn);
 unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface);
+
+/* events (uccl_event.c) */
+ucs_status_t uct_uccl_event_init(uct_uccl_iface_t *iface);
+void uct_uccl_event_cleanup(uct_uccl_iface_t *iface);
+void uct_uccl_event_signal(uct_uccl_iface_t *iface);
+ucs_status_t uct_uccl_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
+ucs_status_t uct_uccl_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 
 /* rx (uccl_rx.c) */
 void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);

@@ -67,9 +67,12 @@ static ucs_status_t uct_uccl_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
 
     memset(&attr->cap, 0, sizeof(attr->cap));
     /* zero-copy needs our memh (its lkey): without NEED_MEMH UCP passes
-     * UCT_MEM_HANDLE_NULL */
+     * UCT_MEM_HANDLE_NULL. UCP gives endpoints with error handling RMA
+     * lanes only on mds that can invalidate a registration (a failed
+     * peer's late writes must not reach a buffer handed back to the user) */
     attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
-                                 UCT_MD_FLAG_NEED_RKEY;
+                                 UCT_MD_FLAG_NEED_RKEY |
+                                 UCT_MD_FLAG_INVALIDATE;
     /* no UCT_MD_FLAG_ALLOC: max_alloc is the bound of a buffer the user
      * allocates and registers, as UCX's ib md reports it (UCX's gtest
      * sizes its transfer tests by it) */
@@ -237,24 +240,43 @@ uct_uccl_md_mem_reg(uct_md_h tl_md, void *address, size_t length,
     return UCS_OK;
 }
 
+static void uct_uccl_md_invalidate_done(void *arg)
+{
+    uct_invoke_completion(arg, UCS_OK);
+}
+
+/* With UCT_MD_MEM_DEREG_FLAG_INVALIDATE the completion runs once the MR is
+ * deregistered: its rkey admits no access any more. A cached region goes
+ * when its last user puts it. */
 static ucs_status_t
 uct_uccl_md_mem_dereg(uct_md_h tl_md, const uct_md_mem_dereg_params_t *params)
 {
     uct_uccl_md_t *md = ucs_derived_of(tl_md, uct_uccl_md_t);
+    uct_uccl_rcache_region_t *region;
     uct_uccl_mem_t *memh;
+    int invalidate;
 
-    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 1);
 
-    memh = params->memh;
+    memh       = params->memh;
+    invalidate = UCT_MD_MEM_DEREG_FIELD_VALUE(params, flags, FIELD_FLAGS, 0) &
+                 UCT_MD_MEM_DEREG_FLAG_INVALIDATE;
     if (memh->cached) {
-        ucs_rcache_region_put(md->rcache,
-                              &ucs_container_of(memh, uct_uccl_rcache_region_t,
-                                                memh)->super);
+        region = ucs_container_of(memh, uct_uccl_rcache_region_t, memh);
+        if (invalidate) {
+            ucs_rcache_region_invalidate(md->rcache, &region->super,
+                                         uct_uccl_md_invalidate_done,
+                                         params->comp);
+        }
+        ucs_rcache_region_put(md->rcache, &region->super);
         return UCS_OK;
     }
 
     uct_uccl_md_dereg_mr(md, memh);
     ucs_free(memh);
+    if (invalidate) {
+        uct_invoke_completion(params->comp, UCS_OK);
+    }
     return UCS_OK;
 }
 
