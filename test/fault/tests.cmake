@@ -96,9 +96,6 @@ foreach(mode uc rc)
                UCX_UCCL_PEER_TIMEOUT=3s UCX_UCCL_IDLE_TIMEOUT=1s
                UCX_UCCL_STATS_DUMP=y
                UCCL_EXPECT_CLIENT_COUNTERS=peers_lost)
-    # malformed and unexpected control packets, then a normal run
-    flt_verify(fault_${mode}_bad_ctl fuzz "-n 50 -S 23"
-               UCX_UCCL_MODE=${mode} UCX_UCCL_STATS_DUMP=y)
 endforeach()
 
 # a path that is down for the whole run and one that loses a fifth of its
@@ -108,6 +105,12 @@ flt_verify(fault_uc_path_down_verify data "-n 100 -S 31" UCX_UCCL_MODE=uc
            SOFTVERBS_PATH_DOWN=2:0-100000000 SOFTVERBS_PATH_LOSS=5:0.2
            UCX_UCCL_STATS_DUMP=y UCCL_EXPECT_CLIENT_COUNTERS=retx
            UCCL_EXPECT_SV_COUNTERS=msg_drops)
+
+# a hostile peer (raw verbs, uccl's wire format wrongly on purpose): the
+# victim drops and counts what is wrong and its honest traffic goes on
+flt_verify(fault_uc_hostile_peer hostile "-S 41" UCX_UCCL_MODE=uc
+           UCX_UCCL_STATS_DUMP=y UCX_UCCL_PEER_TIMEOUT=2s
+           "UCCL_EXPECT_COUNTERS=bad_data forged_ctl unknown_conn order_full")
 
 # a served GET fails on the server (its buffer was unmapped): its engine
 # tells the client, whose ep fails with CONNECTION_RESET within seconds

@@ -191,7 +191,7 @@ static void uh_open_md(void)
     uh_check(uct_md_query(uh.md, &uh.md_attr), "md query");
 }
 
-static void uh_open_iface(void)
+void uh_iface_open(uct_iface_h *iface_p, uct_iface_attr_t *attr_p)
 {
     uct_iface_config_t *iface_config;
     uct_iface_params_t params = {
@@ -208,24 +208,24 @@ static void uh_open_iface(void)
         .err_handler_flags     = 0
     };
 
-    uh_check(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                      &uh.async), "async");
-    uh_check(uct_worker_create(uh.async, UCS_THREAD_MODE_SINGLE, &uh.worker),
-             "worker");
     uh_check(uct_md_iface_config_read(uh.md, "uccl", NULL, NULL,
                                       &iface_config), "iface config");
     uh_check(uct_iface_open(uh.md, uh.worker, &params, iface_config,
-                            &uh.iface), "iface open");
+                            iface_p), "iface open");
     uct_config_release(iface_config);
-    uh_check(uct_iface_query(uh.iface, &uh.iface_attr), "iface query");
-    uct_iface_progress_enable(uh.iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    uh_check(uct_iface_query(*iface_p, attr_p), "iface query");
+    uct_iface_progress_enable(*iface_p, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
 }
 
 void uh_setup(void)
 {
     uh_find_component();
     uh_open_md();
-    uh_open_iface();
+    uh_check(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                      &uh.async), "async");
+    uh_check(uct_worker_create(uh.async, UCS_THREAD_MODE_SINGLE, &uh.worker),
+             "worker");
+    uh_iface_open(&uh.iface, &uh.iface_attr);
     if (uh.buf_mmap) {
         uh.buf = mmap(NULL, uh.buf_size, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -242,9 +242,27 @@ void uh_setup(void)
 
 void uh_exchange(void)
 {
+    uh_exchange_info();
+    if (!uct_iface_is_reachable(uh.iface, (void*)uh.peer.dev,
+                                (void*)uh.peer.iface)) {
+        uh_die("peer is not reachable");
+    }
+    uh_check(uct_rkey_unpack(uh.component, uh.peer.rkey, &uh.rkey),
+             "rkey unpack");
+    uh_ep_connect();
+}
+
+void uh_exchange_info(void)
+{
     uh_peer_t me;
 
     memset(&me, 0, sizeof(me));
+    if (uh.iface == NULL) {     /* a peer without UCX (a raw verbs one) */
+        uh_sock_open();
+        uh_xfer(&me, sizeof(me), 1);
+        uh_xfer(&uh.peer, sizeof(uh.peer), 0);
+        return;
+    }
     me.buf_addr  = (uintptr_t)uh.buf;
     me.dev_len   = uh.iface_attr.device_addr_len;
     me.iface_len = uh.iface_attr.iface_addr_len;
@@ -261,14 +279,6 @@ void uh_exchange(void)
     uh_sock_open();
     uh_xfer(&me, sizeof(me), 1);
     uh_xfer(&uh.peer, sizeof(uh.peer), 0);
-
-    if (!uct_iface_is_reachable(uh.iface, (void*)uh.peer.dev,
-                                (void*)uh.peer.iface)) {
-        uh_die("peer is not reachable");
-    }
-    uh_check(uct_rkey_unpack(uh.component, uh.peer.rkey, &uh.rkey),
-             "rkey unpack");
-    uh_ep_connect();
 }
 
 void uh_ep_connect(void)
@@ -289,8 +299,8 @@ void uh_teardown(void)
 {
     if (uh.ep != NULL) {
         uct_ep_destroy(uh.ep);
+        uct_rkey_release(uh.component, &uh.rkey);
     }
-    uct_rkey_release(uh.component, &uh.rkey);
     uct_md_mem_dereg(uh.md, uh.memh);
     uct_iface_close(uh.iface);
     uct_worker_destroy(uh.worker);

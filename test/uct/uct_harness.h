@@ -69,6 +69,10 @@ unsigned uh_rnd(unsigned *state, unsigned max);
 void uh_setup(void);
 /* TCP connection, addresses and rkeys both ways, then the ep */
 void uh_exchange(void);
+/* only the TCP connection and the addresses (uh.peer) */
+void uh_exchange_info(void);
+/* one more iface on the same md and worker */
+void uh_iface_open(uct_iface_h *iface_p, uct_iface_attr_t *attr_p);
 void uh_ep_connect(void);
 void uh_teardown(void);
 /* both ways over the TCP socket */

@@ -32,10 +32,6 @@
  *         must tell the client: the client's ep must fail with
  *         UCS_ERR_CONNECTION_RESET within -T seconds (far below the
  *         peer timeout that would otherwise end it).
- *   fuzz  the client first sends malformed and unexpected control packets
- *         to the server's control QP from a raw verbs UD QP (white box: it
- *         knows uccl's address layout), then runs the data test: the
- *         server must count and drop them and keep working.
  * Random choices come from -S SEED (printed on failure). Exit status 0 on
  * success, 1 with a message on any mismatch.
  */
@@ -44,9 +40,7 @@
 #endif
 #include "uct_harness.h"
 
-#include <uct/uccl/uccl_wire.h>
 
-#include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -685,153 +679,6 @@ static void server_reset(void)
     uh.buf = NULL;         /* unmapped: not to be freed */
 }
 
-/* uccl's address layout (uccl_iface.h): device = lid(2) is_global(1)
- * rsvd(1) gid(16); iface = control QPN(4) */
-#define FUZZ_QKEY 0x1ee7a330u
-
-static void client_fuzz(void)
-{
-    struct ibv_qp_init_attr qp_init = {};
-    struct ibv_qp_attr attr         = {};
-    struct ibv_ah_attr ah_attr      = {};
-    struct ibv_device **devs;
-    struct ibv_context *ctx = NULL;
-    struct ibv_send_wr wr, *bad_wr;
-    struct ibv_wc wc;
-    struct ibv_sge sge;
-    struct ibv_pd *pd;
-    struct ibv_cq *cq;
-    struct ibv_qp *qp;
-    struct ibv_ah *ah;
-    struct ibv_mr *mr;
-    uint8_t *pkt;
-    uint32_t qpn;
-    uint16_t lid;
-    const uint8_t ver = UCT_UCCL_WIRE_VERSION;
-    unsigned rs = uh.seed, i, n, sent = 0;
-    size_t len;
-    char name[64];
-    int num;
-
-    memcpy(&lid, uh.peer.dev, sizeof(lid));
-    memcpy(&qpn, uh.peer.iface, sizeof(qpn));
-    snprintf(name, sizeof(name), "%s", uh.dev);
-    *strchrnul(name, ':') = '\0';
-
-    devs = ibv_get_device_list(&num);
-    for (i = 0; (devs != NULL) && (i < (unsigned)num); ++i) {
-        if (!strcmp(ibv_get_device_name(devs[i]), name)) {
-            ctx = ibv_open_device(devs[i]);
-        }
-    }
-    if (ctx == NULL) {
-        uh_die("fuzz: cannot open %s", name);
-    }
-    pd  = ibv_alloc_pd(ctx);
-    cq  = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-    pkt = calloc(1, 4096);
-    mr  = ibv_reg_mr(pd, pkt, 4096, IBV_ACCESS_LOCAL_WRITE);
-    qp_init.send_cq          = cq;
-    qp_init.recv_cq          = cq;
-    qp_init.qp_type          = IBV_QPT_UD;
-    qp_init.cap.max_send_wr  = 16;
-    qp_init.cap.max_recv_wr  = 1;
-    qp_init.cap.max_send_sge = 1;
-    qp_init.cap.max_recv_sge = 1;
-    qp = ibv_create_qp(pd, &qp_init);
-    if ((pd == NULL) || (cq == NULL) || (mr == NULL) || (qp == NULL)) {
-        uh_die("fuzz: cannot create verbs resources");
-    }
-    attr.qp_state   = IBV_QPS_INIT;
-    attr.port_num   = 1;
-    attr.qkey       = FUZZ_QKEY;
-    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                      IBV_QP_PORT | IBV_QP_QKEY)) {
-        uh_die("fuzz: QP to INIT");
-    }
-    attr.qp_state = IBV_QPS_RTR;
-    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE)) {
-        uh_die("fuzz: QP to RTR");
-    }
-    attr.qp_state = IBV_QPS_RTS;
-    attr.sq_psn   = 0;
-    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN)) {
-        uh_die("fuzz: QP to RTS");
-    }
-    ah_attr.dlid     = lid;
-    ah_attr.port_num = 1;
-    if (uh.peer.dev[2]) {
-        ah_attr.is_global = 1;
-        memcpy(ah_attr.grh.dgid.raw, uh.peer.dev + 4, 16);
-        ah_attr.grh.hop_limit = 64;
-    }
-    ah = ibv_create_ah(pd, &ah_attr);
-    if (ah == NULL) {
-        uh_die("fuzz: cannot create an address handle");
-    }
-
-    /* packets: each case is (type, version, claimed length, real length)
-     * over a random body; types: 1 REQ 2 REP 3 ACK 4 BATCH 5 DISCONNECT */
-    for (i = 0; i < 64; ++i) {
-        for (n = 0; n < 4096; ++n) {
-            pkt[n] = uh_rnd(&rs, 256);
-        }
-        switch (i % 8) {
-        case 0: len = 1; break;                              /* runt */
-        case 1: pkt[0] = 99; pkt[1] = ver; len = 64; break;  /* bad type */
-        case 2: pkt[0] = 1; pkt[1] = 0x77; len = 100; break; /* bad version */
-        case 3: pkt[0] = 1; pkt[1] = ver; pkt[2] = 80; pkt[3] = 0;
-                len = 20; break;                             /* short REQ */
-        case 4: pkt[0] = 2; pkt[1] = ver; pkt[2] = 84; pkt[3] = 0;
-                len = 84; break;                             /* junk REP */
-        case 5: pkt[0] = 3; pkt[1] = ver; pkt[2] = 32; pkt[3] = 0;
-                memset(pkt + 4, 0, 28);
-                pkt[4] = 0xe8; pkt[5] = 0x03;                /* conn 1000 */
-                len = 32; break;                             /* ACK, unknown */
-        case 6: pkt[0] = 4; pkt[1] = ver; pkt[2] = 40; pkt[3] = 0;
-                pkt[4] = 5; pkt[5] = 0; pkt[6] = 0; pkt[7] = 0;
-                len = 40; break;                             /* bad batch */
-        default: pkt[0] = 5; pkt[1] = ver; pkt[2] = 16; pkt[3] = 0;
-                memset(pkt + 4, 0, 12);
-                pkt[4] = 0xe9; pkt[5] = 0x03;
-                len = 16; break;                             /* DISCONNECT */
-        }
-        sge.addr   = (uintptr_t)pkt;
-        sge.length = len;
-        sge.lkey   = mr->lkey;
-        memset(&wr, 0, sizeof(wr));
-        wr.sg_list           = &sge;
-        wr.num_sge           = 1;
-        wr.opcode            = IBV_WR_SEND;
-        wr.send_flags        = IBV_SEND_SIGNALED;
-        wr.wr.ud.ah          = ah;
-        wr.wr.ud.remote_qpn  = qpn;
-        wr.wr.ud.remote_qkey = FUZZ_QKEY;
-        if (ibv_post_send(qp, &wr, &bad_wr)) {
-            uh_die("fuzz: ibv_post_send failed");
-        }
-        while (ibv_poll_cq(cq, 1, &wc) == 0) {
-            uh_progress();
-        }
-        if (wc.status != IBV_WC_SUCCESS) {
-            uh_die("fuzz: send completed with %s",
-                   ibv_wc_status_str(wc.status));
-        }
-        ++sent;
-    }
-    printf("fuzz: sent %u malformed control packets to QPN 0x%x\n", sent,
-           qpn);
-
-    ibv_destroy_ah(ah);
-    ibv_destroy_qp(qp);
-    ibv_dereg_mr(mr);
-    ibv_destroy_cq(cq);
-    ibv_dealloc_pd(pd);
-    ibv_close_device(ctx);
-    ibv_free_device_list(devs);
-    free(pkt);
-}
-
 int main(int argc, char **argv)
 {
     uint64_t i;
@@ -853,7 +700,7 @@ int main(int argc, char **argv)
         case 'D': g.destroy_busy = 1; break;
         default:
             fprintf(stderr, "usage: %s [-s] [-h host] [-p port] [-d dev] "
-                    "[-n iters] [-S seed] [-m data|kill|idle|reset|fuzz] "
+                    "[-n iters] [-S seed] [-m data|kill|idle|reset] "
                     "[-K ms] [-T s] [-W s] [-P ms] [-D]\n",
                     argv[0]);
             return 2;
@@ -874,10 +721,7 @@ int main(int argc, char **argv)
         }
     }
     uh_exchange();
-    if (!strcmp(g.mode, "data") || !strcmp(g.mode, "fuzz")) {
-        if (!uh.server && !strcmp(g.mode, "fuzz")) {
-            client_fuzz();
-        }
+    if (!strcmp(g.mode, "data")) {
         if (!uh.server && g.destroy_busy) {
             client_destroy_busy();
         }
@@ -891,7 +735,7 @@ int main(int argc, char **argv)
     }
 
     /* the others end with a dead or failed peer */
-    if (!strcmp(g.mode, "data") || !strcmp(g.mode, "fuzz")) {
+    if (!strcmp(g.mode, "data")) {
         uh_finish();
     }
     uh_teardown();

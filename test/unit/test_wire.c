@@ -196,6 +196,8 @@ static size_t build_conn(uint8_t *buf, int type, unsigned paths)
     uct_uccl_wire_hdr_init(&c->hdr, type, len);
     c->magic       = UCT_UCCL_WIRE_MAGIC;
     c->iface_uuid  = 0x0123456789abcdefull;
+    c->token       = 0xfeedfacecafebeefull;
+    c->echo_token  = (type == UCT_UCCL_CTL_CONN_REQ) ? 0 : 0x1234;
     c->src_conn_id = 5;
     c->dst_conn_id = (type == UCT_UCCL_CTL_CONN_REQ) ?
                      UCT_UCCL_CONN_ID_NONE : 9;
@@ -247,11 +249,13 @@ static void test_conn(void)
         len = build_conn(buf, UCT_UCCL_CTL_CONN_REP, paths[i]);
         ctl_truncations(buf, len);
     }
-    UT_EQ(uct_uccl_wire_conn_size(256), 80 + 1024);
+    UT_EQ(uct_uccl_wire_conn_size(256), 96 + 1024);
 
     CONN_GARBLE(4, c->magic ^= 1);
     CONN_GARBLE(4, c->hdr.version = UCT_UCCL_WIRE_VERSION + 1);
     CONN_GARBLE(4, c->rsvd = 1);
+    CONN_GARBLE(4, c->token = 0);
+    CONN_GARBLE(4, c->echo_token = 7);   /* a REQ echoes nothing */
     CONN_GARBLE(4, c->hdr.type = 0);
     CONN_GARBLE(4, c->hdr.type = UCT_UCCL_CTL_LAST);
     CONN_GARBLE(4, c->hdr.length += 4);

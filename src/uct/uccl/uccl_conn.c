@@ -13,7 +13,20 @@
 #include <ucs/sys/string.h>
 #include <ucs/datastruct/mpool.inl>
 #include <string.h>
+#include <sys/random.h>
 
+
+/* A conn's token: unpredictable (not a counter or the clock), never 0 */
+static uint64_t uct_uccl_conn_random_token(void)
+{
+    uint64_t token = 0;
+
+    while ((token == 0) &&
+           (getrandom(&token, sizeof(token), 0) != sizeof(token))) {
+        token = ucs_generate_uuid((uintptr_t)&token);
+    }
+    return token;
+}
 
 static void uct_uccl_conn_ah_attr(uct_uccl_iface_t *iface,
                                   const uct_uccl_device_addr_t *dev,
@@ -268,6 +281,7 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     conn->init_csn       = ucs_generate_uuid((uintptr_t)conn + 1) &
                            UCT_UCCL_SEQ_MASK;
     conn->rc_csn         = conn->init_csn;
+    conn->token          = uct_uccl_conn_random_token();
     conn->chains         = NULL;
     conn->chains_tail    = &conn->chains;
     ucs_queue_head_init(&conn->tx_queue);
@@ -439,6 +453,9 @@ static void uct_uccl_conn_pkt_fill(uct_uccl_conn_t *conn,
                            uct_uccl_wire_conn_size(conn->num_paths));
     pkt->magic       = UCT_UCCL_WIRE_MAGIC;
     pkt->iface_uuid  = iface->uuid;
+    pkt->token       = conn->token;
+    pkt->echo_token  = (type == UCT_UCCL_CTL_CONN_REP) ? conn->remote_token :
+                                                        0;
     pkt->src_conn_id = conn->id;
     pkt->dst_conn_id = conn->remote_id;
     pkt->status      = status;
@@ -493,6 +510,7 @@ static ucs_status_t uct_uccl_conn_apply_peer(uct_uccl_conn_t *conn,
 
     conn->remote_id         = pkt->src_conn_id;
     conn->remote_uuid       = pkt->iface_uuid;
+    conn->remote_token      = pkt->token;
     conn->remote_psn        = pkt->psn & 0xffffff;
     conn->remote_chunk_size = pkt->rx_buf_size;
     conn->remote_dev.lid    = pkt->lid;
@@ -536,6 +554,51 @@ static ucs_status_t uct_uccl_conn_apply_peer(uct_uccl_conn_t *conn,
     return UCS_OK;
 }
 
+static uct_uccl_conn_t *uct_uccl_conn_lookup(uct_uccl_iface_t *iface,
+                                             uint32_t id)
+{
+    uct_uccl_conn_t *conn;
+
+    if (!ucs_ptr_array_lookup(&iface->conn_ids, id, conn)) {
+        return NULL;
+    }
+    return conn;
+}
+
+/* Did the packet come from the port and control QP of `dev`/`qpn`? */
+static int uct_uccl_conn_src_is(const uct_uccl_ctl_src_t *src,
+                                const uct_uccl_device_addr_t *dev,
+                                uint32_t qpn)
+{
+    if (src->qpn != qpn) {
+        return 0;
+    }
+    return dev->is_global ?
+           ((src->gid != NULL) && !memcmp(src->gid, dev->gid, 16)) :
+           (src->lid == dev->lid);
+}
+
+/* The conn a control packet names, if it came from that conn's peer: the
+ * peer's control QP and port, and the token we gave it in the set-up.
+ * Anything else is counted and dropped. */
+uct_uccl_conn_t *uct_uccl_conn_bound(uct_uccl_iface_t *iface, uint32_t id,
+                                     uint64_t token,
+                                     const uct_uccl_ctl_src_t *src)
+{
+    uct_uccl_conn_t *conn = uct_uccl_conn_lookup(iface, id);
+
+    if (conn == NULL) {
+        ++iface->stats.unknown_conn;
+        return NULL;
+    }
+    if ((token != conn->token) ||
+        !uct_uccl_conn_src_is(src, &conn->remote_dev, conn->remote_ctl_qpn)) {
+        ++iface->stats.forged_ctl;
+        return NULL;
+    }
+    return conn;
+}
+
 static int uct_uccl_conn_pkt_compatible(uct_uccl_iface_t *iface,
                                         const uct_uccl_conn_pkt_t *pkt)
 {
@@ -546,16 +609,28 @@ static int uct_uccl_conn_pkt_compatible(uct_uccl_iface_t *iface,
 }
 
 static void uct_uccl_conn_handle_req(uct_uccl_iface_t *iface,
-                                     const uct_uccl_conn_pkt_t *pkt)
+                                     const uct_uccl_conn_pkt_t *pkt,
+                                     const uct_uccl_ctl_src_t *src)
 {
     uct_uccl_device_addr_t dev = {};
     uct_uccl_conn_t *conn;
     ucs_status_t status;
 
+    dev.lid       = pkt->lid;
+    dev.is_global = iface->port->is_global;
+    memcpy(dev.gid, pkt->gid, sizeof(dev.gid));
+    /* the request comes from the control QP and port it names: a reply
+     * to someone else's address would be a reflection */
+    if (!uct_uccl_conn_src_is(src, &dev, pkt->ctl_qpn)) {
+        ++iface->stats.forged_ctl;
+        return;
+    }
+
     /* a duplicate request: answer again with the same conn */
     ucs_list_for_each(conn, &iface->conns, list) {
         if (conn->passive && (conn->remote_uuid == pkt->iface_uuid) &&
-            (conn->remote_id == pkt->src_conn_id)) {
+            (conn->remote_id == pkt->src_conn_id) &&
+            (conn->remote_token == pkt->token)) {
             ucs_debug("uccl: duplicate CONN_REQ for conn %u", conn->id);
             (void)uct_uccl_conn_send_pkt(conn, UCT_UCCL_CTL_CONN_REP,
                                          (conn->state ==
@@ -564,10 +639,6 @@ static void uct_uccl_conn_handle_req(uct_uccl_iface_t *iface,
             return;
         }
     }
-
-    dev.lid       = pkt->lid;
-    dev.is_global = iface->port->is_global;
-    memcpy(dev.gid, pkt->gid, sizeof(dev.gid));
 
     if (!uct_uccl_conn_pkt_compatible(iface, pkt)) {
         ucs_error("uccl: rejecting a connection from a peer in %s mode "
@@ -598,25 +669,16 @@ static void uct_uccl_conn_handle_req(uct_uccl_iface_t *iface,
     (void)uct_uccl_conn_send_pkt(conn, UCT_UCCL_CTL_CONN_REP, UCS_OK);
 }
 
-static uct_uccl_conn_t *uct_uccl_conn_lookup(uct_uccl_iface_t *iface,
-                                             uint32_t id)
-{
-    uct_uccl_conn_t *conn;
-
-    if (!ucs_ptr_array_lookup(&iface->conn_ids, id, conn)) {
-        return NULL;
-    }
-    return conn;
-}
 
 static void uct_uccl_conn_handle_rep(uct_uccl_iface_t *iface,
-                                     const uct_uccl_conn_pkt_t *pkt)
+                                     const uct_uccl_conn_pkt_t *pkt,
+                                     const uct_uccl_ctl_src_t *src)
 {
-    uct_uccl_conn_t *conn = uct_uccl_conn_lookup(iface, pkt->dst_conn_id);
+    uct_uccl_conn_t *conn = uct_uccl_conn_bound(iface, pkt->dst_conn_id,
+                                                pkt->echo_token, src);
     ucs_status_t status;
 
     if ((conn == NULL) || conn->passive) {
-        ++iface->stats.unknown_conn;
         return;
     }
 
@@ -655,12 +717,13 @@ static void uct_uccl_conn_handle_rep(uct_uccl_iface_t *iface,
 }
 
 static void uct_uccl_conn_handle_disconnect(uct_uccl_iface_t *iface,
-                                            const uct_uccl_disconnect_t *pkt)
+                                            const uct_uccl_disconnect_t *pkt,
+                                            const uct_uccl_ctl_src_t *src)
 {
-    uct_uccl_conn_t *conn = uct_uccl_conn_lookup(iface, pkt->dst_conn_id);
+    uct_uccl_conn_t *conn = uct_uccl_conn_bound(iface, pkt->dst_conn_id,
+                                                pkt->token, src);
 
     if ((conn == NULL) || (conn->remote_id != pkt->src_conn_id)) {
-        ++iface->stats.unknown_conn;
         return;
     }
 
@@ -685,6 +748,7 @@ static void uct_uccl_conn_send_keepalive(uct_uccl_conn_t *conn,
     memset(&pkt, 0, sizeof(pkt));
     uct_uccl_wire_hdr_init(&pkt.hdr, UCT_UCCL_CTL_KEEPALIVE, sizeof(pkt));
     pkt.dst_conn_id = conn->remote_id;
+    pkt.token       = conn->remote_token;
     pkt.src_conn_id = conn->id;
     pkt.flags       = flags;
     pkt.ts_ns       = ts_ns;
@@ -713,14 +777,15 @@ ucs_status_t uct_uccl_conn_check(uct_uccl_conn_t *conn)
 }
 
 static void uct_uccl_conn_handle_keepalive(uct_uccl_iface_t *iface,
-                                           const uct_uccl_keepalive_t *pkt)
+                                           const uct_uccl_keepalive_t *pkt,
+                                           const uct_uccl_ctl_src_t *src)
 {
-    uct_uccl_conn_t *conn = uct_uccl_conn_lookup(iface, pkt->dst_conn_id);
+    uct_uccl_conn_t *conn = uct_uccl_conn_bound(iface, pkt->dst_conn_id,
+                                                pkt->token, src);
 
+    /* no answer: the prober's conn times out, as it should */
     if ((conn == NULL) || (conn->remote_id != pkt->src_conn_id) ||
         (conn->state != UCT_UCCL_CONN_CONNECTED)) {
-        /* no answer: the prober's conn times out, as it should */
-        ++iface->stats.unknown_conn;
         return;
     }
 
@@ -771,8 +836,22 @@ static void uct_uccl_conn_idle_check(uct_uccl_conn_t *conn, uint64_t now)
     }
 }
 
+static void uct_uccl_conn_handle_ack(uct_uccl_iface_t *iface,
+                                     const uct_uccl_ack_t *ack,
+                                     const uct_uccl_ctl_src_t *src)
+{
+    uct_uccl_conn_t *conn = uct_uccl_conn_bound(iface, ack->dst_conn_id,
+                                                ack->token, src);
+
+    if ((conn == NULL) || (conn->state != UCT_UCCL_CONN_CONNECTED) ||
+        conn->rc) {
+        return;
+    }
+    uct_uccl_tx_handle_ack(conn, ack);
+}
+
 void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
-                              size_t len)
+                              size_t len, const uct_uccl_ctl_src_t *src)
 {
     const uct_uccl_ctl_hdr_t *hdr = pkt, *rec;
     const uct_uccl_ack_batch_t *batch;
@@ -789,27 +868,27 @@ void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
 
     switch (hdr->type) {
     case UCT_UCCL_CTL_CONN_REQ:
-        uct_uccl_conn_handle_req(iface, pkt);
+        uct_uccl_conn_handle_req(iface, pkt, src);
         break;
     case UCT_UCCL_CTL_CONN_REP:
-        uct_uccl_conn_handle_rep(iface, pkt);
+        uct_uccl_conn_handle_rep(iface, pkt, src);
         break;
     case UCT_UCCL_CTL_ACK:
-        uct_uccl_tx_handle_ack(iface, pkt);
+        uct_uccl_conn_handle_ack(iface, pkt, src);
         break;
     case UCT_UCCL_CTL_ACK_BATCH:
         batch = pkt;
         rec   = uct_uccl_wire_batch_first(batch);
         for (i = 0; i < batch->count; ++i) {
-            uct_uccl_tx_handle_ack(iface, (const uct_uccl_ack_t*)rec);
+            uct_uccl_conn_handle_ack(iface, (const uct_uccl_ack_t*)rec, src);
             rec = uct_uccl_wire_batch_next(rec);
         }
         break;
     case UCT_UCCL_CTL_DISCONNECT:
-        uct_uccl_conn_handle_disconnect(iface, pkt);
+        uct_uccl_conn_handle_disconnect(iface, pkt, src);
         break;
     case UCT_UCCL_CTL_KEEPALIVE:
-        uct_uccl_conn_handle_keepalive(iface, pkt);
+        uct_uccl_conn_handle_keepalive(iface, pkt, src);
         break;
     default:
         /* wire_ctl_check accepts no other type */
@@ -909,6 +988,7 @@ void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason)
     memset(&pkt, 0, sizeof(pkt));
     uct_uccl_wire_hdr_init(&pkt.hdr, UCT_UCCL_CTL_DISCONNECT, sizeof(pkt));
     pkt.dst_conn_id = conn->remote_id;
+    pkt.token       = conn->remote_token;
     pkt.src_conn_id = conn->id;
     pkt.reason      = reason;
     (void)uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,

@@ -384,7 +384,7 @@ void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_ah **ahs,
         wrs[i].send_flags           = IBV_SEND_SIGNALED;
         wrs[i].wr.ud.ah             = ahs[i];
         wrs[i].wr.ud.remote_qpn     = qpns[i];
-        wrs[i].wr.ud.remote_qkey    = UCT_UCCL_QKEY;
+        wrs[i].wr.ud.remote_qkey    = UCT_UCCL_WIRE_QKEY;
         wrs[i].next                 = (i + 1 < count) ? &wrs[i + 1] : NULL;
     }
 
@@ -424,6 +424,8 @@ static unsigned uct_uccl_iface_poll_ctl(uct_uccl_iface_t *iface)
 {
     struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
     unsigned repost[UCT_UCCL_CQ_BATCH];
+    uct_uccl_ctl_src_t src;
+    char *buf;
     unsigned i, nrepost = 0;
     int n;
 
@@ -456,10 +458,13 @@ static unsigned uct_uccl_iface_poll_ctl(uct_uccl_iface_t *iface)
             ++iface->stats.bad_ctl;
             continue;
         }
-        uct_uccl_conn_handle_ctl(iface,
-                                 uct_uccl_ctl_rx_buf(iface, wcs[i].wr_id) +
-                                 UCT_UCCL_GRH_LEN,
-                                 wcs[i].byte_len - UCT_UCCL_GRH_LEN);
+        buf     = uct_uccl_ctl_rx_buf(iface, wcs[i].wr_id);
+        src.qpn = wcs[i].src_qp;
+        src.lid = wcs[i].slid;
+        src.gid = (wcs[i].wc_flags & IBV_WC_GRH) ?
+                  (const uint8_t*)buf + UCT_UCCL_GRH_SGID : NULL;
+        uct_uccl_conn_handle_ctl(iface, buf + UCT_UCCL_GRH_LEN,
+                                 wcs[i].byte_len - UCT_UCCL_GRH_LEN, &src);
     }
 
     uct_uccl_ctl_post_recv(iface, repost, nrepost);
@@ -560,7 +565,7 @@ static ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
     attr.qp_state   = IBV_QPS_INIT;
     attr.pkey_index = 0;
     attr.port_num   = iface->port_num;
-    attr.qkey       = UCT_UCCL_QKEY;
+    attr.qkey       = UCT_UCCL_WIRE_QKEY;
     if (ibv_modify_qp(iface->ctl.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
                       IBV_QP_PORT | IBV_QP_QKEY)) {
         goto err_modify;
@@ -909,14 +914,16 @@ static void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
 
     fprintf(stderr, "uccl[%d] iface %s:%d mode %s: doorbells %lu wrs %lu "
             "send_cqes %lu "
-            "bad_ctl %lu unknown_conn %lu bad_ack %lu bad_data %lu "
+            "bad_ctl %lu unknown_conn %lu forged_ctl %lu bad_ack %lu "
+            "bad_data %lu "
             "bad_rkey %lu unknown_qpn %lu err_cqe %lu srq_empty %lu "
             "out_of_window %lu order_full %lu rx_no_desc %lu "
             "ctl_tx_busy %lu peers_lost %lu async_passes %lu\n",
             getpid(), iface->md->name, iface->port_num,
             iface->rc_mode ? "rc" : "uc", s->doorbells, s->wrs, s->send_cqes,
             s->bad_ctl,
-            s->unknown_conn, s->bad_ack, s->bad_data, s->bad_rkey,
+            s->unknown_conn, s->forged_ctl, s->bad_ack, s->bad_data,
+            s->bad_rkey,
             s->unknown_qpn, s->err_cqe, s->srq_empty, s->out_of_window,
             s->order_full, s->rx_no_desc, s->ctl_tx_busy, s->peers_lost,
             s->async_passes);

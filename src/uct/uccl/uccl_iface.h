@@ -27,8 +27,8 @@
 #include <ucs/datastruct/ptr_array.h>
 #include <ucs/time/time.h>
 
-#define UCT_UCCL_QKEY             0x1ee7a330u
 #define UCT_UCCL_GRH_LEN          40
+#define UCT_UCCL_GRH_SGID         8      /* source GID offset in a GRH */
 #define UCT_UCCL_CTL_BUF_SIZE     (UCT_UCCL_WIRE_CTL_MAX + UCT_UCCL_GRH_LEN)
 #define UCT_UCCL_CTL_RX_DEPTH     128
 #define UCT_UCCL_CTL_TX_DEPTH     64
@@ -90,6 +90,14 @@ typedef struct uct_uccl_iface_config {
     double                  async_idle;
     uct_iface_mpool_config_t tx_mp;
 } uct_uccl_iface_config_t;
+
+
+/* Where a control packet came from, as its UD completion says */
+typedef struct uct_uccl_ctl_src {
+    uint32_t                qpn;
+    uint16_t                lid;
+    const uint8_t           *gid;        /* the GRH's source GID, or NULL */
+} uct_uccl_ctl_src_t;
 
 
 /* Addresses exchanged by UCX */
@@ -269,6 +277,9 @@ struct uct_uccl_conn {
     uint32_t                id;
     uint32_t                remote_id;
     uint64_t                remote_uuid;
+    uint64_t                token;       /* the peer puts it in every
+                                            control packet to us */
+    uint64_t                remote_token; /* we put it in ours */
     uct_uccl_conn_state_t   state;
     uint8_t                 passive;
     uint8_t                 rc;          /* data QPs are RC */
@@ -363,6 +374,8 @@ KHASH_MAP_INIT_INT(uct_uccl_qpn, uct_uccl_qp_t*);
 typedef struct uct_uccl_iface_stats {
     uint64_t                bad_ctl;     /* malformed control packets */
     uint64_t                unknown_conn;
+    uint64_t                forged_ctl;  /* control packets for a conn,
+                                            not from its peer */
     uint64_t                bad_ack;     /* out-of-range cum / bits */
     uint64_t                bad_data;    /* malformed SEND on a data QP */
     uint64_t                bad_rkey;    /* retx/get with a foreign key */
@@ -535,7 +548,10 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn);
 ucs_status_t uct_uccl_conn_start(uct_uccl_conn_t *conn);
 void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status);
 void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
-                              size_t len);
+                              size_t len, const uct_uccl_ctl_src_t *src);
+uct_uccl_conn_t *uct_uccl_conn_bound(uct_uccl_iface_t *iface, uint32_t id,
+                                     uint64_t token,
+                                     const uct_uccl_ctl_src_t *src);
 void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now);
 void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream);
 void uct_uccl_iface_qp_drained(uct_uccl_iface_t *iface, uct_uccl_qp_t *drain);
@@ -548,7 +564,7 @@ void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum);
 void uct_uccl_tx_post_now(uct_uccl_conn_t *conn);
 void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);
-void uct_uccl_tx_handle_ack(uct_uccl_iface_t *iface, const uct_uccl_ack_t *ack);
+void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack);
 void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now);
 void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status);
 void uct_uccl_tx_orphan(uct_uccl_conn_t *conn);

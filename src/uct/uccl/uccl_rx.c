@@ -378,6 +378,7 @@ static size_t uct_uccl_rx_ack_pack(uct_uccl_conn_t *conn, uct_uccl_ack_t *ack,
     uct_uccl_wire_hdr_init(&ack->hdr, UCT_UCCL_CTL_ACK,
                            uct_uccl_wire_ack_size(words));
     ack->dst_conn_id = conn->remote_id;
+    ack->token       = conn->remote_token;
     ack->echo_csn    = conn->echo_csn;
     ack->echo_path   = conn->echo_path;
     ack->rx_delay_ns = ucs_min(now - conn->echo_time, UINT32_MAX);

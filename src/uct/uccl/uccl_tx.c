@@ -958,18 +958,13 @@ static void uct_uccl_tx_fast_retx(uct_uccl_conn_t *conn, uint64_t now)
     }
 }
 
-void uct_uccl_tx_handle_ack(uct_uccl_iface_t *iface, const uct_uccl_ack_t *ack)
+/* An ACK of conn's peer (uct_uccl_conn_bound checked where it came from) */
+void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
 {
-    uct_uccl_conn_t *conn;
+    uct_uccl_iface_t *iface = conn->iface;
     uct_uccl_ack_info_t info;
     ucs_status_t status;
     uint64_t now;
-
-    if (!ucs_ptr_array_lookup(&iface->conn_ids, ack->dst_conn_id, conn) ||
-        (conn->state != UCT_UCCL_CONN_CONNECTED) || conn->rc) {
-        ++iface->stats.unknown_conn;
-        return;
-    }
 
     now    = uct_uccl_now_ns();
     status = uct_uccl_tracker_ack(&conn->tracker, ack, now,

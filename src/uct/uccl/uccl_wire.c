@@ -138,9 +138,10 @@ static ucs_status_t uct_uccl_wire_conn_check(const uct_uccl_conn_pkt_t *c)
         !uct_uccl_wire_seq_ok(c->init_csn) ||
         c->rsvd ||
         !uct_uccl_wire_seq_ok(c->psn) || !uct_uccl_wire_seq_ok(c->ctl_qpn) ||
-        (c->status > 0) ||
+        (c->status > 0) || (c->token == 0) ||
         ((c->hdr.type == UCT_UCCL_CTL_CONN_REQ) &&
-         ((c->dst_conn_id != UCT_UCCL_CONN_ID_NONE) || c->status)) ||
+         ((c->dst_conn_id != UCT_UCCL_CONN_ID_NONE) || c->status ||
+          c->echo_token)) ||
         ((c->hdr.type == UCT_UCCL_CTL_CONN_REP) &&
          (c->dst_conn_id == UCT_UCCL_CONN_ID_NONE))) {
         return UCS_ERR_INVALID_PARAM;

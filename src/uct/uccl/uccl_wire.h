@@ -32,7 +32,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "uccl wire formats are little-endian, host must be too");
 
-#define UCT_UCCL_WIRE_VERSION     2
+#define UCT_UCCL_WIRE_VERSION     3
 #define UCT_UCCL_WIRE_MAGIC       0x4c434355u /* "UCCL" */
 #define UCT_UCCL_WIRE_MAX_PATHS   256
 /* Largest control packet: 4096-byte UD MTU minus the 40-byte GRH */
@@ -42,6 +42,9 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 /* SACK words an ACK may carry: window plus one word for the aligned base */
 #define UCT_UCCL_WIRE_SACK_MAX_WORDS (UCT_UCCL_WIRE_SACK_MAX_BITS / 64 + 1)
 #define UCT_UCCL_CONN_ID_NONE     UINT32_MAX
+/* Q_Key of the UD control QPs. Known to all: what binds a control packet
+ * to its conn is the conn's token (see the conn packet) */
+#define UCT_UCCL_WIRE_QKEY        0x1ee7a330u
 
 
 /* ---------------------------------------------------------------------- */
@@ -224,15 +227,24 @@ typedef enum {
 /*
  * CONN_REQ (initiator -> passive) and CONN_REP (passive -> initiator).
  * A REQ is retried until a REP arrives; the passive side recognises a
- * duplicate by (iface_uuid, src_conn_id) and resends the same REP.
+ * duplicate by (iface_uuid, src_conn_id, token) and resends the same REP.
  * The REP carries the passive side's own values (its QPNs, its ids), with
  * dst_conn_id = the initiator's src_conn_id and status != 0 on rejection.
  * Both sides' data QPs use `psn` as initial PSN for what they send.
+ *
+ * Binding: each side of a conn draws a random 64-bit token and sends it
+ * here; every later control packet to it carries that token (ACK,
+ * DISCONNECT, KEEPALIVE) and a REP echoes the REQ's token, so a packet
+ * from anyone but the conn's peer (who learnt the token in the set-up) is
+ * dropped. The receiver also checks that a packet comes from the peer's
+ * control QP and port.
  */
 typedef struct UCS_S_PACKED uct_uccl_conn_pkt {
     uct_uccl_ctl_hdr_t hdr;
     uint32_t magic;        /* UCT_UCCL_WIRE_MAGIC */
     uint64_t iface_uuid;   /* sender iface, random per iface */
+    uint64_t token;        /* the sender's: every packet to it carries it */
+    uint64_t echo_token;   /* REP: the REQ's token; REQ: 0 */
     uint32_t src_conn_id;  /* sender's id of this conn */
     uint32_t dst_conn_id;  /* receiver's id; CONN_ID_NONE in a REQ */
     int32_t  status;       /* REP: ucs_status_t; REQ: 0 */
@@ -262,11 +274,13 @@ typedef struct UCS_S_PACKED uct_uccl_conn_pkt {
  *            sender takes the RTT from its own send time of that chunk,
  *            minus rx_delay_ns (time it waited at the receiver).
  *  credit:   receiver-granted bytes for receiver-driven cc (0: none).
+ *  token:    the data sender's conn token (see the conn packet).
  * Total length = sizeof(uct_uccl_ack_t) + 8 * sack_words.
  */
 typedef struct UCS_S_PACKED uct_uccl_ack {
     uct_uccl_ctl_hdr_t hdr;
     uint32_t dst_conn_id;  /* the data sender's conn id */
+    uint64_t token;        /* the data sender's conn token */
     uint32_t cum_csn;
     uint32_t echo_csn;
     uint32_t rx_delay_ns;
@@ -289,6 +303,7 @@ typedef struct UCS_S_PACKED uct_uccl_ack_batch {
 typedef struct UCS_S_PACKED uct_uccl_disconnect {
     uct_uccl_ctl_hdr_t hdr;
     uint32_t dst_conn_id;
+    uint64_t token;        /* the receiver's conn token */
     uint32_t src_conn_id;
     int32_t  reason;       /* ucs_status_t, UCS_OK for a clean close */
 } uct_uccl_disconnect_t;
@@ -297,21 +312,22 @@ typedef struct UCS_S_PACKED uct_uccl_disconnect {
 typedef struct UCS_S_PACKED uct_uccl_keepalive {
     uct_uccl_ctl_hdr_t hdr;
     uint32_t dst_conn_id;
+    uint64_t token;        /* the receiver's conn token */
     uint32_t src_conn_id;
     uint32_t flags;        /* UCT_UCCL_KEEPALIVE_REPLY */
     uint64_t ts_ns;        /* sender's clock, echoed in the reply */
 } uct_uccl_keepalive_t;
 
 _Static_assert(sizeof(uct_uccl_ctl_hdr_t) == 4, "ctl hdr size");
-_Static_assert(sizeof(uct_uccl_conn_pkt_t) == 80, "conn pkt size");
+_Static_assert(sizeof(uct_uccl_conn_pkt_t) == 96, "conn pkt size");
 _Static_assert(sizeof(uct_uccl_conn_pkt_t) +
                4 * UCT_UCCL_WIRE_MAX_PATHS <= UCT_UCCL_WIRE_CTL_MAX,
                "conn pkt with all paths must fit one UD MTU");
-_Static_assert(sizeof(uct_uccl_ack_t) == 32, "ack size");
+_Static_assert(sizeof(uct_uccl_ack_t) == 40, "ack size");
 _Static_assert(offsetof(uct_uccl_ack_t, sack) % 8 == 0, "sack alignment");
 _Static_assert(sizeof(uct_uccl_ack_batch_t) == 8, "ack batch size");
-_Static_assert(sizeof(uct_uccl_disconnect_t) == 16, "disconnect size");
-_Static_assert(sizeof(uct_uccl_keepalive_t) == 24, "keepalive size");
+_Static_assert(sizeof(uct_uccl_disconnect_t) == 24, "disconnect size");
+_Static_assert(sizeof(uct_uccl_keepalive_t) == 32, "keepalive size");
 
 static inline size_t uct_uccl_wire_conn_size(unsigned num_paths)
 {
