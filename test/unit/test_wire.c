@@ -86,8 +86,6 @@ static void test_imm(void)
     }
     UT_EQ(uct_uccl_imm_check(7u << UCT_UCCL_IMM_KIND_SHIFT),
           UCS_ERR_INVALID_PARAM);
-    UT_EQ(uct_uccl_imm_check(6u << UCT_UCCL_IMM_KIND_SHIFT),
-          UCS_ERR_INVALID_PARAM);
     /* imm csn masks to 24 bits */
     UT_EQ(uct_uccl_imm_csn(uct_uccl_imm_pack(1u << 24 | 5, 0, 0)), 5);
     /* on the wire the immediate is big-endian */
@@ -103,6 +101,7 @@ static void test_data(void)
     uct_uccl_am_hdr_t *am        = (void*)buf;
     uct_uccl_get_req_t *req      = (void*)buf;
     uct_uccl_get_done_t *done    = (void*)buf;
+    uct_uccl_get_data_t *gdata   = (void*)buf;
     uct_uccl_retx_hdr_t *retx    = (void*)buf;
     uint32_t imm;
 
@@ -153,6 +152,29 @@ static void test_data(void)
     req->length = 1;
     req->rsvd1  = 3;
     UT_TRUE(data_check(buf, sizeof(*req), imm) != UCS_OK);
+    req->rsvd1  = 0;
+    /* a reply by SEND names no reply buffer, and no other flag exists */
+    req->flags  = UCT_UCCL_GET_F_SEND;
+    UT_TRUE(data_check(buf, sizeof(*req), imm) != UCS_OK);
+    req->reply_addr = 0;
+    req->reply_rkey = 0;
+    UT_EQ(data_check(buf, sizeof(*req), imm), UCS_OK);
+    req->flags  = 0x2;
+    UT_TRUE(data_check(buf, sizeof(*req), imm) != UCS_OK);
+
+    /* GET data: header, then the bytes when the status is OK */
+    memset(buf, 0, sizeof(buf));
+    gdata->type   = UCT_UCCL_KIND_GET_DATA;
+    gdata->op_id  = 98;
+    gdata->length = 200;
+    imm           = uct_uccl_imm_pack(9, UCT_UCCL_KIND_GET_DATA, 1);
+    data_truncations(buf, sizeof(*gdata) + 200, imm);
+    gdata->status = UCS_ERR_INVALID_ADDR;   /* an error carries no bytes */
+    UT_TRUE(data_check(buf, sizeof(*gdata) + 200, imm) != UCS_OK);
+    gdata->length = 0;
+    UT_EQ(data_check(buf, sizeof(*gdata), imm), UCS_OK);
+    gdata->status = 2;
+    UT_TRUE(data_check(buf, sizeof(*gdata), imm) != UCS_OK);
 
     /* GET done */
     memset(buf, 0, sizeof(buf));
@@ -182,8 +204,8 @@ static void test_data(void)
     /* inner kind must be a WRITE kind */
     retx->imm = uct_uccl_imm_pack(0xabcdef, UCT_UCCL_KIND_AM, 1);
     UT_TRUE(data_check(buf, sizeof(*retx) + 1000, imm) != UCS_OK);
-    printf("  data SENDs: AM, GET_REQ, GET_DONE, RETX accepted; every "
-           "truncation and garbled field rejected\n");
+    printf("  data SENDs: AM, GET_REQ, GET_DONE, GET_DATA, RETX accepted; "
+           "every truncation and garbled field rejected\n");
 }
 
 static size_t build_conn(uint8_t *buf, int type, unsigned paths)

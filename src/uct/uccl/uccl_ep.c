@@ -370,7 +370,8 @@ static ucs_status_t uct_uccl_ep_get_req(uct_uccl_conn_t *conn,
 }
 
 /* Post a GET whose op and request chunk (UC) are allocated: nothing can
- * fail any more, the op completes through its completion */
+ * fail any more, the op completes through its completion. UC GET bcopy
+ * (no reply key) asks for its data in a SEND: we expose no memory. */
 static ucs_status_t
 uct_uccl_ep_get_post(uct_uccl_conn_t *conn, uct_uccl_op_t *op,
                      uct_uccl_chunk_t *chunk, void *buffer, size_t length,
@@ -392,6 +393,7 @@ uct_uccl_ep_get_post(uct_uccl_conn_t *conn, uct_uccl_op_t *op,
     req = &chunk->hdr.get_req;
     memset(req, 0, sizeof(*req));
     req->type        = UCT_UCCL_KIND_GET_REQ;
+    req->flags       = (buffer == NULL) ? UCT_UCCL_GET_F_SEND : 0;
     req->rkey        = rkey;
     req->remote_addr = remote_addr;
     req->length      = length;
@@ -401,7 +403,7 @@ uct_uccl_ep_get_post(uct_uccl_conn_t *conn, uct_uccl_op_t *op,
     chunk->kind      = UCT_UCCL_KIND_GET_REQ;
     chunk->hdr_len   = sizeof(*req);
     chunk->last      = 1;
-    op->pending      = 1; /* completes with GET_DONE */
+    op->pending      = 1; /* completes with GET_DONE or GET_DATA */
     uct_uccl_tx_enqueue(conn, chunk);
     uct_uccl_tx_post_now(conn);
     return UCS_INPROGRESS;
@@ -431,8 +433,9 @@ ucs_status_t uct_uccl_ep_get_bcopy(uct_ep_h tl_ep,
         return status;
     }
 
-    buf = uct_uccl_chunk_get(conn->iface);
-    if (buf == NULL) {
+    /* RC reads into a buffer of ours; UC gets its data in a SEND */
+    buf = conn->rc ? uct_uccl_chunk_get(conn->iface) : NULL;
+    if (conn->rc && (buf == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
     if (uct_uccl_ep_get_req(conn, &req) != UCS_OK) {
@@ -448,15 +451,19 @@ ucs_status_t uct_uccl_ep_get_bcopy(uct_ep_h tl_ep,
     op->unpack_arg  = arg;
     op->length      = length;
     UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
-    return uct_uccl_ep_get_post(conn, op, req, buf->data, length, buf->lkey,
-                                buf->own_rkey, remote_addr, rkey);
+    return uct_uccl_ep_get_post(conn, op, req,
+                                (buf != NULL) ? buf->data : NULL, length,
+                                (buf != NULL) ? buf->lkey : 0, 0,
+                                remote_addr, rkey);
 
 err_put_req:
     if (req != NULL) {
         uct_uccl_iface_chunk_put(req);
     }
 err_put_buf:
-    uct_uccl_iface_chunk_put(buf);
+    if (buf != NULL) {
+        uct_uccl_iface_chunk_put(buf);
+    }
     return UCS_ERR_NO_RESOURCE;
 }
 
@@ -544,6 +551,7 @@ ucs_status_t uct_uccl_ep_flush(uct_ep_h tl_ep, unsigned flags,
         op->status     = UCS_OK;
         op->comp       = comp;
         op->buf        = NULL;
+        op->data_desc  = NULL;
         ucs_list_add_tail(&conn->flushes, &op->list);
     }
 

@@ -213,7 +213,7 @@ static ucs_status_t uct_uccl_mp_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
         return UCS_ERR_NO_MEMORY;
     }
 
-    hdr->mr = uct_uccl_md_reg(iface->md, hdr, size);
+    hdr->mr = uct_uccl_md_reg_local(iface->md, hdr, size);
     if (hdr->mr == NULL) {
         ucs_free(hdr);
         return UCS_ERR_IO_ERROR;
@@ -226,10 +226,9 @@ static ucs_status_t uct_uccl_mp_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
 
 static void uct_uccl_mp_chunk_release(ucs_mpool_t *mp, void *chunk)
 {
-    uct_uccl_iface_t *iface      = *(uct_uccl_iface_t**)ucs_mpool_priv(mp);
     uct_uccl_mp_chunk_hdr_t *hdr = (uct_uccl_mp_chunk_hdr_t*)chunk - 1;
 
-    uct_uccl_md_dereg(iface->md, hdr->mr);
+    ibv_dereg_mr(hdr->mr);
     ucs_free(hdr);
 }
 
@@ -240,7 +239,6 @@ static void uct_uccl_tx_obj_init(ucs_mpool_t *mp, void *obj, void *chunk)
 
     memset(desc, 0, sizeof(*desc));
     desc->lkey       = hdr->mr->lkey;
-    desc->own_rkey   = hdr->mr->rkey;
     desc->wr.wr_id   = (uintptr_t)desc;
     desc->wr.sg_list = desc->sge;
 }

@@ -141,7 +141,6 @@ struct uct_uccl_chunk {
     uct_uccl_conn_t         *conn;       /* NULL: orphan, freed on completion */
     uct_uccl_op_t           *op;         /* completion to update, or NULL */
     uint32_t                lkey;        /* of this desc (header/data) */
-    uint32_t                own_rkey;    /* of this desc, for GET replies */
     uint8_t                 kind;        /* uct_uccl_kind_t */
     uint8_t                 flags;
     uint8_t                 posted;      /* WRs in send queues */
@@ -163,6 +162,7 @@ struct uct_uccl_chunk {
         uct_uccl_am_hdr_t   am;
         uct_uccl_get_req_t  get_req;
         uct_uccl_get_done_t get_done;
+        uct_uccl_get_data_t get_data;
         uct_uccl_retx_hdr_t retx;
         uint8_t             raw[UCT_UCCL_SEND_HDR_MAX];
     } hdr;
@@ -209,7 +209,8 @@ struct uct_uccl_op {
     uint32_t                flush_csn;   /* FLUSH: tracker nxt to reach */
     uct_unpack_callback_t   unpack_cb;   /* GET bcopy */
     void                    *unpack_arg;
-    uct_uccl_chunk_t        *buf;        /* GET bcopy landing buffer */
+    uct_uccl_chunk_t        *buf;        /* GET bcopy, RC: READ lands here */
+    struct uct_uccl_rx_desc *data_desc;  /* GET bcopy, UC: the GET_DATA */
     size_t                  length;
 };
 
@@ -579,6 +580,7 @@ void uct_uccl_op_part_done(uct_uccl_conn_t *conn, uct_uccl_op_t *op,
                            ucs_status_t status);
 void uct_uccl_tx_get_done(uct_uccl_conn_t *conn, uint64_t op_id,
                           ucs_status_t status);
+void uct_uccl_tx_get_data(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc);
 void uct_uccl_op_report(uct_uccl_op_t *op);
 ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
                                    const uct_uccl_get_req_t *req);

@@ -141,25 +141,20 @@ int uct_uccl_md_rkey_check(uct_uccl_md_t *md, uint32_t rkey, uint64_t addr,
     return found;
 }
 
-struct ibv_mr *uct_uccl_md_reg(uct_uccl_md_t *md, void *addr, size_t length)
+/* The engine's own memory (pools) is for the local NIC only: it holds
+ * descriptors, pointers and work requests, so no peer may read or write
+ * it, and it is not in the rkey map peers' requests are checked against */
+struct ibv_mr *uct_uccl_md_reg_local(uct_uccl_md_t *md, void *addr,
+                                     size_t length)
 {
     struct ibv_mr *mr;
 
-    mr = ibv_reg_mr(md->pd, addr, length, IBV_ACCESS_LOCAL_WRITE |
-                    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    mr = ibv_reg_mr(md->pd, addr, length, IBV_ACCESS_LOCAL_WRITE);
     if (mr == NULL) {
         ucs_error("%s: ibv_reg_mr(%p, %zu) failed: %m", md->name, addr,
                   length);
-        return NULL;
     }
-    uct_uccl_md_mr_track(md, mr);
     return mr;
-}
-
-void uct_uccl_md_dereg(uct_uccl_md_t *md, struct ibv_mr *mr)
-{
-    uct_uccl_md_mr_untrack(md, mr);
-    ibv_dereg_mr(mr);
 }
 
 static ucs_status_t

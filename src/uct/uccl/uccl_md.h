@@ -108,10 +108,10 @@ extern uct_component_t uct_uccl_component;
 
 const uct_uccl_port_t *uct_uccl_md_port(uct_uccl_md_t *md, uint8_t port_num);
 
-/* Register/deregister outside UCX's mem_reg (engine pools), keeping the
- * rkey map up to date */
-struct ibv_mr *uct_uccl_md_reg(uct_uccl_md_t *md, void *addr, size_t length);
-void uct_uccl_md_dereg(uct_uccl_md_t *md, struct ibv_mr *mr);
+/* Register the engine's own memory (pools): local access only, never in
+ * the rkey map. Deregister with ibv_dereg_mr. */
+struct ibv_mr *uct_uccl_md_reg_local(uct_uccl_md_t *md, void *addr,
+                                     size_t length);
 
 /* Is [addr, addr + length) inside the region of our rkey? Gives its lkey. */
 int uct_uccl_md_rkey_check(uct_uccl_md_t *md, uint32_t rkey, uint64_t addr,

@@ -352,6 +352,14 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
             uct_uccl_tx_get_done(conn, done->op_id, done->status);
         }
         break;
+    case UCT_UCCL_KIND_GET_DATA:
+        if (conn->rc) {
+            ++iface->stats.bad_data;    /* RC reads with RDMA READ */
+            break;
+        }
+        uct_uccl_tx_get_data(conn, desc);
+        desc = NULL;
+        break;
     default:
         ++iface->stats.bad_data;
         break;

@@ -128,6 +128,7 @@ uct_uccl_op_t *uct_uccl_op_get(uct_uccl_conn_t *conn, uct_uccl_op_type_t type,
     op->status     = UCS_OK;
     op->comp       = comp;
     op->buf        = NULL;
+    op->data_desc  = NULL;
     op->unpack_cb  = NULL;
     op->length     = 0;
     op->id         = conn->next_op_id++;
@@ -143,19 +144,31 @@ static ucs_status_t uct_uccl_tx_get_done_send(uct_uccl_conn_t *conn,
                                               uint64_t op_id,
                                               ucs_status_t status,
                                               uint64_t length);
+static void uct_uccl_tx_get_data_hdr(uct_uccl_chunk_t *chunk, uint64_t op_id,
+                                     ucs_status_t status, uint32_t length);
 
 /* What UCX sees of a completed operation: GET bcopy data unpacked, the
  * completion called; then the op goes */
 void uct_uccl_op_report(uct_uccl_op_t *op)
 {
+    const uct_uccl_get_data_t *data;
+
     if ((op->type == UCT_UCCL_OP_GET_BCOPY) && (op->status == UCS_OK)) {
-        op->unpack_cb(op->unpack_arg, op->buf->data, op->length);
+        if (op->data_desc != NULL) {
+            data = uct_uccl_rx_data(op->data_desc);
+            op->unpack_cb(op->unpack_arg, data + 1, op->length);
+        } else {
+            op->unpack_cb(op->unpack_arg, op->buf->data, op->length);
+        }
     }
     if (op->comp != NULL) {
         uct_invoke_completion(op->comp, op->status);
     }
     if (op->buf != NULL) {
         uct_uccl_iface_chunk_put(op->buf);
+    }
+    if (op->data_desc != NULL) {
+        ucs_mpool_put_inline(op->data_desc);
     }
     ucs_mpool_put_inline(op);
 }
@@ -177,12 +190,6 @@ static void uct_uccl_op_complete(uct_uccl_conn_t *conn, uct_uccl_op_t *op)
          UCS_OK)) {
         ucs_error("uccl: conn %u: no memory to complete the peer's GET",
                   conn->id);
-    }
-    /* a GET cut short (failure, cancel) in UC mode: the peer may still
-     * write its reply into the landing buffer, so it is not reused */
-    if ((op->type == UCT_UCCL_OP_GET_BCOPY) && (op->status != UCS_OK) &&
-        !conn->rc) {
-        op->buf = NULL;
     }
     if (ucs_unlikely(conn->iface->async.active)) {
         uct_uccl_async_defer_op(conn->iface, op);
@@ -919,6 +926,14 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
             uct_uccl_chunk_build_retx(chunk, obsolete);
         }
     } else {
+        if ((chunk->kind == UCT_UCCL_KIND_GET_DATA) && (chunk->length > 0) &&
+            !uct_uccl_md_rkey_check(conn->iface->md, chunk->src_rkey,
+                                    chunk->laddr, chunk->length, NULL)) {
+            /* its source was deregistered while the reply was in flight:
+             * the requester hears of an error, and nothing is read */
+            uct_uccl_tx_get_data_hdr(chunk, chunk->hdr.get_data.op_id,
+                                     UCS_ERR_INVALID_ADDR, 0);
+        }
         uct_uccl_chunk_build_wr(conn, chunk);
     }
     uct_uccl_path_chain(conn, path, chunk);
@@ -1108,6 +1123,49 @@ static ucs_status_t uct_uccl_tx_get_done_send(uct_uccl_conn_t *conn,
     return UCS_OK;
 }
 
+/* The GET_DATA chunk's header, with its payload unless status says no */
+static void uct_uccl_tx_get_data_hdr(uct_uccl_chunk_t *chunk, uint64_t op_id,
+                                     ucs_status_t status, uint32_t length)
+{
+    uct_uccl_get_data_t *data = &chunk->hdr.get_data;
+
+    memset(data, 0, sizeof(*data));
+    data->type     = UCT_UCCL_KIND_GET_DATA;
+    data->status   = status;
+    data->op_id    = op_id;
+    data->length   = (status == UCS_OK) ? length : 0;
+    chunk->hdr_len = sizeof(*data);
+    chunk->length  = data->length;
+}
+
+/* GET bcopy: the data in one SEND, straight from the registered source,
+ * into the requester's receive buffer (which it must fit); or, with an
+ * error status, no data */
+static ucs_status_t uct_uccl_tx_serve_get_send(uct_uccl_conn_t *conn,
+                                               const uct_uccl_get_req_t *req,
+                                               uint32_t lkey,
+                                               ucs_status_t status)
+{
+    uct_uccl_chunk_t *chunk = uct_uccl_chunk_get_hdr(conn->iface);
+
+    if (chunk == NULL) {
+        return UCS_ERR_NO_MEMORY;  /* unanswered: the peer asks again */
+    }
+    if ((status == UCS_OK) &&
+        (req->length > conn->remote_chunk_size - sizeof(uct_uccl_get_data_t))) {
+        ++conn->iface->stats.bad_data;
+        status = UCS_ERR_MESSAGE_TRUNCATED;
+    }
+    chunk->kind         = UCT_UCCL_KIND_GET_DATA;
+    chunk->last         = 1;
+    chunk->laddr        = req->remote_addr;
+    chunk->payload_lkey = lkey;
+    chunk->src_rkey     = req->rkey;
+    uct_uccl_tx_get_data_hdr(chunk, req->op_id, status, req->length);
+    uct_uccl_tx_enqueue(conn, chunk);
+    return UCS_OK;
+}
+
 ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
                                    const uct_uccl_get_req_t *req)
 {
@@ -1125,8 +1183,16 @@ ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
         ++iface->stats.bad_rkey;
         ucs_debug("uccl: GET request with a bad key 0x%x or range %p+%lu",
                   req->rkey, (void*)req->remote_addr, req->length);
+        if (req->flags & UCT_UCCL_GET_F_SEND) {
+            return uct_uccl_tx_serve_get_send(conn, req, 0,
+                                              UCS_ERR_INVALID_ADDR);
+        }
         return uct_uccl_tx_get_done_send(conn, req->op_id,
                                          UCS_ERR_INVALID_ADDR, 0);
+    }
+
+    if (req->flags & UCT_UCCL_GET_F_SEND) {
+        return uct_uccl_tx_serve_get_send(conn, req, lkey, UCS_OK);
     }
 
     /* GET_DONE goes out when every reply chunk is acknowledged and no WR
@@ -1166,20 +1232,52 @@ ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
  * acknowledged every reply chunk, and we acknowledge a chunk only after its
  * data landed, so nothing else is awaited (waiting for the cumulative point
  * to pass it made every GET wait for every loss before it on the conn). */
-void uct_uccl_tx_get_done(uct_uccl_conn_t *conn, uint64_t op_id,
-                          ucs_status_t status)
+/* The outstanding GET of this conn with op_id, or NULL */
+static uct_uccl_op_t *uct_uccl_tx_get_find(uct_uccl_conn_t *conn,
+                                           uint64_t op_id)
 {
     uct_uccl_op_t *op;
 
-    ucs_list_for_each(op, &conn->ops, list) {
-        if (((op->type == UCT_UCCL_OP_GET_BCOPY) ||
-             (op->type == UCT_UCCL_OP_GET_ZCOPY)) && (op->id == op_id)) {
-            uct_uccl_op_part_done(conn, op, status);
-            uct_uccl_conn_kick(conn);
-            return;
+    ucs_list_for_each(op, &conn->gets, get_link) {
+        if (op->id == op_id) {
+            return op;
         }
     }
-    ++conn->iface->stats.bad_data;
+    return NULL;
+}
+
+void uct_uccl_tx_get_done(uct_uccl_conn_t *conn, uint64_t op_id,
+                          ucs_status_t status)
+{
+    uct_uccl_op_t *op = uct_uccl_tx_get_find(conn, op_id);
+
+    /* GET zcopy: its data was written already; GET bcopy completes with
+     * GET_DATA, never this */
+    if ((op == NULL) || (op->type != UCT_UCCL_OP_GET_ZCOPY)) {
+        ++conn->iface->stats.bad_data;
+        return;
+    }
+    uct_uccl_op_part_done(conn, op, status);
+    uct_uccl_conn_kick(conn);
+}
+
+/* GET_DATA (checked by uct_uccl_wire_data_check): the GET bcopy it
+ * answers takes the receive buffer and completes */
+void uct_uccl_tx_get_data(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc)
+{
+    const uct_uccl_get_data_t *data = uct_uccl_rx_data(desc);
+    uct_uccl_op_t *op = uct_uccl_tx_get_find(conn, data->op_id);
+
+    if ((op == NULL) || (op->type != UCT_UCCL_OP_GET_BCOPY) ||
+        (op->data_desc != NULL) ||
+        ((data->status == UCS_OK) && (data->length != op->length))) {
+        ++conn->iface->stats.bad_data;
+        ucs_mpool_put_inline(desc);
+        return;
+    }
+    op->data_desc = desc;
+    uct_uccl_op_part_done(conn, op, (ucs_status_t)data->status);
+    uct_uccl_conn_kick(conn);
 }
 
 static void uct_uccl_tracker_purge_cb(void *arg, uint32_t csn,

@@ -47,6 +47,7 @@ ucs_status_t uct_uccl_wire_data_check(const void *buf, size_t len,
     const uct_uccl_am_hdr_t *am;
     const uct_uccl_get_req_t *req;
     const uct_uccl_get_done_t *done;
+    const uct_uccl_get_data_t *data;
     const uct_uccl_retx_hdr_t *retx;
 
     if (uct_uccl_imm_check(imm) != UCS_OK) {
@@ -79,11 +80,28 @@ ucs_status_t uct_uccl_wire_data_check(const void *buf, size_t len,
             return UCS_ERR_MESSAGE_TRUNCATED;
         }
         req = buf;
-        if ((len != sizeof(*req)) || req->rsvd0[0] || req->rsvd0[1] ||
-            req->rsvd0[2] || req->rsvd1 ||
+        if ((len != sizeof(*req)) || (req->flags & ~UCT_UCCL_GET_F_SEND) ||
+            req->rsvd0[0] || req->rsvd0[1] || req->rsvd1 ||
             (req->remote_addr + req->length < req->remote_addr) ||
-            (req->reply_addr + req->length < req->reply_addr)) {
+            (req->reply_addr + req->length < req->reply_addr) ||
+            ((req->flags & UCT_UCCL_GET_F_SEND) &&
+             (req->reply_addr || req->reply_rkey))) {
             return UCS_ERR_INVALID_PARAM;
+        }
+        return UCS_OK;
+    case UCT_UCCL_KIND_GET_DATA:
+        if (len < sizeof(*data)) {
+            return UCS_ERR_MESSAGE_TRUNCATED;
+        }
+        data = buf;
+        if (data->rsvd0[0] || data->rsvd0[1] || data->rsvd0[2] ||
+            data->rsvd1 || (data->status > 0) ||
+            ((data->status != 0) && (data->length != 0))) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if (len != sizeof(*data) + (size_t)data->length) {
+            return (len < sizeof(*data) + (size_t)data->length) ?
+                   UCS_ERR_MESSAGE_TRUNCATED : UCS_ERR_INVALID_PARAM;
         }
         return UCS_OK;
     case UCT_UCCL_KIND_GET_DONE:

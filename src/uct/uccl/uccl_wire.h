@@ -73,6 +73,7 @@ typedef enum {
     UCT_UCCL_KIND_GET_REQ  = 3, /* SEND: uct_uccl_get_req_t (UC mode) */
     UCT_UCCL_KIND_GET_DONE = 4, /* SEND: uct_uccl_get_done_t (UC mode) */
     UCT_UCCL_KIND_RETX     = 5, /* SEND: uct_uccl_retx_hdr_t + payload */
+    UCT_UCCL_KIND_GET_DATA = 6, /* SEND: uct_uccl_get_data_t + payload */
     UCT_UCCL_KIND_LAST
 } uct_uccl_kind_t;
 
@@ -142,11 +143,17 @@ typedef struct UCS_S_PACKED uct_uccl_am_hdr {
 
 /* GET in UC mode: the peer's engine reads [remote_addr, +length) (its
  * memory, rkey its key) and WRITEs it to reply_addr/reply_rkey as
- * GET_RESP chunks in its own CSN stream, then sends GET_DONE. Ordered like
- * an AM: it reads what every PUT sent before it wrote. */
+ * GET_RESP chunks in its own CSN stream, then sends GET_DONE. With
+ * UCT_UCCL_GET_F_SEND (GET bcopy) the data comes back instead in one
+ * GET_DATA SEND into a receive buffer: the requester exposes no memory,
+ * reply_addr and reply_rkey are 0, and length fits the requester's receive
+ * buffer. Ordered like an AM: it reads what every PUT sent before it
+ * wrote. */
+#define UCT_UCCL_GET_F_SEND  0x1
 typedef struct UCS_S_PACKED uct_uccl_get_req {
     uint8_t  type;       /* UCT_UCCL_KIND_GET_REQ */
-    uint8_t  rsvd0[3];
+    uint8_t  flags;      /* UCT_UCCL_GET_F_* */
+    uint8_t  rsvd0[2];
     uint32_t rkey;       /* responder's rkey for remote_addr */
     uint64_t remote_addr;
     uint64_t length;
@@ -168,6 +175,18 @@ typedef struct UCS_S_PACKED uct_uccl_get_done {
     uint64_t length;     /* bytes written back */
 } uct_uccl_get_done_t;
 
+/* The reply to a GET_REQ with UCT_UCCL_GET_F_SEND: the requested bytes
+ * follow the header when status is UCS_OK (length equals the request's),
+ * none otherwise. The requester completes op_id when it arrives. */
+typedef struct UCS_S_PACKED uct_uccl_get_data {
+    uint8_t  type;       /* UCT_UCCL_KIND_GET_DATA */
+    uint8_t  rsvd0[3];
+    int32_t  status;     /* ucs_status_t of the read */
+    uint64_t op_id;
+    uint32_t length;     /* payload bytes after the header */
+    uint32_t rsvd1;
+} uct_uccl_get_data_t;
+
 /* A lost WRITE chunk resent as a SEND with two SGEs: this header, then the
  * original payload. The receiver records imm's CSN and copies the payload
  * to remote_addr only if the CSN was still missing, after checking rkey
@@ -185,6 +204,7 @@ _Static_assert(sizeof(uct_uccl_am_hdr_t) == 8, "am hdr size");
 _Static_assert(sizeof(uct_uccl_get_req_t) == 48, "get req size");
 _Static_assert(sizeof(uct_uccl_get_done_t) == 24, "get done size");
 _Static_assert(sizeof(uct_uccl_retx_hdr_t) == 24, "retx hdr size");
+_Static_assert(sizeof(uct_uccl_get_data_t) == 24, "get data size");
 
 /*
  * Validate a SEND received on a data QP: buf/len are the bounce buffer and
