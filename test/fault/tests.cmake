@@ -79,11 +79,17 @@ foreach(mode uc rc)
     # the server computes (no progress calls) for 8 s while the client
     # streams AMs, far beyond the client's peer timeout (3 s: a loaded
     # machine may hold the async thread back for a second): the server's
-    # async timer ACKs them and keeps its AMs for later, in order
+    # async timer ACKs them and keeps its AMs for later, in order; UC: up
+    # to a bound, then it says it is busy, and the client waits
+    if(mode STREQUAL "uc")
+        set(paused "UCCL_EXPECT_COUNTERS=async_passes defer_full")
+    else()
+        set(paused UCCL_EXPECT_COUNTERS=async_passes)
+    endif()
     flt_verify(fault_${mode}_async_pause_verify data "-n 100 -S 23"
                UCX_UCCL_MODE=${mode} UCX_UCCL_PEER_TIMEOUT=3s
                UCX_UCCL_MAX_RETRIES=3 UCX_UCCL_STATS_DUMP=y
-               UCCL_SERVER_ARGS=-P8000 UCCL_EXPECT_COUNTERS=async_passes)
+               UCCL_SERVER_ARGS=-P8000 ${paused})
     # the peer dies mid-transfer: ep error within seconds, no hang
     flt_verify(fault_${mode}_peer_killed kill "-T 10"
                UCX_UCCL_MODE=${mode} UCCL_SERVER_ARGS=-K300
@@ -109,8 +115,8 @@ flt_verify(fault_uc_path_down_verify data "-n 100 -S 31" UCX_UCCL_MODE=uc
 # a hostile peer (raw verbs, uccl's wire format wrongly on purpose): the
 # victim drops and counts what is wrong and its honest traffic goes on
 flt_verify(fault_uc_hostile_peer hostile "-S 41" UCX_UCCL_MODE=uc
-           UCX_UCCL_STATS_DUMP=y UCX_UCCL_PEER_TIMEOUT=2s
-           "UCCL_EXPECT_COUNTERS=bad_data forged_ctl unknown_conn order_full")
+           UCX_UCCL_STATS_DUMP=y UCX_UCCL_PEER_TIMEOUT=2s UCX_UCCL_MAX_PEERS=32
+           "UCCL_EXPECT_COUNTERS=bad_data forged_ctl unknown_conn order_full get_refused peers_refused")
 
 # a served GET fails on the server (its buffer was unmapped): its engine
 # tells the client, whose ep fails with CONNECTION_RESET within seconds

@@ -150,6 +150,15 @@ ucs_status_t uct_uccl_async_init(uct_uccl_iface_t *iface, double idle)
         return UCS_OK; /* ASYNC_IDLE=inf: the user drives everything */
     }
 
+    /* a pass runs the whole engine: allocations, locks, verbs calls, none
+     * of which a signal handler may make */
+    if (async->mode == UCS_ASYNC_MODE_SIGNAL) {
+        ucs_error("uccl: background progress (UCX_UCCL_ASYNC_IDLE) needs a "
+                  "thread async context, not signal mode: use "
+                  "UCX_ASYNC_MODE=thread or UCX_UCCL_ASYNC_IDLE=inf");
+        return UCS_ERR_UNSUPPORTED;
+    }
+
     iface->async.idle_ns = ucs_max(idle, 1e-3) * 1e9;
     if (async->mode == UCS_ASYNC_MODE_THREAD_SPINLOCK) {
         status = uct_uccl_async_timerfd_add(iface, async);
@@ -241,7 +250,7 @@ void uct_uccl_async_dispatch(uct_uccl_iface_t *iface)
         desc = ucs_queue_pull_elem_non_empty(&iface->async.ams,
                                              uct_uccl_rx_desc_t, queue);
         --iface->async.deferred;
-        uct_uccl_rx_am_deliver(iface, desc);
+        uct_uccl_rx_am_handle(iface, desc);
     }
 
     while (!ucs_list_is_empty(&iface->async.ops)) {
@@ -401,11 +410,13 @@ static unsigned uct_uccl_async_iface_progress(uct_iface_h tl_iface)
     unsigned count;
 
     UCS_ASYNC_BLOCK(async);
-    count = iface->async.deferred;
-    if (ucs_unlikely(count > 0)) {
+    count  = iface->async.deferred;
+    count += uct_uccl_iface_engine_progress(iface);
+    /* what the background passes and this run left for UCX: the engine
+     * calls no user callback itself, so they may destroy anything */
+    while (ucs_unlikely(iface->async.deferred > 0)) {
         uct_uccl_async_dispatch(iface);
     }
-    count += uct_uccl_iface_engine_progress(iface);
     UCS_ASYNC_UNBLOCK(async);
     return count;
 }

@@ -309,6 +309,7 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     /* from here on uct_uccl_conn_destroy() undoes everything */
     conn->id = ucs_ptr_array_insert(&iface->conn_ids, conn);
     ucs_list_add_tail(&iface->conns, &conn->list);
+    iface->num_passive += passive;
 
     status = uct_uccl_conn_paths_create(conn, want_paths);
     if (status == UCS_OK) {
@@ -436,6 +437,7 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
     ibv_destroy_ah(conn->ah);
     ucs_ptr_array_remove(&iface->conn_ids, conn->id);
     ucs_list_del(&conn->list);
+    iface->num_passive -= conn->passive;
     ucs_free(conn->paths);
     ucs_free(conn);
 }
@@ -554,6 +556,49 @@ static ucs_status_t uct_uccl_conn_apply_peer(uct_uccl_conn_t *conn,
     return UCS_OK;
 }
 
+/* A reply refusing a request: no conn of ours behind it */
+static void uct_uccl_conn_send_reject(uct_uccl_iface_t *iface,
+                                      const uct_uccl_conn_pkt_t *req,
+                                      ucs_status_t status)
+{
+    uint64_t buf[UCT_UCCL_WIRE_CTL_MAX / 8];
+    uct_uccl_conn_pkt_t *pkt = (uct_uccl_conn_pkt_t*)buf;
+    uct_uccl_device_addr_t dev = { .lid = req->lid,
+                                   .is_global = iface->port->is_global };
+    struct ibv_ah_attr ah_attr;
+    struct ibv_ah *ah;
+
+    memcpy(dev.gid, req->gid, sizeof(dev.gid));
+    memset(pkt, 0, uct_uccl_wire_conn_size(1));
+    uct_uccl_wire_hdr_init(&pkt->hdr, UCT_UCCL_CTL_CONN_REP,
+                           uct_uccl_wire_conn_size(1));
+    pkt->magic       = UCT_UCCL_WIRE_MAGIC;
+    pkt->iface_uuid  = iface->uuid;
+    pkt->token       = uct_uccl_conn_random_token();
+    pkt->echo_token  = req->token;
+    pkt->src_conn_id = UCT_UCCL_CONN_ID_NONE;
+    pkt->dst_conn_id = req->src_conn_id;
+    pkt->status      = status;
+    pkt->mode        = req->mode;
+    pkt->num_paths   = 1;
+    pkt->mtu         = 128 << iface->config.mtu;
+    pkt->lid         = iface->port->lid;
+    pkt->ctl_qpn     = iface->ctl.qp->qp_num;
+    pkt->chunk_size  = iface->config.chunk_size;
+    pkt->rx_buf_size = iface->config.rx_buf_size;
+    pkt->sack_bits   = iface->config.rx_window;
+    memcpy(pkt->gid, iface->port->gid.raw, sizeof(pkt->gid));
+
+    uct_uccl_conn_ah_attr(iface, &dev, &ah_attr);
+    ah = ibv_create_ah(iface->md->pd, &ah_attr);
+    if (ah == NULL) {
+        return;
+    }
+    (void)uct_uccl_iface_ctl_send(iface, ah, req->ctl_qpn, pkt,
+                                  pkt->hdr.length);
+    ibv_destroy_ah(ah);
+}
+
 static uct_uccl_conn_t *uct_uccl_conn_lookup(uct_uccl_iface_t *iface,
                                              uint32_t id)
 {
@@ -649,10 +694,19 @@ static void uct_uccl_conn_handle_req(uct_uccl_iface_t *iface,
         return;
     }
 
-    /* the initiator's path count, or fewer if our QPs run short: the reply
-     * tells it how many */
+    if (iface->num_passive >= iface->config.max_peers) {
+        ++iface->stats.peers_refused;
+        ucs_diag("uccl: refusing a connection: %u peers connected "
+                 "(UCX_UCCL_MAX_PEERS)", iface->num_passive);
+        uct_uccl_conn_send_reject(iface, pkt, UCS_ERR_EXCEEDS_LIMIT);
+        return;
+    }
+
+    /* the initiator's path count, at most ours, or fewer if our QPs run
+     * short: the reply tells it how many */
     status = uct_uccl_conn_create(iface, 1, &dev, pkt->ctl_qpn,
-                                  pkt->num_paths, &conn);
+                                  ucs_min(pkt->num_paths,
+                                          iface->config.num_paths), &conn);
     if (status != UCS_OK) {
         /* unanswered: the initiator retries, then fails the conn */
         return;
@@ -898,7 +952,6 @@ void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
 
 void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status)
 {
-    uct_uccl_iface_t *iface = conn->iface;
     struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
     uct_uccl_ep_t *ep       = conn->ep;
     unsigned i;
@@ -927,15 +980,11 @@ void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status)
         uct_uccl_conn_send_disconnect(conn, status);
     }
     uct_uccl_tx_purge(conn, status);
-    if (ep == NULL) {
-        return;
-    }
-    if (ucs_unlikely(iface->async.active)) {
+    if (ep != NULL) {
+        /* UCX may destroy the ep (and this conn) from the callback: it
+         * runs when the engine is done (uccl_async.c) */
         uct_uccl_async_defer_err(conn);
-        return;
     }
-    /* UCX may destroy the ep (and this conn) from the callback */
-    uct_iface_handle_ep_err(&iface->super.super, &ep->super.super, status);
 }
 
 void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now)

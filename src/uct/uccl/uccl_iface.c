@@ -71,7 +71,9 @@ static ucs_config_field_t uct_uccl_iface_config_table[] = {
 
     {"MAX_QUEUED", "512",
      "Chunks a connection may hold unsent before operations return\n"
-     "UCS_ERR_NO_RESOURCE (and go to the pending queue).",
+     "UCS_ERR_NO_RESOURCE (and go to the pending queue); also the chunks of\n"
+     "GETs a peer may have this iface serve at once (one larger GET goes\n"
+     "alone).",
      ucs_offsetof(uct_uccl_iface_config_t, max_queued), UCS_CONFIG_TYPE_UINT},
 
     {"SACK_WINDOW", "4096",
@@ -94,14 +96,26 @@ static ucs_config_field_t uct_uccl_iface_config_table[] = {
      "generous default, as UCX's ud transport has.",
      ucs_offsetof(uct_uccl_iface_config_t, peer_timeout), UCS_CONFIG_TYPE_TIME},
 
-    {"IDLE_TIMEOUT", "inf",
+    {"IDLE_TIMEOUT", "300s",
      "A connection a peer opened to this iface (no local ep watches it) is\n"
      "probed after this long without a packet from the peer, and closed when\n"
      "the probe goes unanswered for PEER_TIMEOUT: frees what peers that died\n"
      "while idle held. A live peer answers from its async timer even when it\n"
-     "does not call progress, unless its ASYNC_IDLE is inf; inf (never) by\n"
-     "default.",
+     "does not call progress, unless its ASYNC_IDLE is inf (then set this to\n"
+     "inf too, or longer than its longest computation).",
      ucs_offsetof(uct_uccl_iface_config_t, idle_timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"MAX_PEERS", "1024",
+     "Connections other ifaces may open to this iface (each holds QPs and\n"
+     "buffers); a request beyond it is refused, and the peer's ep fails.",
+     ucs_offsetof(uct_uccl_iface_config_t, max_peers), UCS_CONFIG_TYPE_UINT},
+
+    {"RX_MAX_BUFS", "4096",
+     "Receive buffers the iface may hold at once: posted in the SRQ, holding\n"
+     "AMs that wait for their order or for the user's next progress call,\n"
+     "or GET bcopy data. Beyond it the SRQ is refilled later, and what a peer\n"
+     "sends meanwhile is dropped and resent.",
+     ucs_offsetof(uct_uccl_iface_config_t, rx_max_bufs), UCS_CONFIG_TYPE_UINT},
 
     {"RTO_INIT", "10ms",
      "Retransmission timeout before the first RTT sample.",
@@ -916,7 +930,8 @@ static void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
             "bad_data %lu "
             "bad_rkey %lu unknown_qpn %lu err_cqe %lu srq_empty %lu "
             "out_of_window %lu order_full %lu rx_no_desc %lu "
-            "ctl_tx_busy %lu peers_lost %lu async_passes %lu\n",
+            "ctl_tx_busy %lu peers_lost %lu peers_refused %lu "
+            "get_refused %lu defer_full %lu async_passes %lu\n",
             getpid(), iface->md->name, iface->port_num,
             iface->rc_mode ? "rc" : "uc", s->doorbells, s->wrs, s->send_cqes,
             s->bad_ctl,
@@ -924,6 +939,7 @@ static void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
             s->bad_rkey,
             s->unknown_qpn, s->err_cqe, s->srq_empty, s->out_of_window,
             s->order_full, s->rx_no_desc, s->ctl_tx_busy, s->peers_lost,
+            s->peers_refused, s->get_refused, s->defer_full,
             s->async_passes);
 }
 
@@ -1019,12 +1035,15 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
         (config->seg_size > config->chunk_size) ||
         (config->tx_queue_len < 2) ||
         (config->srq_size < 2 * UCT_UCCL_SRQ_BATCH) ||
+        (config->cq_size < config->srq_size) ||
+        (config->rx_max_bufs < config->srq_size) ||
         !ucs_is_pow2(config->sack_window) || (config->sack_window < 64) ||
         (config->sack_window > UCT_UCCL_WIRE_SACK_MAX_BITS) ||
         (config->cc_window < 1) || (config->path_burst < 1)) {
         ucs_error("uccl: invalid configuration (NUM_PATHS 1..%d, CHUNK_SIZE "
                   ">= 1k, 256 <= SEG_SIZE <= CHUNK_SIZE, TX_QUEUE_LEN >= 2, "
-                  "SRQ_SIZE >= %d, SACK_WINDOW power of 2 in 64..%d)",
+                  "SRQ_SIZE >= %d, CQ_SIZE and RX_MAX_BUFS >= SRQ_SIZE, "
+                  "SACK_WINDOW power of 2 in 64..%d)",
                   UCT_UCCL_WIRE_MAX_PATHS, 2 * UCT_UCCL_SRQ_BATCH,
                   UCT_UCCL_WIRE_SACK_MAX_BITS);
         return UCS_ERR_INVALID_PARAM;
@@ -1076,6 +1095,7 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
                                  config->sack_window;
     self->config.cq_size       = config->cq_size;
     self->config.max_queued    = ucs_max(config->max_queued, 1);
+    self->config.max_peers     = config->max_peers;
     self->config.sack_window   = config->sack_window;
     self->config.max_retries   = config->max_retries;
     self->config.peer_timeout_ns = config->peer_timeout * 1e9;
@@ -1142,7 +1162,8 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
                                        UCT_UCCL_RX_PAD +
                                        self->config.rx_buf_size,
                                        rx_align_offset, rx_align,
-                                       UCT_UCCL_SRQ_BATCH, UINT_MAX,
+                                       UCT_UCCL_SRQ_BATCH,
+                                       config->rx_max_bufs,
                                        &uct_uccl_rx_mp_ops, "uccl_rx");
     if (status != UCS_OK) {
         goto err_hdr_mp;

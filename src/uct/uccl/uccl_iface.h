@@ -69,6 +69,8 @@ typedef struct uct_uccl_iface_config {
     int                     srq_flow;
     unsigned                cq_size;
     unsigned                max_queued;      /* unsent chunks per conn */
+    unsigned                max_peers;       /* passive conns */
+    unsigned                rx_max_bufs;
     unsigned                sack_window;
     unsigned                max_retries;
     double                  peer_timeout;
@@ -126,7 +128,8 @@ enum {
     UCT_UCCL_CHUNK_F_READ        = UCS_BIT(2), /* RC RDMA READ of a GET */
     UCT_UCCL_CHUNK_F_FENCE       = UCS_BIT(3), /* wait for all before it */
     UCT_UCCL_CHUNK_F_ZOMBIE      = UCS_BIT(4), /* released, WRs in flight */
-    UCT_UCCL_CHUNK_F_CHAINED     = UCS_BIT(5)  /* its WR waits in a chain */
+    UCT_UCCL_CHUNK_F_CHAINED     = UCS_BIT(5), /* its WR waits in a chain */
+    UCT_UCCL_CHUNK_F_SERVED      = UCS_BIT(6)  /* a reply to a peer's GET */
 };
 
 
@@ -286,6 +289,7 @@ struct uct_uccl_conn {
     uint8_t                 rc;          /* data QPs are RC */
     uint8_t                 in_sched;
     uint8_t                 ack_pending; /* on the iface ACK list */
+    uint8_t                 ack_busy;    /* the next ACK says busy */
     uint8_t                 err_deferred; /* on the iface's async errs */
     ucs_status_t            fail_status;
 
@@ -315,11 +319,15 @@ struct uct_uccl_conn {
     uint32_t                rc_writes;   /* RC: WRITEs posted, not done */
     uint16_t                ord_path;    /* RC: the path AMs take */
     uint32_t                gets_issued; /* GET ops ever issued */
+    uint32_t                serve_reserved; /* reply chunks of peer's GET
+                                               requests taken, not served */
+    uint32_t                serve_chunks; /* reply chunks being sent */
     ucs_list_link_t         gets;        /* GET ops not complete, in order */
     uct_uccl_cc_t           cc;
     uct_uccl_put_guard_t    put_guard[UCT_UCCL_PUT_GUARD];
     uint8_t                 fence;       /* wait for all acked before next */
     uint64_t                last_progress; /* ns: una last moved */
+    uint64_t                last_busy;   /* ns: the peer said busy */
     uint8_t                 probes;      /* tail probes since last_progress */
     uint64_t                probe_time;  /* ns: the last tail probe */
     uint64_t                lossy_until; /* ns: mark every chain's tail */
@@ -389,6 +397,11 @@ typedef struct uct_uccl_iface_stats {
     uint64_t                rx_no_desc;
     uint64_t                ctl_tx_busy;
     uint64_t                peers_lost;  /* passive conns of silent peers */
+    uint64_t                peers_refused; /* requests beyond MAX_PEERS */
+    uint64_t                get_refused; /* GET requests beyond MAX_QUEUED
+                                            chunks being served */
+    uint64_t                defer_full;  /* AMs refused while too many
+                                            wait for the user */
     uint64_t                doorbells;
     uint64_t                wrs;
     uint64_t                send_cqes;   /* data QPs: one per chain */
@@ -431,6 +444,7 @@ struct uct_uccl_iface {
     ucs_list_link_t         ack_list;    /* conns owing an ACK */
     unsigned                tx_outstanding; /* WRs on the send CQ */
     uint64_t                next_timer;
+    unsigned                num_passive; /* conns peers opened to us */
     unsigned                busy;        /* in progress or a purge: new
                                             chunks wait for the scheduler */
     int                     dump_seen;   /* SIGUSR2 dump requests served */
@@ -461,6 +475,7 @@ struct uct_uccl_iface {
         unsigned            rx_window;   /* chunks a peer may have in flight */
         unsigned            cq_size;
         unsigned            max_queued;
+        unsigned            max_peers;
         unsigned            sack_window;
         unsigned            max_retries;
         uint64_t            peer_timeout_ns;
@@ -584,6 +599,8 @@ void uct_uccl_tx_get_data(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc);
 void uct_uccl_op_report(uct_uccl_op_t *op);
 ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
                                    const uct_uccl_get_req_t *req);
+int uct_uccl_tx_get_admit(uct_uccl_conn_t *conn,
+                          const uct_uccl_get_req_t *req);
 
 /* async (uccl_async.c) */
 ucs_status_t uct_uccl_async_init(uct_uccl_iface_t *iface, double idle);
@@ -610,6 +627,8 @@ void uct_uccl_rx_refill(uct_uccl_iface_t *iface);
 void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn);
 void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface,
                             uct_uccl_rx_desc_t *desc);
+void uct_uccl_rx_am_handle(uct_uccl_iface_t *iface,
+                           uct_uccl_rx_desc_t *desc);
 
 /* ep (uccl_ep.c); the ops table in uccl_async.c */
 extern uct_iface_ops_t uct_uccl_iface_tl_ops;

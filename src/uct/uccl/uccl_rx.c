@@ -91,11 +91,21 @@ void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface, uct_uccl_rx_desc_t *desc)
 {
     const uct_uccl_am_hdr_t *hdr = (const void*)uct_uccl_rx_data(desc);
 
+    /* a background pass calls a handler UCX registered as async at once
+     * (nothing else waits before it); all others run when the user's
+     * progress call has run the engine, in order */
     if (ucs_unlikely(iface->async.active) &&
-        !(iface->super.am[hdr->am_id].flags & UCT_CB_FLAG_ASYNC)) {
-        uct_uccl_async_defer_am(iface, desc);
+        (iface->super.am[hdr->am_id].flags & UCT_CB_FLAG_ASYNC) &&
+        ucs_queue_is_empty(&iface->async.ams)) {
+        uct_uccl_rx_am_handle(iface, desc);
         return;
     }
+    uct_uccl_async_defer_am(iface, desc);
+}
+
+/* The user's AM handler, then the receive buffer goes back */
+void uct_uccl_rx_am_handle(uct_uccl_iface_t *iface, uct_uccl_rx_desc_t *desc)
+{
     uct_uccl_rx_am_invoke(iface, desc);
     uct_uccl_rx_desc_put(desc);
 }
@@ -145,6 +155,47 @@ static void uct_uccl_rx_ordered(uct_uccl_conn_t *conn,
         return;
     }
     ++conn->stats.am_held;
+}
+
+/* May a new ordered message be taken (recorded, acknowledged)? Not when
+ * it would exceed what may wait for its order, AMs the user has not
+ * picked up yet, or the GETs being served; the sender then sends it
+ * again later. A GET request taken reserves its reply chunks. */
+static int uct_uccl_rx_may_take(uct_uccl_conn_t *conn, const void *hdr,
+                                uct_uccl_kind_t kind, uint32_t csn)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+
+    if ((uint32_t)uct_uccl_seq_diff(csn, conn->sack.cum) >=
+        conn->sack.window) {
+        ++iface->stats.out_of_window;  /* the SACK state would drop it */
+        return 0;
+    }
+    if (!uct_uccl_order_may_take(&conn->order, csn, conn->sack.cum)) {
+        ++iface->stats.order_full;
+        return 0;
+    }
+    if ((kind == UCT_UCCL_KIND_AM) && iface->async.active &&
+        (iface->async.deferred >= iface->config.rx_window)) {
+        ++iface->stats.defer_full;
+        return 0;
+    }
+    if ((kind == UCT_UCCL_KIND_GET_REQ) &&
+        !uct_uccl_tx_get_admit(conn, hdr)) {
+        ++iface->stats.get_refused;
+        return 0;
+    }
+    return 1;
+}
+
+/* A message was refused: tell the sender at once that we live (as a NIC's
+ * receiver-not-ready), so that it resends later and does not take the
+ * silence for a dead peer */
+static void uct_uccl_rx_owe_busy(uct_uccl_conn_t *conn)
+{
+    conn->ack_busy = 1;
+    conn->ack_due  = 0;
+    uct_uccl_iface_ack_add(conn->iface, conn);
 }
 
 /* A resent WRITE chunk: copy it to its place if it is still missing and
@@ -316,11 +367,9 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
 
     ordered = (kind == UCT_UCCL_KIND_AM) || (kind == UCT_UCCL_KIND_GET_REQ);
     if (!conn->rc) {
-        if (ordered &&
-            !uct_uccl_order_may_take(&conn->order, csn, conn->sack.cum) &&
-            !uct_uccl_sack_has(&conn->sack, csn)) {
-            /* unrecorded, so unacknowledged: the sender sends it again */
-            ++iface->stats.order_full;
+        if (ordered && !uct_uccl_sack_has(&conn->sack, csn) &&
+            !uct_uccl_rx_may_take(conn, uct_uccl_rx_data(desc), kind, csn)) {
+            uct_uccl_rx_owe_busy(conn); /* unrecorded: it comes again */
             goto out_put;
         }
         r = uct_uccl_sack_record(&conn->sack, csn);
@@ -391,6 +440,8 @@ static size_t uct_uccl_rx_ack_pack(uct_uccl_conn_t *conn, uct_uccl_ack_t *ack,
     ack->echo_path   = conn->echo_path;
     ack->rx_delay_ns = ucs_min(now - conn->echo_time, UINT32_MAX);
     ack->credit      = 0;
+    ack->flags       = conn->ack_busy ? UCT_UCCL_ACK_F_BUSY : 0;
+    conn->ack_busy   = 0;
     return ack->hdr.length;
 }
 

@@ -21,6 +21,13 @@
                                        many base RTOs */
 
 
+/* The largest reply chunk the peer's receive buffers take */
+static inline size_t uct_uccl_conn_serve_chunk(const uct_uccl_conn_t *conn)
+{
+    return ucs_min(conn->iface->config.chunk_size,
+                   conn->remote_chunk_size - UCT_UCCL_SEND_HDR_MAX);
+}
+
 static inline int uct_uccl_op_is_get(const uct_uccl_op_t *op)
 {
     return (op->type == UCT_UCCL_OP_GET_BCOPY) ||
@@ -70,7 +77,11 @@ uct_uccl_chunk_t *uct_uccl_chunk_get_hdr(uct_uccl_iface_t *iface)
 /* The reliability layer is done with it: free once no WR carries it */
 static void uct_uccl_chunk_release(uct_uccl_chunk_t *chunk)
 {
+    if ((chunk->flags & UCT_UCCL_CHUNK_F_SERVED) && (chunk->conn != NULL)) {
+        --chunk->conn->serve_chunks;
+    }
     chunk->flags |= UCT_UCCL_CHUNK_F_ACKED;
+    chunk->flags &= ~UCT_UCCL_CHUNK_F_SERVED;
     if (chunk->posted == 0) {
         uct_uccl_iface_chunk_put(chunk);
     } else if (chunk->conn != NULL) {
@@ -191,11 +202,8 @@ static void uct_uccl_op_complete(uct_uccl_conn_t *conn, uct_uccl_op_t *op)
         ucs_error("uccl: conn %u: no memory to complete the peer's GET",
                   conn->id);
     }
-    if (ucs_unlikely(conn->iface->async.active)) {
-        uct_uccl_async_defer_op(conn->iface, op);
-        return;
-    }
-    uct_uccl_op_report(op);
+    /* the user hears of it when the engine is done (uccl_async.c) */
+    uct_uccl_async_defer_op(conn->iface, op);
 }
 
 void uct_uccl_op_part_done(uct_uccl_conn_t *conn, uct_uccl_op_t *op,
@@ -1008,8 +1016,14 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
         uct_uccl_rto_on_ack(&conn->rto, now,
                             uct_uccl_tracker_outstanding(&conn->tracker));
     }
-
-    uct_uccl_tx_fast_retx(conn, now);
+    if (ack->flags & UCT_UCCL_ACK_F_BUSY) {
+        /* alive, but its user holds what it took: what it refused goes
+         * again with the timer, not at once */
+        conn->last_busy        = now;
+        conn->tracker.dupacks  = 0;
+    } else {
+        uct_uccl_tx_fast_retx(conn, now);
+    }
     uct_uccl_conn_kick(conn);
 }
 
@@ -1054,7 +1068,9 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
         return; /* the NIC retransmits; errors come as completions */
     }
 
-    uct_uccl_tx_fast_retx(conn, now);
+    if (now - conn->last_busy >= uct_uccl_rto_srtt(&conn->rto)) {
+        uct_uccl_tx_fast_retx(conn, now);
+    }
     inflight = uct_uccl_tracker_outstanding(&conn->tracker);
     if (inflight == 0) {
         /* idle: the peer owes nothing, so its silence is no sign of death;
@@ -1066,7 +1082,9 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
     case UCT_UCCL_RTO_WAIT:
         return;
     case UCT_UCCL_RTO_GIVE_UP:
-        if (now - conn->last_progress >= iface->config.peer_timeout_ns) {
+        /* a peer that says it is busy is alive */
+        if (now - ucs_max(conn->last_progress, conn->last_busy) >=
+            iface->config.peer_timeout_ns) {
             ucs_debug("uccl: conn %u: no progress for %.1f ms after %u "
                       "timeouts", conn->id,
                       (now - conn->last_progress) / 1e6, conn->rto.backoff);
@@ -1123,6 +1141,34 @@ static ucs_status_t uct_uccl_tx_get_done_send(uct_uccl_conn_t *conn,
     return UCS_OK;
 }
 
+/* Reply chunks a GET request asks us for */
+static uint32_t uct_uccl_tx_get_nchunks(const uct_uccl_conn_t *conn,
+                                        const uct_uccl_get_req_t *req)
+{
+    size_t chunk_size = uct_uccl_conn_serve_chunk(conn);
+
+    if (req->flags & UCT_UCCL_GET_F_SEND) {
+        return 1;
+    }
+    return ucs_max(1, ucs_min(ucs_div_round_up(req->length, chunk_size),
+                              UINT32_MAX / 2));
+}
+
+/* Take a peer's GET request only while its reply chunks fit MAX_QUEUED
+ * beside those of the GETs already taken (a larger one goes alone, as an
+ * operation of ours does); reserve them */
+int uct_uccl_tx_get_admit(uct_uccl_conn_t *conn, const uct_uccl_get_req_t *req)
+{
+    uint32_t n    = uct_uccl_tx_get_nchunks(conn, req);
+    uint32_t busy = conn->serve_reserved + conn->serve_chunks;
+
+    if ((busy > 0) && (busy + n > conn->iface->config.max_queued)) {
+        return 0;
+    }
+    conn->serve_reserved += n;
+    return 1;
+}
+
 /* The GET_DATA chunk's header, with its payload unless status says no */
 static void uct_uccl_tx_get_data_hdr(uct_uccl_chunk_t *chunk, uint64_t op_id,
                                      ucs_status_t status, uint32_t length)
@@ -1157,6 +1203,8 @@ static ucs_status_t uct_uccl_tx_serve_get_send(uct_uccl_conn_t *conn,
         status = UCS_ERR_MESSAGE_TRUNCATED;
     }
     chunk->kind         = UCT_UCCL_KIND_GET_DATA;
+    chunk->flags       |= UCT_UCCL_CHUNK_F_SERVED;
+    ++conn->serve_chunks;
     chunk->last         = 1;
     chunk->laddr        = req->remote_addr;
     chunk->payload_lkey = lkey;
@@ -1170,13 +1218,15 @@ ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
                                    const uct_uccl_get_req_t *req)
 {
     uct_uccl_iface_t *iface = conn->iface;
-    size_t chunk_size       = ucs_min(iface->config.chunk_size,
-                                      conn->remote_chunk_size -
-                                      UCT_UCCL_SEND_HDR_MAX);
+    size_t chunk_size       = uct_uccl_conn_serve_chunk(conn);
     uct_uccl_chunk_t *chunk;
     uct_uccl_op_t *op;
     uint64_t offset;
     uint32_t lkey;
+
+    /* what uct_uccl_tx_get_admit reserved becomes chunks in flight */
+    conn->serve_reserved -= ucs_min(conn->serve_reserved,
+                                    uct_uccl_tx_get_nchunks(conn, req));
 
     if (!uct_uccl_md_rkey_check(iface->md, req->rkey, req->remote_addr,
                                 req->length, &lkey)) {
@@ -1214,6 +1264,8 @@ ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
         }
         chunk->op           = op;
         ++op->pending;
+        chunk->flags       |= UCT_UCCL_CHUNK_F_SERVED;
+        ++conn->serve_chunks;
         chunk->kind         = UCT_UCCL_KIND_GET_RESP;
         chunk->length       = ucs_min(chunk_size, req->length - offset);
         chunk->laddr        = req->remote_addr + offset;

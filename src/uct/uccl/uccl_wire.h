@@ -295,8 +295,11 @@ typedef struct UCS_S_PACKED uct_uccl_conn_pkt {
  *            minus rx_delay_ns (time it waited at the receiver).
  *  credit:   receiver-granted bytes for receiver-driven cc (0: none).
  *  token:    the data sender's conn token (see the conn packet).
+ *  flags:    UCT_UCCL_ACK_F_BUSY: the receiver is alive but refused a chunk
+ *            (too much waits for its user): resend it later, not at once.
  * Total length = sizeof(uct_uccl_ack_t) + 8 * sack_words.
  */
+#define UCT_UCCL_ACK_F_BUSY  0x1
 typedef struct UCS_S_PACKED uct_uccl_ack {
     uct_uccl_ctl_hdr_t hdr;
     uint32_t dst_conn_id;  /* the data sender's conn id */
@@ -306,7 +309,7 @@ typedef struct UCS_S_PACKED uct_uccl_ack {
     uint32_t rx_delay_ns;
     uint32_t credit;
     uint8_t  echo_path;
-    uint8_t  flags;        /* zero */
+    uint8_t  flags;        /* UCT_UCCL_ACK_F_* */
     uint16_t sack_words;   /* <= UCT_UCCL_WIRE_SACK_MAX_WORDS */
     uint32_t rsvd;         /* zero; keeps sack[] 8-byte aligned */
     uint64_t sack[];
