@@ -151,6 +151,10 @@ static ucs_status_t uh_err_handler(void *arg, uct_ep_h ep,
         uh.ep_status     = status;
         uh.ep_error      = 1;
     }
+    if (uh.destroy_on_error && (ep == uh.ep)) {
+        uct_ep_destroy(ep);     /* what UCP does with a failed lane */
+        uh.ep = NULL;
+    }
     return UCS_OK;
 }
 

@@ -32,6 +32,8 @@ typedef struct {
     unsigned            seed;
     size_t              buf_size;
     int                 buf_mmap;    /* buffer from mmap, not the heap */
+    int                 destroy_on_error; /* the error handler destroys
+                                             the failed ep */
 
     /* filled by uh_setup() and uh_exchange() */
     uct_component_h     component;

@@ -684,7 +684,7 @@ int main(int argc, char **argv)
     uint64_t i;
     int c;
 
-    while ((c = getopt(argc, argv, "sh:p:d:n:S:m:K:T:W:P:D")) != -1) {
+    while ((c = getopt(argc, argv, "sh:p:d:n:S:m:K:T:W:P:DX")) != -1) {
         switch (c) {
         case 's': uh.server = 1; break;
         case 'h': uh.host = optarg; break;
@@ -698,10 +698,11 @@ int main(int argc, char **argv)
         case 'W': g.linger_s = atoi(optarg); break;
         case 'P': g.pause_ms = atoi(optarg); break;
         case 'D': g.destroy_busy = 1; break;
+        case 'X': uh.destroy_on_error = 1; break;
         default:
             fprintf(stderr, "usage: %s [-s] [-h host] [-p port] [-d dev] "
                     "[-n iters] [-S seed] [-m data|kill|idle|reset] "
-                    "[-K ms] [-T s] [-W s] [-P ms] [-D]\n",
+                    "[-K ms] [-T s] [-W s] [-P ms] [-D] [-X]\n",
                     argv[0]);
             return 2;
         }
