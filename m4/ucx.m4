@@ -86,6 +86,7 @@ AC_DEFUN([UCCL_CHECK_UCX], [
         [AC_MSG_RESULT([yes])],
         [AC_MSG_RESULT([no])
          AC_MSG_ERROR([UCX internal headers in $UCX_SRC_DIR do not compile against the installed UCX $UCX_VERSION])])
+    UCCL_CHECK_UCX_GLUE
     CPPFLAGS=$save_CPPFLAGS
     rm -rf conftest.inc
 
