@@ -17,6 +17,14 @@
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_component.h>
 
+/* Symbols one release exports and another does not (UCX 1.18.1's libuct
+ * has neither of these 1.13.1 ones). The transport refers to them weakly:
+ * built for one release and loaded into another, it then gets as far as its
+ * load-time version check (one error line, no registration) instead of
+ * taking the whole program down with an unresolved symbol. */
+#pragma weak uct_base_iface_internal_ops
+#pragma weak uct_md_config_rcache_table
+
 #define UCT_UCCL_GLUE_UCX_VERSION \
     UCS_PP_MAKE_STRING(UCCL_UCX_MAJOR) "." \
     UCS_PP_MAKE_STRING(UCCL_UCX_MINOR) "." \
