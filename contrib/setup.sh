@@ -142,13 +142,14 @@ fetch_ucx_source() {
 # neither uccl nor its tests use (mlx5 direct verbs and the transports built
 # on them, language bindings, GPU and kernel-module transports): the verbs
 # transports rc_verbs/ud_verbs stay for comparison runs.
+ucx_build_dirs="src/ucm src/ucs src/uct src/ucp src/tools/info src/tools/perf"
 build_ucx() {
     base=$cache/ucx-$1
     [ -f "$base/prefix/.uccl-complete" ] && return 0
     [ -f "$base/source/src/uct/base/uct_md.h" ] ||
         fetch_ucx_source "$1" "$base/source"
     log "building UCX $1 into $base/prefix (once; cached)"
-    $SUDO rm -rf "$base/build" "$base/prefix"
+    $SUDO rm -rf "$base/prefix" "$base"/*.log
     $SUDO mkdir -p "$base/build"
     (
         cd "$base/source"
@@ -164,9 +165,14 @@ build_ucx() {
             --without-mlx5-dv --without-dc --without-devx --without-dm \
             --without-ib-hw-tm --without-fuse3 --without-ugni --without-knem \
             --without-xpmem --without-gdrcopy --without-mpi \
-            >"$base/configure.log" 2>&1 &&
-        $SUDO nice make -j"$(nproc)" >"$base/make.log" 2>&1 &&
-        $SUDO make install >"$base/install.log" 2>&1
+            >"$base/configure.log" 2>&1 || exit 1
+        # the libraries, their modules, ucx_info and ucx_perftest: not the
+        # test apps, examples or bindings
+        for d in $ucx_build_dirs; do
+            $SUDO nice make -C "$d" -j"$(nproc)" >>"$base/make.log" 2>&1 &&
+            $SUDO make -C "$d" install >>"$base/install.log" 2>&1 || exit 1
+        done
+        $SUDO make install-pkgconfigDATA >>"$base/install.log" 2>&1
     ) || { tail -n 30 "$base/configure.log" "$base/make.log" 2>/dev/null
            echo "setup.sh: building UCX $1 failed (logs in $base)" >&2
            exit 1; }
