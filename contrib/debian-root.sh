@@ -79,6 +79,9 @@ fixup() {
 # Runs in the new mount (and network) namespace: mount, then chroot.
 enter() {
     mount --make-rprivate /
+    # the root is a mount point of its own, as / is for a real system (ip
+    # netns exec remounts / as a slave)
+    mount --bind "$root" "$root"
     mount -t proc proc "$root/proc"
     mount -t sysfs sysfs "$root/sys"
     mount --bind /dev "$root/dev"
