@@ -27,6 +27,11 @@ if "$run" --print-env | grep -q 'NIC: softverbs'; then
     nic="softverbs, the user-space RDMA NIC (this machine has no RDMA device)"
 fi
 
+# ucx_perftest built with MPI (UCX 1.18 in Debian 13) defaults to MPI mode
+# (-P 1) and then wants mpirun: client/server runs switch it off.
+nompi=""
+"$run" ucx_perftest -h 2>&1 | grep -q -- '-P <0|1>' && nompi="-P 0"
+
 # perftest TLS LOSS TEST SIZE ITERS: prints the Final line's latency (us) for
 # *_lat tests or bandwidth (MB/s) for *_bw tests, or FAIL.
 perftest() {
@@ -34,11 +39,11 @@ perftest() {
     port=$((port + 1))
     fabric="main$$_$port"
     env="UCX_TLS=$tls SOFTVERBS_FABRIC=$fabric SOFTVERBS_LOSS=$loss"
-    env $env timeout "$tmo" "$run" ucx_perftest -p $port -c 0 \
+    env $env timeout "$tmo" "$run" ucx_perftest $nompi -p $port -c 0 \
         >"$tmp/srv.log" 2>&1 &
     srv=$!
     sleep 0.5
-    env $env timeout "$tmo" "$run" ucx_perftest localhost -p $port -c 1 \
+    env $env timeout "$tmo" "$run" ucx_perftest $nompi localhost -p $port -c 1 \
         -t "$test" -s "$size" -n "$n" >"$tmp/cli.log" 2>&1
     rc=$?
     wait $srv 2>/dev/null

@@ -6,8 +6,20 @@ AC_DEFUN([UCCL_CHECK_UCX], [
         [AC_MSG_ERROR([UCX not found by pkg-config: install libucx-dev (contrib/setup.sh does)])])
     UCX_VERSION=$($PKG_CONFIG --modversion ucx-uct)
     UCX_LIBDIR=$($PKG_CONFIG --variable=libdir ucx-uct)
+    UCX_BINDIR=$($PKG_CONFIG --variable=prefix ucx-uct)/bin
+    dnl A UCX outside the linker's default directories (one built from source
+    dnl into a prefix): the transport and the test programs find it by their
+    dnl run path, uccl-run puts it first for every other program.
+    case "$UCX_LIBDIR" in
+        /usr/lib|/usr/lib64|/usr/lib/*-linux-gnu|/lib|/lib64|/lib/*-linux-gnu)
+            UCX_PRIVATE=no ;;
+        *)  UCX_PRIVATE=yes
+            UCX_LIBS="$UCX_LIBS -Wl,-rpath,$UCX_LIBDIR" ;;
+    esac
     AC_SUBST([UCX_VERSION])
     AC_SUBST([UCX_LIBDIR])
+    AC_SUBST([UCX_BINDIR])
+    AC_SUBST([UCX_PRIVATE])
 
     AC_ARG_WITH([ucx-src],
         [AS_HELP_STRING([--with-ucx-src=DIR],
@@ -86,6 +98,7 @@ AC_DEFUN([UCCL_CHECK_UCX], [
         [AC_MSG_RESULT([yes])],
         [AC_MSG_RESULT([no])
          AC_MSG_ERROR([UCX internal headers in $UCX_SRC_DIR do not compile against the installed UCX $UCX_VERSION])])
+    UCCL_CHECK_UCX_GLUE
     CPPFLAGS=$save_CPPFLAGS
     rm -rf conftest.inc
 

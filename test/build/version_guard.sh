@@ -10,7 +10,7 @@ set -u
 builddir=$1
 run=$builddir/contrib/uccl-run
 fake=$builddir/.libs/libfake_ucx_version.so
-built=$(pkg-config --modversion ucx-uct)
+built=$(sed -n 's/^#define UCCL_UCX_VERSION_STR "\(.*\)"$/\1/p' "$builddir/config.h")
 fail() { echo "FAIL: $*"; exit 1; }
 
 n=$("$run" ucx_info -c -f 2>/dev/null | grep -c '^UCX_UCCL_')

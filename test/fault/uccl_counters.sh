@@ -36,6 +36,10 @@ tmp=$(mktemp -d /tmp/uccl-counters.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/../uct/listen.sh"
 export UCX_UCCL_STATS_DUMP=y UCX_UCCL_MODE=uc
+# ucx_perftest built with MPI (UCX 1.18 in Debian 13) defaults to MPI mode
+# (-P 1) and then wants mpirun: client/server runs switch it off.
+nompi=""
+"$run" ucx_perftest -h 2>&1 | grep -q -- '-P <0|1>' && nompi="-P 0"
 
 fail() {
     echo "FAIL: $*"
@@ -45,11 +49,11 @@ fail() {
     exit 1
 }
 
-SOFTVERBS_STATS=$tmp/sv_server timeout "$limit" "$run" ucx_perftest \
-    -p "$port" -c 0 >"$tmp/server" 2>&1 &
+SOFTVERBS_STATS=$tmp/sv_server timeout "$limit" "$run" ucx_perftest $nompi \
+    -p "$port" -c 0 -x uccl -d sv0:1 >"$tmp/server" 2>&1 &
 server=$!
 uccl_wait_listen "$port" $server || fail "the server did not listen"
-SOFTVERBS_STATS=$tmp/sv_client timeout "$limit" "$run" ucx_perftest \
+SOFTVERBS_STATS=$tmp/sv_client timeout "$limit" "$run" ucx_perftest $nompi \
     localhost -p "$port" -c 1 -t "$test" -x uccl -d sv0:1 -D "$layout" \
     -s "$size" -n "$iters" >"$tmp/client" 2>&1
 client_rc=$?

@@ -90,7 +90,8 @@ for v in $vars; do
     case $v in UCX_TLS|UCX_NET_DEVICES) ;; *) xargs="$xargs -x $v" ;; esac
 done
 
-set -- mpirun -np 2 --host $addr_a,$addr_b \
+# one slot on each host (Open MPI 5 counts none for a bare --host name)
+set -- mpirun -np 2 --host $addr_a:1,$addr_b:1 \
     --mca plm_rsh_agent "$here/netns_agent.sh" \
     --mca oob_tcp_if_include 10.77.0.0/24 \
     --mca btl_tcp_if_include 10.77.0.0/24 \
@@ -99,7 +100,10 @@ echo "netns: UCX_TLS=$UCX_TLS UCX_NET_DEVICES=$UCX_NET_DEVICES" \
      "SOFTVERBS_FABRIC=$SOFTVERBS_FABRIC timeout ${limit}s"
 echo "netns: ip netns exec $ns_a $launcher $*"
 start=$(date +%s)
-ip netns exec $ns_a timeout -k 10 "$limit" "$launcher" "$@"
+# Each "host" has its own host name (a UTS namespace named by its address):
+# Open MPI 5 (PRRTE) takes two daemons with one host name for one node.
+ip netns exec $ns_a unshare --uts sh -c 'hostname "$0"; exec "$@"' $addr_a \
+    timeout -k 10 "$limit" "$launcher" "$@"
 rc=$?
 took=$(( $(date +%s) - start ))
 echo "netns: mpirun exit status $rc after ${took}s"

@@ -20,4 +20,6 @@ if [ -z "$ns" ]; then
     exit 255
 fi
 echo "netns_agent: starting the daemon for $host in namespace $ns" >&2
-exec ip netns exec "$ns" sh -c "$*"
+# the host's own host name, as netns.sh gives mpirun's (Open MPI 5 tells
+# nodes apart by it)
+exec ip netns exec "$ns" unshare --uts sh -c "hostname $host; $*"

@@ -35,6 +35,11 @@ done
          "UCX's ib md lists a verbs device only if it is (the launcher," \
          "contrib/uccl-run as root, creates it)"
 
+# ucx_perftest built with MPI (UCX 1.18 in Debian 13) defaults to MPI mode
+# (-P 1) and then wants mpirun: client/server runs switch it off.
+nompi=""
+ucx_perftest -h 2>&1 | grep -q -- '-P <0|1>' && nompi="-P 0"
+
 san=$(ldd "$lib" 2>/dev/null | awk '/lib(a|ub)san\.so/ { printf "%s:", $3 }')
 export LD_PRELOAD="$san$lib"
 # UCX and perftest are not ours: do not fail them on their own leaks
@@ -116,9 +121,11 @@ result() {
 uct() {   # uct NAME TL TEST ARGS...
     local name=$1 tl=$2 test=$3; shift 3
     local port=$((base_port + n + 1))
+    # the server names the transport and device too: UCX 1.18's checks
+    # its own parameters before it takes the client's
     run_pair "ucx_${tl}_$name" \
-        ucx_perftest -p $port -c 0 -- \
-        ucx_perftest localhost -p $port -c 1 -t "$test" -x "$tl" -d "$dev" \
+        ucx_perftest $nompi -p $port -c 0 -x "$tl" -d "$dev" -- \
+        ucx_perftest $nompi localhost -p $port -c 1 -t "$test" -x "$tl" -d "$dev" \
                      -f "$@"
 }
 
@@ -151,8 +158,8 @@ ucp() {   # ucp NAME ARGS...
     local port=$((base_port + n + 1))
     local tls="UCX_TLS=rc_verbs,ud_verbs,self UCX_NET_DEVICES=$dev"
     run_pair "ucx_ucp_$name" \
-        env $tls ucx_perftest -p $port -c 0 -- \
-        env $tls ucx_perftest localhost -p $port -c 1 -f "$@"
+        env $tls ucx_perftest $nompi -p $port -c 0 -- \
+        env $tls ucx_perftest $nompi localhost -p $port -c 1 -f "$@"
 }
 ucp tag_bw_1m  -t tag_bw -s 1048576 -n 2000 -w 100
 ucp tag_bw_256 -t tag_bw -s 256 -n 50000 -w 1000

@@ -28,13 +28,21 @@ if [ $lossy = 1 ]; then
     export UCX_UCCL_STATS_DUMP=y
     export SOFTVERBS_STATS="$tmp/sv_%p"
 fi
+# ucx_perftest built with MPI (UCX 1.18 in Debian 13) defaults to MPI mode
+# (-P 1) and then wants mpirun: client/server runs switch it off.
+nompi=""
+"$run" ucx_perftest -h 2>&1 | grep -q -- '-P <0|1>' && nompi="-P 0"
 
-timeout "$limit" "$run" ucx_perftest -p "$port" -c 0 >"$tmp/server" 2>&1 &
+# the server names the transport and device too: UCX 1.18's checks its own
+# parameters before it takes the client's
+timeout "$limit" "$run" ucx_perftest $nompi -p "$port" -c 0 -x uccl -d "$dev" \
+    >"$tmp/server" 2>&1 &
 server=$!
 uccl_wait_listen "$port" $server ||
     { echo "FAIL: the server did not listen"; cat "$tmp/server"; exit 1; }
 
-timeout "$limit" "$run" ucx_perftest localhost -p "$port" -c 1 -t "$test" \
+timeout "$limit" "$run" ucx_perftest $nompi localhost -p "$port" -c 1 \
+    -t "$test" \
     -x uccl -d "$dev" -D "$layout" -s "$size" -n "$iters" "$@" \
     >"$tmp/client" 2>&1
 client_rc=$?

@@ -21,7 +21,7 @@ static const char *uct_uccl_mode_names[] = {
     [UCT_UCCL_MODE_CFG_LAST] = NULL
 };
 
-static ucs_config_field_t uct_uccl_iface_config_table[] = {
+ucs_config_field_t uct_uccl_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(uct_uccl_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
 
@@ -1004,7 +1004,7 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     ucs_status_t status;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_uccl_iface_tl_ops,
-                              &uct_base_iface_internal_ops, tl_md, worker,
+                              UCT_UCCL_GLUE_IFACE_INTERNAL_OPS, tl_md, worker,
                               params, tl_config
                               UCS_STATS_ARG(params->stats_root)
                               UCS_STATS_ARG(UCT_UCCL_NAME));
@@ -1290,9 +1290,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
 
 UCS_CLASS_DEFINE(uct_uccl_iface_t, uct_base_iface_t);
 
-static UCS_CLASS_DEFINE_NEW_FUNC(uct_uccl_iface_t, uct_iface_t, uct_md_h,
-                                 uct_worker_h, const uct_iface_params_t*,
-                                 const uct_iface_config_t*);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_uccl_iface_t, uct_iface_t, uct_md_h,
+                          uct_worker_h, const uct_iface_params_t*,
+                          const uct_iface_config_t*);
 static UCS_CLASS_DEFINE_DELETE_FUNC(uct_uccl_iface_t, uct_iface_t);
 
 
@@ -1304,7 +1304,7 @@ void uct_uccl_iface_close(uct_iface_h tl_iface)
 }
 
 
-static ucs_status_t
+ucs_status_t
 uct_uccl_query_tl_devices(uct_md_h tl_md,
                           uct_tl_device_resource_t **tl_devices_p,
                           unsigned *num_tl_devices_p)
@@ -1333,7 +1333,3 @@ uct_uccl_query_tl_devices(uct_md_h tl_md,
     *num_tl_devices_p = num;
     return UCS_OK;
 }
-
-UCT_TL_DEFINE_ENTRY(&uct_uccl_component, uccl, uct_uccl_query_tl_devices,
-                    uct_uccl_iface_t, "UCCL_", uct_uccl_iface_config_table,
-                    uct_uccl_iface_config_t);

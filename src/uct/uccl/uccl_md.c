@@ -11,7 +11,7 @@
 #include <errno.h>
 
 
-static ucs_config_field_t uct_uccl_md_config_table[] = {
+ucs_config_field_t uct_uccl_md_config_table[] = {
     {"", "", NULL, ucs_offsetof(uct_uccl_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
 
@@ -61,31 +61,25 @@ const uct_uccl_port_t *uct_uccl_md_port(uct_uccl_md_t *md, uint8_t port_num)
     return &md->ports[port_num - 1];
 }
 
-static ucs_status_t uct_uccl_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
+void uct_uccl_md_caps(uct_md_h tl_md, uct_uccl_glue_md_caps_t *caps)
 {
     uct_uccl_md_t *md = ucs_derived_of(tl_md, uct_uccl_md_t);
 
-    memset(&attr->cap, 0, sizeof(attr->cap));
     /* zero-copy needs our memh (its lkey): without NEED_MEMH UCP passes
      * UCT_MEM_HANDLE_NULL. UCP gives endpoints with error handling RMA
      * lanes only on mds that can invalidate a registration (a failed
      * peer's late writes must not reach a buffer handed back to the user) */
-    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
-                                 UCT_MD_FLAG_NEED_RKEY |
-                                 UCT_MD_FLAG_INVALIDATE;
+    caps->flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
+                             UCT_MD_FLAG_NEED_RKEY | UCT_MD_FLAG_INVALIDATE;
     /* no UCT_MD_FLAG_ALLOC: max_alloc is the bound of a buffer the user
      * allocates and registers, as UCX's ib md reports it (UCX's gtest
      * sizes its transfer tests by it) */
-    attr->cap.max_alloc        = ULONG_MAX;
-    attr->cap.max_reg          = ULONG_MAX;
-    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.detect_mem_types = 0;
-    attr->cap.alloc_mem_types  = 0;
-    attr->rkey_packed_size     = sizeof(uct_uccl_packed_rkey_t);
-    attr->reg_cost             = md->reg_cost;
-    memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
-    return UCS_OK;
+    caps->max_alloc        = ULONG_MAX;
+    caps->max_reg          = ULONG_MAX;
+    caps->reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    caps->access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    caps->rkey_packed_size = sizeof(uct_uccl_packed_rkey_t);
+    caps->reg_cost         = md->reg_cost;
 }
 
 static void uct_uccl_md_mr_track(uct_uccl_md_t *md, struct ibv_mr *mr)
@@ -193,7 +187,7 @@ static void uct_uccl_md_dereg_mr(uct_uccl_md_t *md, uct_uccl_mem_t *memh)
     }
 }
 
-static ucs_status_t
+ucs_status_t
 uct_uccl_md_mem_reg(uct_md_h tl_md, void *address, size_t length,
                     unsigned flags, uct_mem_h *memh_p)
 {
@@ -240,28 +234,22 @@ static void uct_uccl_md_invalidate_done(void *arg)
     uct_invoke_completion(arg, UCS_OK);
 }
 
-/* With UCT_MD_MEM_DEREG_FLAG_INVALIDATE the completion runs once the MR is
+/* With an invalidation completion the completion runs once the MR is
  * deregistered: its rkey admits no access any more. A cached region goes
  * when its last user puts it. */
-static ucs_status_t
-uct_uccl_md_mem_dereg(uct_md_h tl_md, const uct_md_mem_dereg_params_t *params)
+ucs_status_t uct_uccl_md_mem_dereg(uct_md_h tl_md, uct_mem_h tl_memh,
+                                   uct_completion_t *invalidate_comp)
 {
-    uct_uccl_md_t *md = ucs_derived_of(tl_md, uct_uccl_md_t);
+    uct_uccl_md_t *md    = ucs_derived_of(tl_md, uct_uccl_md_t);
+    uct_uccl_mem_t *memh = tl_memh;
     uct_uccl_rcache_region_t *region;
-    uct_uccl_mem_t *memh;
-    int invalidate;
 
-    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 1);
-
-    memh       = params->memh;
-    invalidate = UCT_MD_MEM_DEREG_FIELD_VALUE(params, flags, FIELD_FLAGS, 0) &
-                 UCT_MD_MEM_DEREG_FLAG_INVALIDATE;
     if (memh->cached) {
         region = ucs_container_of(memh, uct_uccl_rcache_region_t, memh);
-        if (invalidate) {
+        if (invalidate_comp != NULL) {
             ucs_rcache_region_invalidate(md->rcache, &region->super,
                                          uct_uccl_md_invalidate_done,
-                                         params->comp);
+                                         invalidate_comp);
         }
         ucs_rcache_region_put(md->rcache, &region->super);
         return UCS_OK;
@@ -269,28 +257,24 @@ uct_uccl_md_mem_dereg(uct_md_h tl_md, const uct_md_mem_dereg_params_t *params)
 
     uct_uccl_md_dereg_mr(md, memh);
     ucs_free(memh);
-    if (invalidate) {
-        uct_invoke_completion(params->comp, UCS_OK);
+    if (invalidate_comp != NULL) {
+        uct_invoke_completion(invalidate_comp, UCS_OK);
     }
     return UCS_OK;
 }
 
-static ucs_status_t
-uct_uccl_md_mkey_pack(uct_md_h tl_md, uct_mem_h tl_memh,
-                      const uct_md_mkey_pack_params_t *params,
-                      void *rkey_buffer)
+void uct_uccl_md_mkey_pack(uct_md_h tl_md, uct_mem_h tl_memh,
+                           void *rkey_buffer)
 {
     const uct_uccl_mem_t *memh = tl_memh;
     uct_uccl_packed_rkey_t *packed = rkey_buffer;
 
     packed->rkey  = memh->rkey;
     packed->magic = UCT_UCCL_RKEY_MAGIC;
-    return UCS_OK;
 }
 
-static ucs_status_t
-uct_uccl_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
-                     uct_rkey_t *rkey_p, void **handle_p)
+ucs_status_t uct_uccl_rkey_unpack(const void *rkey_buffer, uct_rkey_t *rkey_p,
+                                  void **handle_p)
 {
     const uct_uccl_packed_rkey_t *packed = rkey_buffer;
 
@@ -350,7 +334,7 @@ static ucs_rcache_ops_t uct_uccl_rcache_ops = {
     .dump_region = uct_uccl_rcache_dump_region_cb
 };
 
-static void uct_uccl_md_close(uct_md_h tl_md)
+void uct_uccl_md_close(uct_md_h tl_md)
 {
     uct_uccl_md_t *md = ucs_derived_of(tl_md, uct_uccl_md_t);
 
@@ -366,16 +350,6 @@ static void uct_uccl_md_close(uct_md_h tl_md)
     ucs_spinlock_destroy(&md->mrs_lock);
     ucs_free(md);
 }
-
-static uct_md_ops_t uct_uccl_md_ops = {
-    .close                  = uct_uccl_md_close,
-    .query                  = uct_uccl_md_query,
-    .mem_reg                = uct_uccl_md_mem_reg,
-    .mem_dereg              = uct_uccl_md_mem_dereg,
-    .mkey_pack              = uct_uccl_md_mkey_pack,
-    .is_sockaddr_accessible = ucs_empty_function_return_zero_int,
-    .detect_memory_type     = ucs_empty_function_return_unsupported,
-};
 
 /* A GID entry is usable when it can be read and is not all zeros. Some
  * devices have holes or entries that fail to read: skip them, do not fail. */
@@ -525,7 +499,7 @@ static ucs_status_t uct_uccl_md_rcache_init(uct_uccl_md_t *md,
     return UCS_OK;
 }
 
-static ucs_status_t
+ucs_status_t
 uct_uccl_md_open(uct_component_t *component, const char *md_name,
                  const uct_md_config_t *tl_config, uct_md_h *md_p)
 {
@@ -654,7 +628,7 @@ err_free_list:
     return status;
 }
 
-static ucs_status_t
+ucs_status_t
 uct_uccl_query_md_resources(uct_component_t *component,
                             uct_md_resource_desc_t **resources_p,
                             unsigned *num_resources_p)
@@ -688,25 +662,3 @@ uct_uccl_query_md_resources(uct_component_t *component,
     *num_resources_p = num_devs;
     return UCS_OK;
 }
-
-uct_component_t uct_uccl_component = {
-    .query_md_resources = uct_uccl_query_md_resources,
-    .md_open            = uct_uccl_md_open,
-    .cm_open            = ucs_empty_function_return_unsupported,
-    .rkey_unpack        = uct_uccl_rkey_unpack,
-    .rkey_ptr           = ucs_empty_function_return_unsupported,
-    .rkey_release       = ucs_empty_function_return_success,
-    .name               = UCT_UCCL_NAME,
-    .md_config          = {
-        .name           = "uccl memory domain",
-        .prefix         = "UCCL_",
-        .table          = uct_uccl_md_config_table,
-        .size           = sizeof(uct_uccl_md_config_t),
-    },
-    .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
-    .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(
-                                  &uct_uccl_component),
-    .flags              = 0,
-    .md_vfs_init        = (uct_component_md_vfs_init_func_t)
-                                  ucs_empty_function
-};
