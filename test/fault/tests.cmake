@@ -94,6 +94,11 @@ foreach(mode uc rc)
     flt_verify(fault_${mode}_peer_killed kill "-T 10"
                UCX_UCCL_MODE=${mode} UCCL_SERVER_ARGS=-K300
                UCX_UCCL_PEER_TIMEOUT=3s)
+    # the same, and the error handler destroys the failed ep (as UCP does)
+    # while the engine walks its conns
+    flt_verify(fault_${mode}_peer_killed_destroy kill "-T 10 -X"
+               UCX_UCCL_MODE=${mode} UCCL_SERVER_ARGS=-K300
+               UCX_UCCL_PEER_TIMEOUT=3s)
     # the peer dies while nothing is in flight: only uct_ep_check's probe
     # can notice (UCP's keepalive on an idle lane, a rendezvous waiting);
     # the dead peer's passive conn on the client is probed and reaped

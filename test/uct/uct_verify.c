@@ -597,6 +597,10 @@ static void client_kill(int idle)
     for (start = uh_now(); uh_now() - start < g.linger_s;) {
         uh_progress();
     }
+    if (uh.ep == NULL) {
+        printf("the error handler destroyed the failed ep\n");
+        return;
+    }
     /* the iface still works: a flush of the failed ep returns at once */
     status = uct_ep_flush(uh.ep, UCT_FLUSH_FLAG_CANCEL, NULL);
     printf("flush(cancel) of the failed ep: %s\n", ucs_status_string(status));
