@@ -13,7 +13,8 @@
 #
 set -u
 run=${UCCL_RUN:-$(command -v uccl-run)}
-[ -x "$run" ] || { echo "main-job: uccl-run not found (run contrib/setup.sh)" >&2; exit 1; }
+[ -x "$run" ] ||
+    { echo "main-job: uccl-run not found (run contrib/setup.sh)" >&2; exit 1; }
 iters=${MAIN_ITERS:-20000}
 bw_iters=${MAIN_BW_ITERS:-2000}
 tmo=${MAIN_TIMEOUT:-180}
@@ -32,20 +33,28 @@ fi
 nompi=""
 "$run" ucx_perftest -h 2>&1 | grep -q -- '-P <0|1>' && nompi="-P 0"
 
+# the client starts once its server listens (uccl_wait_listen)
+. "$(dirname "$0")/../test/uct/listen.sh"
+
 # perftest TLS LOSS TEST SIZE ITERS: prints the Final line's latency (us) for
-# *_lat tests or bandwidth (MB/s) for *_bw tests, or FAIL.
+# *_lat tests or bandwidth (MB/s) for *_bw tests, or FAIL. It runs in a
+# $(...) subshell: the caller moves the port (next_port) before each run.
+next_port() {
+    port=$((port + 1))
+}
 perftest() {
     tls=$1 loss=$2 test=$3 size=$4 n=$5
-    port=$((port + 1))
     fabric="main$$_$port"
     env="UCX_TLS=$tls SOFTVERBS_FABRIC=$fabric SOFTVERBS_LOSS=$loss"
     env $env timeout "$tmo" "$run" ucx_perftest $nompi -p $port -c 0 \
         >"$tmp/srv.log" 2>&1 &
     srv=$!
-    sleep 0.5
-    env $env timeout "$tmo" "$run" ucx_perftest $nompi localhost -p $port -c 1 \
-        -t "$test" -s "$size" -n "$n" >"$tmp/cli.log" 2>&1
-    rc=$?
+    rc=1
+    if uccl_wait_listen $port $srv; then
+        env $env timeout "$tmo" "$run" ucx_perftest $nompi localhost \
+            -p $port -c 1 -t "$test" -s "$size" -n "$n" >"$tmp/cli.log" 2>&1
+        rc=$?
+    fi
     wait $srv 2>/dev/null
     line=$(grep '^Final:' "$tmp/cli.log")
     if [ $rc -ne 0 ] || [ -z "$line" ]; then
@@ -63,7 +72,6 @@ perftest() {
 # bandwidth (MB/s), as "LAT BW", or "FAIL FAIL".
 netpipe() {
     tls=$1 loss=$2
-    port=$((port + 1))
     out=$tmp/np.out
     rm -f "$out"
     UCX_TLS=$tls SOFTVERBS_FABRIC="main$$_np$port" SOFTVERBS_LOSS=$loss \
@@ -98,10 +106,10 @@ for loss in 0 0.01; do
         if [ "$tls" = tcp,self ] && [ "$loss" != 0 ]; then
             continue    # loopback TCP does not cross the lossy fabric
         fi
-        lat=$(perftest $tls $loss tag_lat 8 "$iters")
-        bw64=$(perftest $tls $loss tag_bw 65536 "$bw_iters")
-        bw1m=$(perftest $tls $loss tag_bw 1048576 "$bw_iters")
-        np=$(netpipe $tls $loss)
+        next_port; lat=$(perftest $tls $loss tag_lat 8 "$iters")
+        next_port; bw64=$(perftest $tls $loss tag_bw 65536 "$bw_iters")
+        next_port; bw1m=$(perftest $tls $loss tag_bw 1048576 "$bw_iters")
+        next_port; np=$(netpipe $tls $loss)
         printf '| %-8s | %-22s | %12s | %12s | %12s | %12s | %12s |\n' \
             "$fabric" "$tls" "$lat" "$bw64" "$bw1m" ${np% *} ${np#* }
     done
