@@ -68,9 +68,10 @@ typedef struct sv_member {
 
 /*
  * Published complete (built under another name, then linked in place), so a
- * file at the fabric's name is either a whole fabric or garbage.  `lock`
- * (robust) guards ports, members and re-initialisation; `gone` is set under
- * it by the last process to leave, right before it unlinks the file.
+ * file at the fabric's name is either a whole fabric or garbage.  The
+ * fabric lock, flock() on this file, guards ports, members and
+ * re-initialisation; `gone` is set under it by the last process to leave,
+ * right before it unlinks the file.
  */
 typedef struct sv_fabric_hdr {
     uint64_t         magic;
@@ -78,7 +79,7 @@ typedef struct sv_fabric_hdr {
     uint32_t         ready;
     uint64_t         id;         /* random, part of every GID */
     uint64_t         size;
-    pthread_mutex_t  lock;
+    uint8_t          unused[40]; /* keeps the port table where it was */
     uint32_t         gone;
     sv_port_entry_t  port[SV_MODEL_MAX_PORTS];
     sv_member_t      member[SV_MAX_MEMBERS];
@@ -163,6 +164,22 @@ extern sv_fabric_hdr_t *sv_fabric;
 extern char sv_fabric_name[80];
 
 int  sv_fabric_init(void);   /* join or create; 0 or -errno (once) */
+
+/* sv_access.c: who may share a fabric (SOFTVERBS_SHARE) */
+int    sv_access_init(void);
+mode_t sv_access_mode(void);          /* of the files this process creates */
+enum {
+    SV_ACCESS_FABRIC_OWNER,   /* the fabric file: whose it is (may we even
+                                 replace it if it is garbage?) */
+    SV_ACCESS_FABRIC,         /* the fabric file: may we join it? Its
+                                 group becomes the sharing group */
+    SV_ACCESS_SEGMENT         /* a port segment: may we map it? */
+};
+/* 0 if this process may use the file open at `fd` as `what`, its owner in
+ * *owner; -EACCES with a line on stderr saying why not. */
+int    sv_access_check(int fd, const char *path, int what, uid_t *owner);
+int    sv_access_adopt(int fd);       /* a new file: mode and group */
+int    sv_access_pid_ok(pid_t pid, uid_t owner);
 int  sv_fabric_port_alloc(unsigned dev, unsigned *port, uint32_t *gen,
                           sv_seg_t **seg, int *fd);
 void sv_fabric_port_free(unsigned port, uint32_t gen, sv_seg_t *seg, int fd);
@@ -170,6 +187,9 @@ sv_peer_t *sv_fabric_peer(unsigned port);
 int  sv_fabric_peer_alive(sv_peer_t *peer);
 void sv_fabric_peer_dead(sv_peer_t *peer);
 int  sv_fabric_pid_alive(pid_t pid, uint64_t starttime);
+int  sv_fabric_port_alive(unsigned port, uint32_t gen, uint32_t gen_mask);
+/* May a process of these credentials act on this fabric (send events)? */
+int  sv_fabric_cred_ok(uid_t uid, gid_t gid);
 uint64_t sv_fabric_pid_starttime(pid_t pid);
 void sv_fabric_seg_name(char *buf, size_t len, unsigned port, uint32_t gen);
 

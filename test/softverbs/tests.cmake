@@ -54,6 +54,14 @@ sv_verbs(sv_batch_model batch SOFTVERBS_LINK_GBPS=25 SOFTVERBS_DELAY_US=5)
 # UC losses inside a batched chain place a packet prefix, nothing after it
 sv_verbs(sv_batch_loss batch_loss SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=21)
 
+# other users are kept out (root: it switches users with setpriv)
+add_test(NAME sv_hostile_perm
+         COMMAND ${UCCL_SRCDIR}/test/softverbs/sv_hostile_perm.sh
+                 ${SV_BIN}/sv_fabric_tool)
+set_tests_properties(sv_hostile_perm PROPERTIES LABELS "softverbs"
+    TIMEOUT 200 SKIP_RETURN_CODE 77
+    ENVIRONMENT "SOFTVERBS_LIB=${SOFTVERBS_LIB};SOFTVERBS_FABRIC=t_sv_perm")
+
 # a fabric left by killed processes is re-created with the next run's model;
 # clean runs leave nothing in /dev/shm
 add_test(NAME sv_fabric_life
