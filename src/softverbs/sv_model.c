@@ -29,6 +29,10 @@
 #define SV_MODEL_DEF_MTU     4096
 #define SV_MODEL_DEF_PATHS   8
 #define SV_MODEL_DEF_SEED    1
+#define SV_MODEL_MIN_GBPS    1e-6        /* 1 kbit/s */
+#define SV_MODEL_MAX_GBPS    1e6
+#define SV_MODEL_MAX_US      1e7         /* delay and skew */
+#define SV_MODEL_MAX_BUF     (1ull << 40)
 
 /* Raw variable strings, kept to print the configuration and to warn a
  * process whose environment disagrees with the fabric it joins. */
@@ -105,6 +109,9 @@ _Static_assert(sizeof(sv_model_shm_t) <= SV_MODEL_SHM_SIZE,
 
 static sv_model_shm_t *sv_model;
 static int sv_model_timed_cfg; /* rates or delays: arrival != post time */
+/* The configuration as this process uses it: a checked copy of the one in
+ * shared memory, which every fabric member could overwrite. */
+static sv_model_cfg_t sv_model_cfg;
 
 uint64_t sv_now_ns(void)
 {
@@ -180,6 +187,15 @@ static double sv_model_gbps_to_ps_per_byte(double gbps)
     return (gbps > 0) ? 8000.0 / gbps : 0;
 }
 
+/* A rate (ps per byte) the model can serve without overflow: 0 (unlimited)
+ * or at least SV_MODEL_MIN_GBPS. */
+static int sv_model_rate_ok(double ps_per_byte)
+{
+    return (ps_per_byte == 0) ||
+           ((ps_per_byte > 0) &&
+            (ps_per_byte <= sv_model_gbps_to_ps_per_byte(SV_MODEL_MIN_GBPS)));
+}
+
 static uint64_t sv_model_prob_thresh(double p)
 {
     if (p >= 1.0) {
@@ -205,8 +221,10 @@ static int sv_model_parse_rates(const char *name, const char *value,
          tok = strtok_r(NULL, ",", &save)) {
         colon = strchr(tok, ':');
         if (colon == NULL) {
-            if (sv_model_parse_double(tok, 0, 1e6, &gbps)) {
-                return sv_model_bad(name, value, "rate must be 0..1e6 Gbit/s");
+            if (sv_model_parse_double(tok, 0, SV_MODEL_MAX_GBPS, &gbps) ||
+                !sv_model_rate_ok(sv_model_gbps_to_ps_per_byte(gbps))) {
+                return sv_model_bad(name, value, "rate must be 0 or "
+                                    "1e-6..1e6 Gbit/s");
             }
             for (i = 0; i < count; ++i) {
                 ps_per_byte[i] = sv_model_gbps_to_ps_per_byte(gbps);
@@ -219,8 +237,10 @@ static int sv_model_parse_rates(const char *name, const char *value,
         if ((end == tok) || (*end != '\0') || errno || (idx >= count)) {
             return sv_model_bad(name, value, "index out of range");
         }
-        if (sv_model_parse_double(colon + 1, 0, 1e6, &gbps)) {
-            return sv_model_bad(name, value, "rate must be 0..1e6 Gbit/s");
+        if (sv_model_parse_double(colon + 1, 0, SV_MODEL_MAX_GBPS, &gbps) ||
+            !sv_model_rate_ok(sv_model_gbps_to_ps_per_byte(gbps))) {
+            return sv_model_bad(name, value, "rate must be 0 or "
+                                "1e-6..1e6 Gbit/s");
         }
         ps_per_byte[idx] = sv_model_gbps_to_ps_per_byte(gbps);
     }
@@ -300,6 +320,22 @@ static int sv_model_parse_path_down(sv_model_cfg_t *cfg, const char *value)
     return 0;
 }
 
+static int sv_model_is_active(const sv_model_cfg_t *cfg)
+{
+    int active = (cfg->loss_thresh != 0) || (cfg->nwindows != 0);
+    unsigned i;
+
+    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
+        active |= (cfg->port_ps_per_byte[i] != 0);
+    }
+    for (i = 0; i < cfg->npaths; ++i) {
+        active |= (cfg->path_ps_per_byte[i] != 0) ||
+                  (cfg->path_delay_ps[i] != 0) ||
+                  (cfg->path_loss_thresh[i] != 0);
+    }
+    return active;
+}
+
 static int sv_model_parse(sv_model_cfg_t *cfg)
 {
     char (*raw)[SV_MODEL_STR_LEN] = cfg->raw;
@@ -350,7 +386,7 @@ static int sv_model_parse(sv_model_cfg_t *cfg)
     }
 
     if (raw[SV_VAR_BUF_BYTES][0] &&
-        sv_model_parse_size(raw[SV_VAR_BUF_BYTES], 1ull << 40,
+        sv_model_parse_size(raw[SV_VAR_BUF_BYTES], SV_MODEL_MAX_BUF,
                             &cfg->buf_bytes)) {
         return sv_model_bad(sv_model_var_names[SV_VAR_BUF_BYTES],
                             raw[SV_VAR_BUF_BYTES],
@@ -359,12 +395,14 @@ static int sv_model_parse(sv_model_cfg_t *cfg)
     }
 
     if (raw[SV_VAR_DELAY_US][0] &&
-        sv_model_parse_double(raw[SV_VAR_DELAY_US], 0, 1e7, &delay_us)) {
+        sv_model_parse_double(raw[SV_VAR_DELAY_US], 0, SV_MODEL_MAX_US,
+                              &delay_us)) {
         return sv_model_bad(sv_model_var_names[SV_VAR_DELAY_US],
                             raw[SV_VAR_DELAY_US], "must be 0..1e7 us");
     }
     if (raw[SV_VAR_PATH_SKEW_US][0] &&
-        sv_model_parse_double(raw[SV_VAR_PATH_SKEW_US], 0, 1e7, &skew_us)) {
+        sv_model_parse_double(raw[SV_VAR_PATH_SKEW_US], 0, SV_MODEL_MAX_US,
+                              &skew_us)) {
         return sv_model_bad(sv_model_var_names[SV_VAR_PATH_SKEW_US],
                             raw[SV_VAR_PATH_SKEW_US], "must be 0..1e7 us");
     }
@@ -413,15 +451,7 @@ static int sv_model_parse(sv_model_cfg_t *cfg)
         }
     }
 
-    cfg->active = (cfg->loss_thresh != 0) || (cfg->nwindows != 0);
-    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
-        cfg->active |= (cfg->port_ps_per_byte[i] != 0);
-    }
-    for (i = 0; i < cfg->npaths; ++i) {
-        cfg->active |= (cfg->path_ps_per_byte[i] != 0) ||
-                       (cfg->path_delay_ps[i] != 0) ||
-                       (cfg->path_loss_thresh[i] != 0);
-    }
+    cfg->active = sv_model_is_active(cfg);
     return 0;
 }
 
@@ -458,6 +488,37 @@ static int sv_model_has_timing(const sv_model_cfg_t *cfg)
         }
     }
     return 0;
+}
+
+/* Is a configuration read from shared memory one the parser could have
+ * made (every bound the data path relies on)? Fixes up what it can. */
+static int sv_model_cfg_valid(sv_model_cfg_t *cfg)
+{
+    const uint64_t max_delay_ps = (uint64_t)(2 * SV_MODEL_MAX_US * 1e6);
+    unsigned i;
+
+    if ((cfg->mtu < 256) || (cfg->mtu > 4096) || (cfg->mtu & (cfg->mtu - 1)) ||
+        (cfg->npaths == 0) || (cfg->npaths > SV_MODEL_MAX_PATHS) ||
+        (cfg->nwindows > SV_MODEL_MAX_WINDOWS) ||
+        (cfg->buf_bytes > SV_MODEL_MAX_BUF)) {
+        return 0;
+    }
+    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
+        if (!sv_model_rate_ok(cfg->port_ps_per_byte[i])) {
+            return 0;
+        }
+    }
+    for (i = 0; i < SV_MODEL_MAX_PATHS; ++i) {
+        if (!sv_model_rate_ok(cfg->path_ps_per_byte[i]) ||
+            (cfg->path_delay_ps[i] > max_delay_ps)) {
+            return 0;
+        }
+    }
+    for (i = 0; i < SV_VAR_LAST; ++i) {
+        cfg->raw[i][SV_MODEL_STR_LEN - 1] = '\0';
+    }
+    cfg->active = sv_model_is_active(cfg);
+    return 1;
 }
 
 int sv_model_attach(void *area, int creator)
@@ -506,11 +567,19 @@ int sv_model_attach(void *area, int creator)
                     (unsigned long)shm->size, sizeof(*shm));
             return -EPROTO;
         }
-        sv_model_check_env(&shm->cfg);
     }
 
+    sv_model_cfg = shm->cfg;
+    if (!sv_model_cfg_valid(&sv_model_cfg)) {
+        fprintf(stderr, "softverbs: the fabric's model configuration is "
+                "corrupt (overwritten by a process of the fabric?)\n");
+        return -EPROTO;
+    }
+    if (!creator) {
+        sv_model_check_env(&sv_model_cfg);
+    }
     sv_model           = shm;
-    sv_model_timed_cfg = sv_model_has_timing(&shm->cfg);
+    sv_model_timed_cfg = sv_model_has_timing(&sv_model_cfg);
     return 0;
 }
 
@@ -536,7 +605,7 @@ void sv_model_port_reset(unsigned port)
 
 int sv_model_active(void)
 {
-    return (sv_model != NULL) && sv_model->cfg.active;
+    return (sv_model != NULL) && sv_model_cfg.active;
 }
 
 int sv_model_timed(void)
@@ -546,22 +615,22 @@ int sv_model_timed(void)
 
 uint32_t sv_model_mtu(void)
 {
-    return (sv_model != NULL) ? sv_model->cfg.mtu : SV_MODEL_DEF_MTU;
+    return (sv_model != NULL) ? sv_model_cfg.mtu : SV_MODEL_DEF_MTU;
 }
 
 unsigned sv_model_num_paths(void)
 {
-    return (sv_model != NULL) ? sv_model->cfg.npaths : SV_MODEL_DEF_PATHS;
+    return (sv_model != NULL) ? sv_model_cfg.npaths : SV_MODEL_DEF_PATHS;
 }
 
 uint64_t sv_model_epoch_ns(void)
 {
-    return (sv_model != NULL) ? sv_model->cfg.epoch_ns : 0;
+    return (sv_model != NULL) ? sv_model_cfg.epoch_ns : 0;
 }
 
 uint64_t sv_model_seed(void)
 {
-    return (sv_model != NULL) ? sv_model->cfg.seed : SV_MODEL_DEF_SEED;
+    return (sv_model != NULL) ? sv_model_cfg.seed : SV_MODEL_DEF_SEED;
 }
 
 unsigned sv_model_path_of(uint32_t src_qpn, uint32_t dst_qpn)
@@ -645,14 +714,14 @@ static int sv_model_route(unsigned src_port, unsigned dst_port,
         (dst_port >= SV_MODEL_MAX_PORTS)) {
         return 0;
     }
-    rt->cfg   = &shm->cfg;
+    rt->cfg   = &sv_model_cfg;
     rt->sport = src_port;
     rt->dport = dst_port;
-    rt->path  = sv_model_mix64(qps) % shm->cfg.npaths;
+    rt->path  = sv_model_mix64(qps) % sv_model_cfg.npaths;
     rt->tx    = &shm->tx[src_port];
     rt->pl    = &shm->path[rt->path];
     rt->rx    = &shm->rx[dst_port];
-    rt->rng   = sv_model_mix64(shm->cfg.seed ^ sv_model_mix64(qps));
+    rt->rng   = sv_model_mix64(sv_model_cfg.seed ^ sv_model_mix64(qps));
     return 1;
 }
 
@@ -935,7 +1004,7 @@ void sv_model_print_config(FILE *stream)
         fprintf(stream, "softverbs model: not attached\n");
         return;
     }
-    cfg = &sv_model->cfg;
+    cfg = &sv_model_cfg;
     for (i = 0; i < SV_VAR_LAST; ++i) {
         fprintf(stream, "%s=%s%s\n", sv_model_var_names[i],
                 cfg->raw[i][0] ? cfg->raw[i] : defaults[i],

@@ -2,7 +2,8 @@
 #
 # sv_fabric_robust.sh SV_FABRIC_TOOL: nothing blocks on a lock of a dead
 # process (a hung one costs 10 s and an error), a corrupt fabric file is
-# replaced with a one-line warning.
+# replaced with a one-line warning, a corrupt model configuration is
+# refused.
 #
 # Each case ends with a short verbs program (ibv_devinfo) that must succeed
 # within 30 s; afterwards nothing of the fabric may be left in /dev/shm.
@@ -79,7 +80,20 @@ echo "ok: a lock held by a hung process costs a joiner 10 s and an error"
 kill -9 $holder; wait $holder 2>/dev/null; holder=
 rm -f $(files)
 
-# 4. corrupt files at the fabric's name
+# 4. a live fabric whose model configuration was overwritten (by a member
+#    gone wrong): a joiner says so and fails, it does not divide by zero
+start_holder
+"$tool" corrupt_model || fail "corrupt_model"
+timeout -s KILL 30 "$here/sv_run.sh" ibv_devinfo -d sv0 >/dev/null 2>"$err"
+rc=$?
+cat "$err" >&2
+[ $rc = 1 ] && grep -q "model configuration is corrupt" "$err" ||
+    fail "join a fabric with a corrupt model: exit $rc"
+echo "ok: a fabric with a corrupt model configuration is refused"
+kill -9 $holder; wait $holder 2>/dev/null; holder=
+rm -f $(files)
+
+# 5. corrupt files at the fabric's name
 size=$("$tool" size)
 printf 'not a fabric\n' >"$shm"
 devinfo "truncated fabric file" "not a usable fabric (truncated)"
