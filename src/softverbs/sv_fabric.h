@@ -39,12 +39,13 @@ typedef struct sv_port_stats {
     uint64_t cqes;          /* completions taken from this port's CQs */
     uint64_t cq_overruns;
     uint64_t err_cqes;      /* of them, with an error status */
+    uint64_t bad_cqes;      /* dropped: naming no outstanding request */
 } sv_port_stats_t;
 
 #define SV_PORT_STATS_FIELDS(_f) \
     _f(doorbells) _f(wrs) _f(msg_bytes) _f(rc_resends) _f(rc_timeouts) \
     _f(rnr_naks) _f(msg_drops) _f(recv_doorbells) _f(recv_wrs) _f(cqes) \
-    _f(cq_overruns) _f(err_cqes)
+    _f(cq_overruns) _f(err_cqes) _f(bad_cqes)
 
 typedef struct sv_port_entry {
     uint32_t        state;
@@ -153,11 +154,12 @@ typedef struct sv_peer {
     uint64_t   checked_ns;
 } sv_peer_t;
 
-/* Own ports keep a private copy of each region's translation: the table
- * in shared memory could be forged by a peer, and within one process the
- * copy is a plain memcpy that must not follow a forged address. */
+/* Own ports keep a private copy of each region's entry: the table in
+ * shared memory could be forged by a peer, and within one process the copy
+ * is a plain memcpy that must not follow a forged address. key 0: free. */
 typedef struct sv_mr_shadow {
-    uint64_t vaddr, length;
+    uint64_t iova, vaddr, length;
+    uint32_t key, pd_id, access;
 } sv_mr_shadow_t;
 
 extern sv_fabric_hdr_t *sv_fabric;

@@ -9,12 +9,21 @@
  * marked in the slot and `head` moves over taken slots only.
  *
  * Receive queue (RQ and SRQ): one producer (the owner's ibv_post_recv), many
- * consumers (the senders, as a NIC consumes WQEs).  A consumer copies the
- * slot at `head` and claims it with CAS; the producer never writes a slot
- * before `head` has moved past it.
+ * consumers (the senders, as a NIC consumes WQEs).  The WQEs sit in a pool
+ * of `size` entries; a ring of `size` slots names them in posting order.
+ * The owner fills a free entry, writes the slot for index `tail` and
+ * publishes it by moving `tail`.  A consumer reads the slot at `head`,
+ * copies the entry it names, claims the entry by CAS on its claim word
+ * (which then names the claimer) and moves `head` on; whoever finds a
+ * claimed entry at `head` moves `head` on for it.  Once the completion is
+ * written, the claimer marks the entry done.  The owner frees an entry only
+ * when it polls that completion, so it can tell a WQE claimed by a process
+ * that died from one in use and complete it with an error; completions
+ * polled in any order free entries in any order (a pool, not a ring).
  *
  * Peers may be buggy or malicious: every index read from shared memory is
- * masked, every count bounded before use.
+ * masked or bounded before use, and the owner never takes a size, an index
+ * or a wr_id back from shared memory: its private copies decide.
  */
 #ifndef SV_QUEUE_H_
 #define SV_QUEUE_H_
@@ -45,10 +54,12 @@ typedef struct sv_cqe {
     uint8_t  sl;
     uint16_t slid;
     uint16_t pkey_index;
-    uint32_t sq_retire;    /* send WRs this completion retires (SQ space) */
+    uint32_t wqe_seq;      /* ring index of the WQE it completes (send:
+                              SQ, receive: RQ/SRQ), low 32 bits */
     uint32_t vendor_err;
     uint8_t  taken;        /* consumed out of order */
-    uint8_t  pad[7];
+    uint8_t  pad[3];
+    uint32_t wqe_idx;      /* receive: the pool entry of that WQE */
 } sv_cqe_t;
 
 _Static_assert(sizeof(sv_cqe_t) == 64, "sv_cqe_t must be one cache line");
@@ -69,21 +80,55 @@ enum {
     SV_CQ_ARM_SOLICITED = 2
 };
 
+/* A ring slot: which pool entry holds the WQE posted at index `seq`. */
+typedef struct sv_rq_slot {
+    uint32_t seq;             /* ring index, low 32 bits */
+    uint32_t wqe;             /* pool entry */
+} sv_rq_slot_t;
+
+/* A pool entry. `claim` is (seq << 32) | state, seq the ring index it was
+ * posted at: SV_RWQE_FREE until claimed, then the claimer's id
+ * (SV_RWQE_ID), then SV_RWQE_DONE, or SV_RWQE_LOST() when no completion
+ * will come. */
 typedef struct sv_rwqe {
-    uint64_t      wr_id;
-    uint32_t      num_sge;
-    uint32_t      pad;
+    uint64_t       claim;
+    uint32_t       num_sge;
+    uint32_t       pad;
     struct ibv_sge sge[];
 } sv_rwqe_t;
+
+#define SV_RWQE_FREE        0u           /* posted, not claimed */
+#define SV_RWQE_DONE        1u           /* its completion is in the CQ */
+#define SV_RWQE_LOST_BIT    0x40000000u  /* claimed, no completion comes */
+#define SV_RWQE_CLAIMED     0x80000000u  /* claimed by SV_RWQE_ID */
+#define SV_RWQE_QP_MASK     0xfffu       /* the owner's QP index */
+#define SV_RWQE_GEN_MASK    0x7ffu       /* claimer's port generation */
+
+/* A claimer's id: the port and generation of the claiming process (whether
+ * it is still alive) and the index of the owner's QP the message was for
+ * (where a lost WQE's error completion goes). */
+#define SV_RWQE_ID(_port, _gen, _qp) \
+    (SV_RWQE_CLAIMED | ((uint32_t)(_port) << 23) | \
+     (((uint32_t)(_gen) & SV_RWQE_GEN_MASK) << 12) | \
+     ((uint32_t)(_qp) & SV_RWQE_QP_MASK))
+#define SV_RWQE_LOST(_qp)    (SV_RWQE_LOST_BIT | ((_qp) & SV_RWQE_QP_MASK))
+#define SV_RWQE_ID_PORT(_id) (((_id) >> 23) & 0xffu)
+#define SV_RWQE_ID_GEN(_id)  (((_id) >> 12) & SV_RWQE_GEN_MASK)
+#define SV_RWQE_ID_QP(_id)   ((_id) & SV_RWQE_QP_MASK)
+
+static inline uint64_t sv_rwqe_claim(uint32_t seq, uint32_t state)
+{
+    return ((uint64_t)seq << 32) | state;
+}
 
 typedef struct sv_rq_ring {
     uint64_t head __attribute__((aligned(64)));  /* consumers (senders) */
     uint64_t tail __attribute__((aligned(64)));  /* the owner */
-    uint32_t size;          /* power of two, 0: no ring */
+    uint32_t size;          /* ring slots and pool entries, power of two */
     uint32_t max_sge;
-    uint32_t wqe_size;
+    uint32_t wqe_size;      /* bytes per pool entry */
     uint32_t limit;         /* SRQ limit (armed when non-zero) */
-    uint64_t ring_off;
+    uint64_t ring_off;      /* slots, then the pool (sv_rq_pool_off) */
 } sv_rq_ring_t;
 
 static inline uint32_t sv_roundup_pow2(uint32_t v)
@@ -99,6 +144,24 @@ static inline uint32_t sv_roundup_pow2(uint32_t v)
 static inline size_t sv_rwqe_size(uint32_t max_sge)
 {
     return sizeof(sv_rwqe_t) + (size_t)max_sge * sizeof(struct ibv_sge);
+}
+
+/* Offset of the pool from the slots, and the bytes of both. */
+static inline size_t sv_rq_pool_off(uint32_t size)
+{
+    return ((size_t)size * sizeof(sv_rq_slot_t) + 63) & ~(size_t)63;
+}
+
+static inline size_t sv_rq_ring_bytes(uint32_t size, uint32_t wqe_size)
+{
+    return sv_rq_pool_off(size) + (size_t)size * wqe_size;
+}
+
+static inline sv_rwqe_t *sv_rq_wqe(void *ring, uint32_t size,
+                                   uint32_t wqe_size, uint32_t idx)
+{
+    return (sv_rwqe_t*)((char*)ring + sv_rq_pool_off(size) +
+                        (size_t)idx * wqe_size);
 }
 
 /*
@@ -124,30 +187,81 @@ static inline int sv_cq_ring_push(sv_cq_ring_t *q, sv_cqe_t *ring,
     return 0;
 }
 
-/* Claim one receive WQE; copies it to `out` (room for SV_MAX_SGE).
- * Returns 0, or -1 when the queue is empty or malformed. */
-static inline int sv_rq_ring_pop(sv_rq_ring_t *q, void *ring, uint32_t size,
-                                 uint32_t wqe_size, uint32_t max_sge,
-                                 sv_rwqe_t *out)
-{
-    uint64_t h = SV_LOAD(&q->head);
-    const sv_rwqe_t *slot;
-    uint32_t n;
+/* Bound on the slots one claim walks over (claimed by others, corrupt). */
+#define SV_RQ_CLAIM_TRIES 64
 
-    for (;;) {
+/* What a claim took: the WQE's ring index and pool entry. */
+typedef struct sv_rq_claimed {
+    uint64_t   seq;
+    uint32_t   wqe;
+    uint32_t   id;
+    sv_rwqe_t *entry;
+} sv_rq_claimed_t;
+
+/*
+ * Claim the receive WQE at `head` for `id`; copies it to `out` (room for
+ * `max_sge` SGEs, at most SV_MAX_SGE). Returns 0, or -1 when the queue is
+ * empty or malformed. `size`, `wqe_size` and `max_sge` are checked values.
+ */
+static inline int sv_rq_ring_claim(sv_rq_ring_t *q, void *ring, uint32_t size,
+                                   uint32_t wqe_size, uint32_t max_sge,
+                                   uint32_t id, sv_rwqe_t *out,
+                                   sv_rq_claimed_t *cl)
+{
+    const sv_rq_slot_t *slots = ring;
+    uint64_t h = SV_LOAD(&q->head), c, h2;
+    uint32_t n, idx, seq;
+    sv_rwqe_t *e;
+    unsigned i;
+
+    for (i = 0; i < SV_RQ_CLAIM_TRIES; ++i) {
         if (h == SV_LOAD(&q->tail)) {
             return -1;
         }
-        slot = (const sv_rwqe_t*)((char*)ring +
-                                  (size_t)(h & (size - 1)) * wqe_size);
-        out->wr_id   = slot->wr_id;
-        n            = SV_LOAD_RELAXED(&slot->num_sge);
-        out->num_sge = (n > max_sge) ? max_sge : n;
-        memcpy(out->sge, slot->sge, out->num_sge * sizeof(struct ibv_sge));
+        seq = SV_LOAD_RELAXED(&slots[h & (size - 1)].seq);
+        idx = SV_LOAD_RELAXED(&slots[h & (size - 1)].wqe);
+        if (seq != (uint32_t)h) {
+            /* a slot rewritten since we read head: look again */
+            h2 = SV_LOAD(&q->head);
+            if (h2 == h) {
+                return -1;    /* corrupt */
+            }
+            h = h2;
+            continue;
+        }
+        e = sv_rq_wqe(ring, size, wqe_size, idx & (size - 1));
+        c = SV_LOAD(&e->claim);
+        if (c == sv_rwqe_claim(seq, SV_RWQE_FREE)) {
+            n            = SV_LOAD_RELAXED(&e->num_sge);
+            out->num_sge = (n > max_sge) ? max_sge : n;
+            memcpy(out->sge, e->sge, out->num_sge * sizeof(struct ibv_sge));
+            if (SV_CAS(&e->claim, &c, sv_rwqe_claim(seq, id))) {
+                cl->seq   = h;
+                (void)SV_CAS(&q->head, &h, h + 1);
+                cl->wqe   = idx & (size - 1);
+                cl->id    = id;
+                cl->entry = e;
+                return 0;
+            }
+        }
+        /* claimed by someone else (who may have died before moving head),
+         * or not this index's: move head on for it */
         if (SV_CAS(&q->head, &h, h + 1)) {
-            return 0;
+            ++h;
         }
     }
+    return -1;
+}
+
+/* The claimer is done with its WQE: `state` is SV_RWQE_DONE or
+ * SV_RWQE_LOST(). An entry the owner took back meanwhile is left alone. */
+static inline void sv_rq_ring_finish(const sv_rq_claimed_t *cl,
+                                     uint32_t state)
+{
+    uint64_t c = sv_rwqe_claim((uint32_t)cl->seq, cl->id);
+
+    (void)SV_CAS(&cl->entry->claim, &c,
+                 sv_rwqe_claim((uint32_t)cl->seq, state));
 }
 
 #endif

@@ -54,6 +54,20 @@ sv_verbs(sv_batch_model batch SOFTVERBS_LINK_GBPS=25 SOFTVERBS_DELAY_US=5)
 # UC losses inside a batched chain place a packet prefix, nothing after it
 sv_verbs(sv_batch_loss batch_loss SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=21)
 
+# a hostile fabric member (sv_hostile.c) rewrites what the victim shares:
+# the victim sees clean errors only, then fresh objects deliver data
+function(sv_hostile sub)
+    add_test(NAME sv_hostile_${sub}
+             COMMAND ${SV_RUN} ${SV_BIN}/sv_hostile_test ${sub})
+    set_tests_properties(sv_hostile_${sub} PROPERTIES LABELS "softverbs"
+        TIMEOUT 120 ENVIRONMENT "SOFTVERBS_LIB=${SOFTVERBS_LIB};\
+SOFTVERBS_FABRIC=t_sv_hostile_${sub};SVT_TIMEOUT=100;SVT_SHM_CHECK=1")
+endfunction()
+foreach(sub rq_sizes srq_sizes cqe_forge mr_forge port_forge model_forge
+            dead_claimer fuzz)
+    sv_hostile(${sub})
+endforeach()
+
 # other users are kept out (root: it switches users with setpriv)
 add_test(NAME sv_hostile_perm
          COMMAND ${UCCL_SRCDIR}/test/softverbs/sv_hostile_perm.sh
