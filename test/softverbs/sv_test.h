@@ -173,5 +173,6 @@ void svt_qp_state_field(svt_t *t);
 void svt_unmapped_src(svt_t *t);
 void svt_batch(svt_t *t);
 void svt_batch_loss(svt_t *t);
+void svt_comp_channel(svt_t *t);
 
 #endif

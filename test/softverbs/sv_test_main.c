@@ -37,6 +37,8 @@ static const svt_case_t svt_cases[] = {
       "a chain's WRITEs copied as one batch: order, data, errors" },
     { "batch_loss",   svt_batch_loss,
       "UC losses inside a batched chain: whole or a packet prefix" },
+    { "comp_channel", svt_comp_channel,
+      "completion channels: blocking wait, re-arm, solicited-only" },
     { "doorbell",     svt_doorbell,
       "a chain of 16 WRs is one doorbell in the SOFTVERBS_STATS dump" },
 };
