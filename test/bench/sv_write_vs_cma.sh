@@ -37,15 +37,14 @@ have_uct_sv=1
 [ -c /dev/infiniband/uverbs_sv0 ] || have_uct_sv=0
 
 # pair PRELOAD SERVER_CMD -- CLIENT_CMD: server on core 0, client on core 1,
-# fresh fabric; prints the client's output
+# fabric named after $fab; prints the client's output. The loop bumps
+# $port and $fab before each pair: a bump inside $(...) would be lost.
 pair() {
     local pre=$1; shift
     local srv=()
     while [ "$1" != "--" ]; do srv+=("$1"); shift; done
     shift
-    port=$((port + 1))
-    fab=$((fab + 1))
-    export SOFTVERBS_FABRIC=bench_cma_$fab   # reused by the next run
+    export SOFTVERBS_FABRIC=bench_cma_$fab
     LD_PRELOAD=$pre timeout -s KILL "$tmo" taskset -c 0 "${srv[@]}" \
         >"$tmp/srv" 2>&1 &
     local pid=$!
@@ -64,18 +63,21 @@ best() {   # best OLD NEW
 
 cma=0; sv_uct=0; sv_ib=0; fab=0
 for round in 1 2 3; do
+    port=$((port + 1)); fab=$((fab + 1))
     v=$(pair "" ucx_perftest -p $((port + 1)) -- \
         ucx_perftest localhost -p $((port + 1)) -t put_bw -x cma -d memory \
             -D zcopy -s $size -n "$iters" -w 100 -f | ucx_mbs)
     echo "round $round: cma put_bw                 ${v:-FAILED} MB/s"
     cma=$(best "$cma" "$v")
     if [ $have_uct_sv = 1 ]; then
+        port=$((port + 1)); fab=$((fab + 1))
         v=$(pair "$preload" ucx_perftest -p $((port + 1)) -- \
             ucx_perftest localhost -p $((port + 1)) -t put_bw -x rc_verbs \
                 -d sv0:1 -D zcopy -s $size -n "$iters" -w 100 -f | ucx_mbs)
         echo "round $round: softverbs rc_verbs put_bw  ${v:-FAILED} MB/s"
         sv_uct=$(best "$sv_uct" "$v")
     fi
+    port=$((port + 1)); fab=$((fab + 1))
     v=$(pair "$preload" ib_write_bw -d sv0 -F -s $size -n "$iters" \
             -p $((port + 1)) -- \
         ib_write_bw -d sv0 -F -s $size -n "$iters" -p $((port + 1)) \

@@ -19,7 +19,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # pair SERVER_CMD -- CLIENT_CMD: runs both on a fresh fabric named after
-# $port (bump it before each pair), prints the client's output.
+# $port, prints the client's output. The loop below bumps $port before each
+# measurement: a bump inside $(...) would be lost with the subshell.
 pair() {
     export SOFTVERBS_FABRIC="bench$$_$port"
     srv=""
@@ -34,20 +35,17 @@ pair() {
 }
 
 sv_bw_run() {
-    port=$((port + 1))
     pair ib_write_bw -d sv0 -s "$1" -n "$2" -F -p $port -- \
          ib_write_bw -d sv0 -s "$1" -n "$2" -F -p $port localhost |
          awk -v s="$1" '$1 == s {print $4}'     # BW average, MB/s
 }
 sv_lat_run() {
-    port=$((port + 1))
     pair ib_send_lat -d sv0 -s 8 -n 20000 -F -p $port -- \
          ib_send_lat -d sv0 -s 8 -n 20000 -F -p $port localhost |
          awk '$1 == 8 {print $6}'               # t_avg, us (one way)
 }
 uccl() {
     mode=$1; shift
-    port=$((port + 1))
     export UCX_UCCL_MODE=$mode
     pair ucx_perftest -p $port -- \
         ucx_perftest localhost -p $port -x uccl -d sv0:1 "$@" |
@@ -63,15 +61,15 @@ uccl_lat() { uccl "$1" -t am_lat -D short -s 8 -n 20000 | awk '{print $4}'; }
 # interleaved, and the median is reported.
 rounds=${BENCH_ROUNDS:-3}
 for r in $(seq "$rounds"); do
-    echo "$(sv_bw_run 1048576 2000)" >> "$tmp/sv_bw"
-    echo "$(sv_bw_run 65536 20000)"  >> "$tmp/sv_bw64"
-    echo "$(uccl_bw uc)"             >> "$tmp/uc_bw"
-    echo "$(uccl_bw rc)"             >> "$tmp/rc_bw"
-    echo "$(uccl_bw uc -O 8)"        >> "$tmp/uc_bw8"
-    echo "$(uccl_bw rc -O 8)"        >> "$tmp/rc_bw8"
-    echo "$(sv_lat_run)"             >> "$tmp/sv_lat"
-    echo "$(uccl_lat uc)"            >> "$tmp/uc_lat"
-    echo "$(uccl_lat rc)"            >> "$tmp/rc_lat"
+    port=$((port + 1)); echo "$(sv_bw_run 1048576 2000)" >> "$tmp/sv_bw"
+    port=$((port + 1)); echo "$(sv_bw_run 65536 20000)"  >> "$tmp/sv_bw64"
+    port=$((port + 1)); echo "$(uccl_bw uc)"             >> "$tmp/uc_bw"
+    port=$((port + 1)); echo "$(uccl_bw rc)"             >> "$tmp/rc_bw"
+    port=$((port + 1)); echo "$(uccl_bw uc -O 8)"        >> "$tmp/uc_bw8"
+    port=$((port + 1)); echo "$(uccl_bw rc -O 8)"        >> "$tmp/rc_bw8"
+    port=$((port + 1)); echo "$(sv_lat_run)"             >> "$tmp/sv_lat"
+    port=$((port + 1)); echo "$(uccl_lat uc)"            >> "$tmp/uc_lat"
+    port=$((port + 1)); echo "$(uccl_lat rc)"            >> "$tmp/rc_lat"
 done
 median() {
     grep -v '^$' "$tmp/$1" | sort -g |
