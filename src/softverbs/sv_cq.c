@@ -625,8 +625,11 @@ static int sv_cq_take(sv_cq_t *cq, int max, sv_cqe_t *out, int *raw)
             if (!sv_cq_accept(cq, &out[i])) {
                 continue;
             }
-            errs    += (out[i].status != IBV_WC_SUCCESS);
-            out[n++] = out[i];
+            errs += (out[i].status != IBV_WC_SUCCESS);
+            if (n != i) {
+                out[n] = out[i];
+            }
+            ++n;
         }
         if (got == 0) {
             break;
