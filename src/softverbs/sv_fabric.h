@@ -5,7 +5,8 @@
  * /dev/shm/softverbs.<fabric>.<port>.<gen>: one segment per port (an opened
  * device in one process) with the tables peers need to act as the NIC does:
  * memory regions by key, QPs by number (state, receive queue), CQs and SRQs,
- * then a heap for rings.  Peers map a port's segment on first use.
+ * then a heap for rings.  Peers map a port's segment on first use. Their
+ * layout is sv_shm.h; this process's view of them is here.
  */
 #ifndef SV_FABRIC_H_
 #define SV_FABRIC_H_
@@ -16,130 +17,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/types.h>
-
-#define SV_FABRIC_MAGIC 0x6972626166767331ull
-#define SV_SEG_MAGIC    0x6765737673ull
-
-enum {
-    SV_PORT_FREE = 0,
-    SV_PORT_USED = 1
-};
-
-/* Per-port counters (pkts/bytes/drops of the wire are in the model area). */
-typedef struct sv_port_stats {
-    uint64_t doorbells;     /* ibv_post_send calls */
-    uint64_t wrs;           /* send work requests */
-    uint64_t msg_bytes;     /* payload bytes of send work requests */
-    uint64_t rc_resends;    /* packets resent by go-back-N */
-    uint64_t rc_timeouts;   /* retransmission timer expiries */
-    uint64_t rnr_naks;      /* receiver not ready */
-    uint64_t msg_drops;     /* UC/UD messages lost or discarded */
-    uint64_t recv_doorbells;/* ibv_post_recv / ibv_post_srq_recv calls */
-    uint64_t recv_wrs;
-    uint64_t cqes;          /* completions taken from this port's CQs */
-    uint64_t cq_overruns;
-    uint64_t err_cqes;      /* of them, with an error status */
-    uint64_t bad_cqes;      /* dropped: naming no outstanding request */
-} sv_port_stats_t;
-
-#define SV_PORT_STATS_FIELDS(_f) \
-    _f(doorbells) _f(wrs) _f(msg_bytes) _f(rc_resends) _f(rc_timeouts) \
-    _f(rnr_naks) _f(msg_drops) _f(recv_doorbells) _f(recv_wrs) _f(cqes) \
-    _f(cq_overruns) _f(err_cqes) _f(bad_cqes)
-
-typedef struct sv_port_entry {
-    uint32_t        state;
-    uint32_t        gen;        /* bumped at every allocation */
-    int32_t         pid;
-    uint32_t        dev;        /* svN */
-    uint64_t        starttime;  /* of pid, against pid reuse */
-    uint64_t        seg_size;
-    char            comm[16];
-    sv_port_stats_t stats __attribute__((aligned(64)));
-} __attribute__((aligned(64))) sv_port_entry_t;
-
-/* A process that joined the fabric (it may not have opened a device yet). */
-typedef struct sv_member {
-    int32_t  pid;
-    uint32_t pad;
-    uint64_t starttime;
-} sv_member_t;
-
-#define SV_MAX_MEMBERS 256
-
-/*
- * Published complete (built under another name, then linked in place), so a
- * file at the fabric's name is either a whole fabric or garbage.  The
- * fabric lock, flock() on this file, guards ports, members and
- * re-initialisation; `gone` is set under it by the last process to leave,
- * right before it unlinks the file.
- */
-typedef struct sv_fabric_hdr {
-    uint64_t         magic;
-    uint32_t         abi;
-    uint32_t         ready;
-    uint64_t         id;         /* random, part of every GID */
-    uint64_t         size;
-    uint8_t          unused[40]; /* keeps the port table where it was */
-    uint32_t         gone;
-    sv_port_entry_t  port[SV_MODEL_MAX_PORTS];
-    sv_member_t      member[SV_MAX_MEMBERS];
-    char             model[SV_MODEL_SHM_SIZE] __attribute__((aligned(4096)));
-} sv_fabric_hdr_t;
-
-/* --- tables in a port segment --- */
-
-typedef struct sv_mr_shm {
-    uint64_t iova;          /* what keys and SGEs address */
-    uint64_t vaddr;         /* where it is in the owner's address space */
-    uint64_t length;
-    uint32_t key;           /* lkey == rkey; 0 when free */
-    uint32_t pd_id;
-    uint32_t access;
-    uint32_t pad;
-} sv_mr_shm_t;
-
-typedef struct sv_qp_shm {
-    uint32_t     qpn;       /* 0 when free */
-    uint8_t      type;      /* enum ibv_qp_type */
-    uint8_t      state;     /* enum ibv_qp_state */
-    uint8_t      min_rnr_timer;
-    uint8_t      err_event; /* async event a peer's error asks for, +1 */
-    uint32_t     pd_id;
-    uint32_t     qkey;
-    uint32_t     dest_qpn;  /* RC/UC: the connected QP */
-    uint32_t     access;    /* qp_access_flags */
-    uint16_t     rcq;       /* receive CQ index */
-    uint16_t     srq;       /* SRQ index + 1, 0: own RQ */
-    uint32_t     pad1;
-    uint64_t     recv_last_ts; /* keeps RC/UC receive completions in order */
-    sv_rq_ring_t rq;
-} sv_qp_shm_t;
-
-typedef struct sv_cq_shm {
-    uint32_t     valid;
-    uint32_t     token;     /* in channel events, against index reuse */
-    sv_cq_ring_t q;
-} sv_cq_shm_t;
-
-typedef struct sv_srq_shm {
-    uint32_t     valid;
-    uint32_t     pd_id;
-    sv_rq_ring_t q;
-} sv_srq_shm_t;
-
-typedef struct sv_seg {
-    uint64_t     magic;
-    uint32_t     port, gen;
-    int32_t      pid;
-    uint32_t     err_pending; /* peers moved one of our QPs to ERR */
-    uint64_t     size;
-    uint64_t     heap_off;
-    sv_mr_shm_t  mr[SV_MAX_MR];
-    sv_qp_shm_t  qp[SV_MAX_QP];
-    sv_cq_shm_t  cq[SV_MAX_CQ];
-    sv_srq_shm_t srq[SV_MAX_SRQ];
-} sv_seg_t;
 
 /* A port as seen from this process (its own or a peer's). */
 typedef struct sv_peer {

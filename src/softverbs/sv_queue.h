@@ -28,6 +28,8 @@
 #ifndef SV_QUEUE_H_
 #define SV_QUEUE_H_
 
+#include "sv_shm.h"
+
 #include <stdint.h>
 #include <string.h>
 #include <infiniband/verbs.h>
@@ -39,97 +41,6 @@
 #define SV_CAS(p, o, n)    __atomic_compare_exchange_n(p, o, n, 0, \
                                                        __ATOMIC_ACQ_REL, \
                                                        __ATOMIC_ACQUIRE)
-
-typedef struct sv_cqe {
-    uint64_t seq;          /* ring index + 1 once published */
-    uint64_t ts;           /* visible from this sv_now_ns() on */
-    uint64_t wr_id;
-    uint32_t byte_len;
-    uint32_t imm;          /* network order, as in ibv_wc */
-    uint32_t qp_num;
-    uint32_t src_qp;
-    uint8_t  status;
-    uint8_t  opcode;
-    uint8_t  wc_flags;
-    uint8_t  sl;
-    uint16_t slid;
-    uint16_t pkey_index;
-    uint32_t wqe_seq;      /* ring index of the WQE it completes (send:
-                              SQ, receive: RQ/SRQ), low 32 bits */
-    uint32_t vendor_err;
-    uint8_t  taken;        /* consumed out of order */
-    uint8_t  pad[3];
-    uint32_t wqe_idx;      /* receive: the pool entry of that WQE */
-} sv_cqe_t;
-
-_Static_assert(sizeof(sv_cqe_t) == 64, "sv_cqe_t must be one cache line");
-
-typedef struct sv_cq_ring {
-    uint64_t head __attribute__((aligned(64)));  /* consumer */
-    uint64_t tail __attribute__((aligned(64)));  /* producers */
-    uint32_t size;          /* power of two */
-    uint32_t armed;         /* SV_CQ_ARM_* */
-    uint64_t ring_off;      /* offset of sv_cqe_t[size] in the owner's seg */
-    uint32_t chan_id;       /* completion channel (0: none) */
-    uint32_t overruns;
-} sv_cq_ring_t;
-
-enum {
-    SV_CQ_ARM_NONE = 0,
-    SV_CQ_ARM_NEXT = 1,
-    SV_CQ_ARM_SOLICITED = 2
-};
-
-/* A ring slot: which pool entry holds the WQE posted at index `seq`. */
-typedef struct sv_rq_slot {
-    uint32_t seq;             /* ring index, low 32 bits */
-    uint32_t wqe;             /* pool entry */
-} sv_rq_slot_t;
-
-/* A pool entry. `claim` is (seq << 32) | state, seq the ring index it was
- * posted at: SV_RWQE_FREE until claimed, then the claimer's id
- * (SV_RWQE_ID), then SV_RWQE_DONE, or SV_RWQE_LOST() when no completion
- * will come. */
-typedef struct sv_rwqe {
-    uint64_t       claim;
-    uint32_t       num_sge;
-    uint32_t       pad;
-    struct ibv_sge sge[];
-} sv_rwqe_t;
-
-#define SV_RWQE_FREE        0u           /* posted, not claimed */
-#define SV_RWQE_DONE        1u           /* its completion is in the CQ */
-#define SV_RWQE_LOST_BIT    0x40000000u  /* claimed, no completion comes */
-#define SV_RWQE_CLAIMED     0x80000000u  /* claimed by SV_RWQE_ID */
-#define SV_RWQE_QP_MASK     0xfffu       /* the owner's QP index */
-#define SV_RWQE_GEN_MASK    0x7ffu       /* claimer's port generation */
-
-/* A claimer's id: the port and generation of the claiming process (whether
- * it is still alive) and the index of the owner's QP the message was for
- * (where a lost WQE's error completion goes). */
-#define SV_RWQE_ID(_port, _gen, _qp) \
-    (SV_RWQE_CLAIMED | ((uint32_t)(_port) << 23) | \
-     (((uint32_t)(_gen) & SV_RWQE_GEN_MASK) << 12) | \
-     ((uint32_t)(_qp) & SV_RWQE_QP_MASK))
-#define SV_RWQE_LOST(_qp)    (SV_RWQE_LOST_BIT | ((_qp) & SV_RWQE_QP_MASK))
-#define SV_RWQE_ID_PORT(_id) (((_id) >> 23) & 0xffu)
-#define SV_RWQE_ID_GEN(_id)  (((_id) >> 12) & SV_RWQE_GEN_MASK)
-#define SV_RWQE_ID_QP(_id)   ((_id) & SV_RWQE_QP_MASK)
-
-static inline uint64_t sv_rwqe_claim(uint32_t seq, uint32_t state)
-{
-    return ((uint64_t)seq << 32) | state;
-}
-
-typedef struct sv_rq_ring {
-    uint64_t head __attribute__((aligned(64)));  /* consumers (senders) */
-    uint64_t tail __attribute__((aligned(64)));  /* the owner */
-    uint32_t size;          /* ring slots and pool entries, power of two */
-    uint32_t max_sge;
-    uint32_t wqe_size;      /* bytes per pool entry */
-    uint32_t limit;         /* SRQ limit (armed when non-zero) */
-    uint64_t ring_off;      /* slots, then the pool (sv_rq_pool_off) */
-} sv_rq_ring_t;
 
 static inline uint32_t sv_roundup_pow2(uint32_t v)
 {
