@@ -31,21 +31,6 @@ int sv_debug;
 static pthread_mutex_t sv_peer_lock = PTHREAD_MUTEX_INITIALIZER;
 static sv_peer_t sv_peers[SV_MODEL_MAX_PORTS];
 
-/* Heap of each port this process owns: bump pointer + free lists by size. */
-#define SV_HEAP_CLASSES 40
-typedef struct sv_heap_free {
-    struct sv_heap_free *next;
-    uint64_t             off;
-} sv_heap_free_t;
-
-typedef struct sv_heap {
-    pthread_mutex_t  lock;
-    int              fd;
-    uint64_t         bump, size;
-    sv_heap_free_t  *free[SV_HEAP_CLASSES];
-} sv_heap_t;
-
-static sv_heap_t *sv_heaps[SV_MODEL_MAX_PORTS];
 
 void sv_log(const char *fmt, ...)
 {
@@ -580,109 +565,6 @@ int sv_fabric_init(void)
 }
 
 
-static int sv_heap_create(unsigned port, int fd, uint64_t size)
-{
-    sv_heap_t *h = calloc(1, sizeof(*h));
-
-    if (h == NULL) {
-        return -ENOMEM;
-    }
-    pthread_mutex_init(&h->lock, NULL);
-    h->fd   = fd;
-    h->size = size;
-    h->bump = (sizeof(sv_seg_t) + 4095) & ~4095ull;
-    sv_heaps[port] = h;
-    return 0;
-}
-
-static void sv_heap_destroy(unsigned port)
-{
-    sv_heap_t *h = sv_heaps[port];
-    sv_heap_free_t *e;
-    int c;
-
-    if (h == NULL) {
-        return;
-    }
-    for (c = 0; c < SV_HEAP_CLASSES; ++c) {
-        while ((e = h->free[c]) != NULL) {
-            h->free[c] = e->next;
-            free(e);
-        }
-    }
-    sv_heaps[port] = NULL;
-    free(h);
-}
-
-static int sv_heap_class(size_t bytes, size_t *rounded)
-{
-    size_t s = 4096;
-    int c = 0;
-
-    while (s < bytes) {
-        s <<= 1;
-        ++c;
-    }
-    *rounded = s;
-    return c;
-}
-
-uint64_t sv_heap_alloc(unsigned port, size_t bytes)
-{
-    sv_heap_t *h = sv_heaps[port];
-    sv_heap_free_t *e;
-    uint64_t off = 0;
-    size_t sz;
-    int c;
-
-    if ((h == NULL) || (bytes == 0)) {
-        return 0;
-    }
-    c = sv_heap_class(bytes, &sz);
-    if (c >= SV_HEAP_CLASSES) {
-        return 0;
-    }
-    pthread_mutex_lock(&h->lock);
-    if ((e = h->free[c]) != NULL) {
-        h->free[c] = e->next;
-        off        = e->off;
-        free(e);
-    } else if (h->bump + sz <= h->size) {
-        /* reserve the pages now: ENOSPC here beats SIGBUS later */
-        if (posix_fallocate(h->fd, h->bump, sz) == 0) {
-            off      = h->bump;
-            h->bump += sz;
-        }
-    }
-    pthread_mutex_unlock(&h->lock);
-    if (off != 0) {
-        memset((char*)sv_peers[port].seg + off, 0, sz);
-    }
-    return off;
-}
-
-void sv_heap_free(unsigned port, uint64_t off, size_t bytes)
-{
-    sv_heap_t *h = sv_heaps[port];
-    sv_heap_free_t *e;
-    size_t sz;
-    int c;
-
-    if ((h == NULL) || (off == 0)) {
-        return;
-    }
-    c = sv_heap_class(bytes, &sz);
-    e = malloc(sizeof(*e));
-    if (e == NULL) {
-        return;        /* leak a chunk of shm rather than fail */
-    }
-    pthread_mutex_lock(&h->lock);
-    e->off     = off;
-    e->next    = h->free[c];
-    h->free[c] = e;
-    pthread_mutex_unlock(&h->lock);
-}
-
 static uint64_t sv_seg_size(void)
 {
     const char *s = getenv("SOFTVERBS_SEG_MB");
@@ -762,7 +644,7 @@ int sv_fabric_port_alloc(unsigned dev, unsigned *port_p, uint32_t *gen_p,
     if (ret != 0) {
         goto err_close;
     }
-    ret = posix_fallocate(fd, 0, (sizeof(sv_seg_t) + 4095) & ~4095ull);
+    ret = posix_fallocate(fd, 0, SV_SEG_HEAP_START);
     if (ret != 0) {
         ret = -ret;
         goto err_close;
@@ -777,7 +659,7 @@ int sv_fabric_port_alloc(unsigned dev, unsigned *port_p, uint32_t *gen_p,
     seg->pid      = getpid();
     seg->size     = size;
     seg->magic    = SV_SEG_MAGIC;
-    ret = sv_heap_create(i, fd, size);
+    ret = sv_heap_create(i, fd, seg, size);
     if (ret < 0) {
         munmap(seg, size);
         goto err_close;

@@ -72,8 +72,10 @@ int  sv_fabric_cred_ok(uid_t uid, gid_t gid);
 uint64_t sv_fabric_pid_starttime(pid_t pid);
 void sv_fabric_seg_name(char *buf, size_t len, unsigned port, uint32_t gen);
 
-/* Segment heap (owner only): page-aligned chunks, zeroed. 0 on failure. */
-uint64_t sv_heap_alloc(unsigned port, size_t bytes);
+/* sv_heap.c: segment heap (owner only): page-aligned chunks, zeroed. */
+int      sv_heap_create(unsigned port, int fd, void *base, uint64_t size);
+void     sv_heap_destroy(unsigned port);
+uint64_t sv_heap_alloc(unsigned port, size_t bytes);   /* 0 on failure */
 void     sv_heap_free(unsigned port, uint64_t off, size_t bytes);
 
 static inline void *sv_seg_ptr(const sv_peer_t *p, uint64_t off, uint64_t len)
