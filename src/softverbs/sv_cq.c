@@ -293,7 +293,7 @@ struct ibv_cq_ex *sv_cq_create(struct ibv_context *c,
     }
 
     pthread_mutex_lock(&port->lock);
-    slot = sv_slot_take((void *const*)port->cq, 0, SV_MAX_CQ, &port->next_cq);
+    slot = sv_slots_take(&port->cq_slots, cq);
     if (slot < 0) {
         pthread_mutex_unlock(&port->lock);
         ret = ENOMEM;
@@ -301,7 +301,6 @@ struct ibv_cq_ex *sv_cq_create(struct ibv_context *c,
     }
     idx           = slot;
     e             = &port->seg->cq[idx];
-    port->cq[idx] = cq;
     cq->token     = ++port->next_token;
     pthread_mutex_unlock(&port->lock);
 
@@ -370,7 +369,7 @@ int sv_cq_destroy(struct ibv_cq *ibcq)
         return EBUSY;
     }
     pthread_mutex_lock(&port->lock);
-    port->cq[cq->idx] = NULL;
+    sv_slots_put(&port->cq_slots, cq->idx);
     pthread_mutex_unlock(&port->lock);
     SV_STORE(&port->seg->cq[cq->idx].valid, 0);
     sv_heap_free(port->index, cq->ring_off, cq->ring_bytes);

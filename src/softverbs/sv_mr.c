@@ -75,9 +75,9 @@ struct ibv_mr *sv_mr_reg(struct ibv_pd *ibpd, void *addr, size_t len,
     sv_pd_t *pd = sv_pd_of(ibpd);
     sv_mr_shadow_t *shadow;
     sv_mr_shm_t *e = NULL;
-    uint32_t i, idx = 0, key;
+    uint32_t idx = 0, key;
+    int ret, slot;
     sv_mr_t *mr;
-    int ret;
 
     access &= ~IBV_ACCESS_OPTIONAL_RANGE;
     ret = sv_mr_check_access(access);
@@ -98,20 +98,15 @@ struct ibv_mr *sv_mr_reg(struct ibv_pd *ibpd, void *addr, size_t len,
 
     shadow = sv_fabric_peer(port->index)->shadow;
     pthread_mutex_lock(&port->lock);
-    for (i = 0; i < SV_MAX_MR; ++i) {
-        idx = (port->next_mr + i) % SV_MAX_MR;
-        if (shadow[idx].key == 0) {      /* ours decides, not the shm's */
-            e = &port->seg->mr[idx];
-            break;
-        }
-    }
-    if (e == NULL) {
+    slot = sv_slots_take(&port->mr_slots, mr);
+    if (slot < 0) {
         pthread_mutex_unlock(&port->lock);
         free(mr);
         errno = ENOMEM;
         return NULL;
     }
-    port->next_mr = idx + 1;
+    idx = slot;
+    e   = &port->seg->mr[idx];
     /* a new 8-bit tag per reuse, never 0 so that key 0 stays invalid */
     if (++port->mr_gen[idx] == 0) {
         port->mr_gen[idx] = 1;
@@ -152,6 +147,7 @@ int sv_mr_dereg(struct ibv_mr *ibmr)
     pthread_mutex_lock(&port->lock);
     SV_STORE(&sv_fabric_peer(port->index)->shadow[mr->idx].key, 0);
     SV_STORE(&port->seg->mr[mr->idx].key, 0);
+    sv_slots_put(&port->mr_slots, mr->idx);
     pthread_mutex_unlock(&port->lock);
     __atomic_fetch_sub(&sv_pd_of(ibmr->pd)->nobjs, 1, __ATOMIC_RELAXED);
     free(mr);

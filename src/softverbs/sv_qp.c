@@ -196,9 +196,7 @@ struct ibv_qp *sv_qp_create(struct ibv_context *c,
     }
 
     pthread_mutex_lock(&port->lock);
-    /* next-fit: a destroyed QP's number is not reused right away */
-    slot = sv_slot_take((void *const*)port->qp, SV_FIRST_QP_IDX,
-                        SV_MAX_QP - SV_FIRST_QP_IDX, &port->next_qp);
+    slot = sv_slots_take(&port->qp_slots, qp);
     if (slot < 0) {
         pthread_mutex_unlock(&port->lock);
         ret = ENOMEM;
@@ -206,7 +204,6 @@ struct ibv_qp *sv_qp_create(struct ibv_context *c,
     }
     idx           = slot;
     e             = &port->seg->qp[idx];
-    port->qp[idx] = qp;
     pthread_mutex_unlock(&port->lock);
 
     memset(e, 0, sizeof(*e));
@@ -274,7 +271,7 @@ struct ibv_qp *sv_qp_create(struct ibv_context *c,
 
 err_slot:
     pthread_mutex_lock(&port->lock);
-    port->qp[idx] = NULL;
+    sv_slots_put(&port->qp_slots, idx);
     pthread_mutex_unlock(&port->lock);
 err_free:
     free(qp->sq_rec);
@@ -510,7 +507,7 @@ int sv_qp_destroy(struct ibv_qp *ibqp)
     pthread_mutex_unlock(&port->pend_lock);
 
     pthread_mutex_lock(&port->lock);
-    port->qp[qp->idx] = NULL;
+    sv_slots_put(&port->qp_slots, qp->idx);
     pthread_mutex_unlock(&port->lock);
     sv_rq_cleanup(&qp->rq, port->index);
     __atomic_fetch_sub(&qp->pd->nobjs, 1, __ATOMIC_RELAXED);

@@ -32,15 +32,13 @@ struct ibv_srq *sv_srq_create(struct ibv_pd *ibpd,
         return NULL;
     }
     pthread_mutex_lock(&port->lock);
-    slot = sv_slot_take((void *const*)port->srq, 0, SV_MAX_SRQ,
-                        &port->next_srq);
+    slot = sv_slots_take(&port->srq_slots, srq);
     if (slot < 0) {
         pthread_mutex_unlock(&port->lock);
         ret = ENOMEM;
         goto err_free;
     }
-    e               = &port->seg->srq[slot];
-    port->srq[slot] = srq;
+    e = &port->seg->srq[slot];
     pthread_mutex_unlock(&port->lock);
 
     memset(e, 0, sizeof(*e));
@@ -71,7 +69,7 @@ struct ibv_srq *sv_srq_create(struct ibv_pd *ibpd,
 
 err_slot:
     pthread_mutex_lock(&port->lock);
-    port->srq[slot] = NULL;
+    sv_slots_put(&port->srq_slots, slot);
     pthread_mutex_unlock(&port->lock);
 err_free:
     free(srq);
@@ -126,7 +124,7 @@ int sv_srq_destroy(struct ibv_srq *ibsrq)
         srq->armed = 0;
         __atomic_fetch_sub(&port->srq_armed, 1, __ATOMIC_RELEASE);
     }
-    port->srq[srq->idx] = NULL;
+    sv_slots_put(&port->srq_slots, srq->idx);
     pthread_mutex_unlock(&port->lock);
     SV_STORE(&srq->shm->valid, 0);
     sv_rq_cleanup(&srq->rq, port->index);

@@ -22,6 +22,44 @@ typedef struct sv_device {
     unsigned          index;
 } sv_device_t;
 
+/* A port's table of one kind of object, indexed by the number peers know
+ * it by (QP number, CQ or SRQ index, MR key). Next-fit: a freed slot is not
+ * reused at once, so a stale number held by a peer rarely meets a new
+ * object. The caller holds the port lock. */
+typedef struct sv_slots {
+    void   **obj;      /* [first, first + count) are the table */
+    uint32_t first, count;
+    uint32_t next;     /* where the next search starts */
+} sv_slots_t;
+
+static inline void sv_slots_init(sv_slots_t *s, void *table, uint32_t first,
+                                 uint32_t count)
+{
+    *s = (sv_slots_t){ .obj = table, .first = first, .count = count,
+                       .next = first };
+}
+
+/* Put `obj` in a free slot: its index, or -1 when the table is full. */
+static inline int sv_slots_take(sv_slots_t *s, void *obj)
+{
+    uint32_t i, idx;
+
+    for (i = 0; i < s->count; ++i) {
+        idx = s->first + (s->next - s->first + i) % s->count;
+        if (s->obj[idx] == NULL) {
+            s->obj[idx] = obj;
+            s->next     = idx + 1;
+            return (int)idx;
+        }
+    }
+    return -1;
+}
+
+static inline void sv_slots_put(sv_slots_t *s, uint32_t idx)
+{
+    s->obj[idx] = NULL;
+}
+
 /* A device opened in this process: one fabric port, shared by contexts. */
 typedef struct sv_port {
     unsigned          index;      /* fabric port, LID - 1 */
@@ -31,12 +69,13 @@ typedef struct sv_port {
     int               nobjs;      /* live objects: keep the segment */
     int               fd;
     sv_seg_t         *seg;
-    pthread_mutex_t   lock;       /* tables and cursors below */
-    uint32_t          next_qp, next_mr, next_cq, next_srq;
+    pthread_mutex_t   lock;       /* tables and counters below */
     uint32_t          next_pd, next_token;
     struct sv_qp     *qp[SV_MAX_QP];
     struct sv_cq     *cq[SV_MAX_CQ];
     struct sv_srq    *srq[SV_MAX_SRQ];
+    struct sv_mr     *mr[SV_MAX_MR];
+    sv_slots_t        qp_slots, cq_slots, srq_slots, mr_slots;
     uint8_t           mr_gen[SV_MAX_MR];
     uint32_t          err_seen;   /* last seg->err_pending handled */
     uint32_t          npending;   /* QPs with deferred send work */
@@ -218,25 +257,6 @@ typedef struct sv_qp {
 #define sv_cq_of(_c)   ((sv_cq_t*)(_c))
 #define sv_qp_of(_q)   ((sv_qp_t*)(_q))
 #define sv_srq_of(_s)  ((sv_srq_t*)(_s))
-
-/* Next-fit search of a free slot in table[first, first + count), from
- * *cursor on: a freed slot is not reused at once, so a stale number held by
- * a peer rarely meets a new object. Caller holds port->lock. Returns the
- * index (and moves the cursor past it), or -1 when the table is full. */
-static inline int sv_slot_take(void *const *table, uint32_t first,
-                               uint32_t count, uint32_t *cursor)
-{
-    uint32_t i, idx;
-
-    for (i = 0; i < count; ++i) {
-        idx = first + (*cursor - first + i) % count;
-        if (table[idx] == NULL) {
-            *cursor = idx + 1;
-            return (int)idx;
-        }
-    }
-    return -1;
-}
 
 static inline uint32_t sv_qpn(unsigned port, uint32_t idx)
 {
