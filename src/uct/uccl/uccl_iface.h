@@ -102,19 +102,6 @@ typedef struct uct_uccl_ctl_src {
 } uct_uccl_ctl_src_t;
 
 
-/* Addresses exchanged by UCX */
-typedef struct UCS_S_PACKED uct_uccl_device_addr {
-    uint16_t                lid;
-    uint8_t                 is_global;
-    uint8_t                 rsvd;
-    uint8_t                 gid[16];
-} uct_uccl_device_addr_t;
-
-typedef struct UCS_S_PACKED uct_uccl_iface_addr {
-    uint32_t                ctl_qpn;
-} uct_uccl_iface_addr_t;
-
-
 /* Registered memory for the pools (one MR per mpool chunk) */
 typedef struct uct_uccl_mp_chunk_hdr {
     struct ibv_mr           *mr;
