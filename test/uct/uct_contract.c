@@ -19,7 +19,9 @@
  *                added with UCT_CB_FLAG_ASYNC runs; a sync handler is not
  *                called until the receiver progresses
  *   peer_close   an iface that closes makes its peer's ep fail with
- *                UCS_ERR_CONNECTION_RESET at once, not after PEER_TIMEOUT
+ *                UCS_ERR_CONNECTION_RESET at once (not after PEER_TIMEOUT)
+ *                when it checks the ep or sends; an idle ep still
+ *                flushes what completed before
  *   many_eps     2048 eps between two ifaces and 2048 from an iface to
  *                itself: all connect and deliver
  *   many_peers   NPEERS ifaces, one ep to each, with the md's MAX_QPS
@@ -709,32 +711,64 @@ static void test_async_am(void)
     uct_iface_close(as.a.iface);
 }
 
-static void test_peer_close(void)
+/* an ep to a fresh iface b, with one AM delivered and flushed */
+static uct_ep_h peer_close_setup(iface_t *a, iface_t *b)
 {
-    iface_t a, b;
-    double start;
+    unsigned before = rx.count;
     uct_ep_h ep;
 
-    iface_open(&a, NULL);
-    iface_open(&b, NULL);
-    check(uct_iface_set_am_handler(b.iface, AM_ID, am_cb, NULL, 0), "am");
-    ep = ep_create(&a, &b);
+    iface_open(b, NULL);
+    check(uct_iface_set_am_handler(b->iface, AM_ID, am_cb, NULL, 0), "am");
+    ep = ep_create(a, b);
     check(RETRY("am_short", uct_ep_am_short(ep, AM_ID, 0, NULL, 0)), "AM");
-    wait_for(&rx.count, 1, "AM");
+    wait_for(&rx.count, before + 1, "AM");
     flush_ep(ep);
+    return ep;
+}
 
-    start = now_sec();
-    uct_iface_close(b.iface);
-    check(uct_ep_check(ep, 0, NULL), "ep check");
+static void wait_ep_error(double start, const char *after)
+{
     while (!rx.ep_error) {
         progress();
         if (now_sec() - start > 5) {
-            die("no ep error 5 s after the peer iface closed");
+            die("no ep error 5 s after %s", after);
         }
     }
     expect_status(rx.ep_status, UCS_ERR_CONNECTION_RESET, "the ep error");
-    printf("ep failed %.1f ms after the peer iface closed\n",
-           (now_sec() - start) * 1e3);
+    printf("ep failed %.1f ms after %s\n", (now_sec() - start) * 1e3, after);
+}
+
+static void test_peer_close(void)
+{
+    double start, idle_until;
+    iface_t a, b;
+    uct_ep_h ep;
+
+    iface_open(&a, NULL);
+
+    /* a check (UCP's keepalive) right after the peer closed: error now */
+    ep    = peer_close_setup(&a, &b);
+    start = now_sec();
+    uct_iface_close(b.iface);
+    check(uct_ep_check(ep, 0, NULL), "ep check");
+    wait_ep_error(start, "the peer iface closed");
+    uct_ep_destroy(ep);
+
+    /* an idle ep: what completed before flushes, the next send fails */
+    rx.ep_error = 0;
+    ep          = peer_close_setup(&a, &b);
+    uct_iface_close(b.iface);
+    for (idle_until = now_sec() + 0.1; now_sec() < idle_until;) {
+        progress();
+    }
+    if (rx.ep_error) {
+        die("an idle ep failed when its peer closed");
+    }
+    flush_ep(ep);
+    start = now_sec();
+    expect_status(uct_ep_am_short(ep, AM_ID, 0, NULL, 0),
+                  UCS_ERR_CONNECTION_RESET, "a send to a closed peer");
+    wait_ep_error(start, "a send to a closed peer");
     uct_ep_destroy(ep);
     uct_iface_close(a.iface);
 }

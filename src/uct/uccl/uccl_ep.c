@@ -25,6 +25,9 @@ uct_uccl_ep_check(uct_uccl_conn_t *conn, unsigned nchunks)
     if (ucs_unlikely(conn->state == UCT_UCCL_CONN_FAILED)) {
         return conn->fail_status;
     }
+    if (ucs_unlikely(conn->peer_closed)) {
+        return uct_uccl_conn_fail_later(conn);
+    }
     /* keep the order of what waits in the pending queue */
     if (ucs_unlikely(!conn->in_dispatch &&
                      !ucs_queue_is_empty(&conn->pending_q))) {

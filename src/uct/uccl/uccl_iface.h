@@ -291,6 +291,8 @@ struct uct_uccl_conn {
     uint8_t                 ack_pending; /* on the iface ACK list */
     uint8_t                 ack_busy;    /* the next ACK says busy */
     uint8_t                 err_deferred; /* on the iface's async errs */
+    uint8_t                 peer_closed; /* the peer's side is gone: fail at
+                                            the next operation */
     ucs_status_t            fail_status;
 
     /* peer */
@@ -563,6 +565,7 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
 void uct_uccl_conn_destroy(uct_uccl_conn_t *conn);
 ucs_status_t uct_uccl_conn_start(uct_uccl_conn_t *conn);
 void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status);
+ucs_status_t uct_uccl_conn_fail_later(uct_uccl_conn_t *conn);
 void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
                               size_t len, const uct_uccl_ctl_src_t *src);
 uct_uccl_conn_t *uct_uccl_conn_bound(uct_uccl_iface_t *iface, uint32_t id,
