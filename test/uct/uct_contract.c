@@ -17,7 +17,8 @@
  *   async_am     without progress on the receiver, a handler registered
  *                with UCT_CB_FLAG_ASYNC is called and a pending request
  *                added with UCT_CB_FLAG_ASYNC runs; a sync handler is not
- *                called until the receiver progresses
+ *                called until the receiver progresses, nor an async one
+ *                sent after it (AMs are handled in order)
  *   peer_close   an iface that closes makes its peer's ep fail with
  *                UCS_ERR_CONNECTION_RESET at once (not after PEER_TIMEOUT)
  *                when it checks the ep or sends; an idle ep still
@@ -75,6 +76,7 @@ static ctx_t ctx;
 static struct {
     unsigned            count;      /* AMs of AM_ID */
     unsigned            sync_count; /* AMs of AM_ID_SYNC */
+    unsigned            count_at_sync; /* count when the last one came */
     unsigned            replies;
     unsigned            errors;
     uint64_t            seen[MANY_EPS / 64];
@@ -348,6 +350,7 @@ static ucs_status_t sync_cb(void *arg, void *data, size_t length,
                             unsigned flags)
 {
     ++rx.sync_count;
+    rx.count_at_sync = rx.count;
     return UCS_OK;
 }
 
@@ -685,8 +688,6 @@ static void test_async_am(void)
     flush_ep(as.ep_ba);
 
     /* from here on only a progresses: b runs from its async timer */
-    check(RETRY("am_short", uct_ep_am_short(as.ep_ab, AM_ID_SYNC, 0, NULL, 0)),
-          "sync AM");
     start = now_sec();
     check(RETRY("am_short", uct_ep_am_short(as.ep_ab, AM_ID, 0, NULL, 0)),
           "async AM");
@@ -694,17 +695,32 @@ static void test_async_am(void)
     printf("async handler called after %.1f ms\n", (now_sec() - start) * 1e3);
     wait_a((volatile unsigned*)&as.req_done, 1, "async pending requests");
     wait_a(&rx.replies, as.posted, "replies of the async handler");
-    if (rx.sync_count != 0) {
-        die("a sync handler was called without progress on its iface");
-    }
     if (rx.errors) {
         die("the async handler saw %u errors", rx.errors);
     }
     printf("%u replies, the last from an async pending request\n",
            as.posted);
 
-    /* the receiver's progress delivers the sync AM */
+    /* a sync AM waits for b's progress, and an async one sent after it
+     * waits behind it */
+    check(RETRY("am_short", uct_ep_am_short(as.ep_ab, AM_ID_SYNC, 0, NULL, 0)),
+          "sync AM");
+    check(RETRY("am_short", uct_ep_am_short(as.ep_ab, AM_ID, 0, NULL, 0)),
+          "async AM");
+    for (start = now_sec(); now_sec() < start + 0.2;) {
+        uct_iface_progress(as.a.iface);
+    }
+    if ((rx.sync_count != 0) || (rx.count != 1)) {
+        die("without progress on its iface, the sync handler was called %u "
+            "times and the async one after it %u", rx.sync_count,
+            rx.count - 1);
+    }
+    /* b's progress handles both, in order */
     wait_for(&rx.sync_count, 1, "the sync AM after progress");
+    wait_for(&rx.count, 2, "the async AM behind it");
+    if (rx.count_at_sync != 1) {
+        die("the async AM was handled before the sync AM sent before it");
+    }
     uct_ep_destroy(as.ep_ba);
     uct_ep_destroy(as.ep_ab);
     uct_iface_close(as.b.iface);

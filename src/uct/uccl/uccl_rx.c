@@ -84,9 +84,8 @@ static void uct_uccl_rx_am_invoke(uct_uccl_iface_t *iface,
 
 /* A background pass calls the handlers registered with UCT_CB_FLAG_ASYNC
  * (UCX promises them to be called without progress: UCP's wireup handler is
- * one); any other AM waits for the user's next progress call, behind the
- * ones deferred before it. Like UCX's ud transport, an async handler's AM
- * may so overtake a deferred one. */
+ * one); any other AM waits for the user's next progress call, and so does
+ * an async one behind it: AMs are handled in order. */
 void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface, uct_uccl_rx_desc_t *desc)
 {
     const uct_uccl_am_hdr_t *hdr = (const void*)uct_uccl_rx_data(desc);
