@@ -173,21 +173,22 @@ struct uct_uccl_chunk {
 };
 
 
-/* SRQ receive buffer. A SEND lands at data + UCT_UCCL_RX_PAD so that the
- * payload after an AM header is 8-byte aligned for the AM handler. */
+/* SRQ receive buffer. A SEND lands at data + pad: the payload after an AM
+ * header is then aligned for the AM handler (8 bytes, or the iface's
+ * am_alignment and am_align_offset); data itself starts on a cache line
+ * or on that alignment. */
 typedef struct uct_uccl_rx_desc {
     ucs_queue_elem_t        queue;       /* iface's deferred AMs */
     uint32_t                lkey;
-    uint32_t                rsvd;
+    uint32_t                pad;         /* iface's config.rx_pad */
     char                    data[] UCS_V_ALIGNED(8);
 } uct_uccl_rx_desc_t;
 
-#define UCT_UCCL_RX_PAD \
-    ((8 - (sizeof(uct_uccl_am_hdr_t) % 8)) % 8)
+#define UCT_UCCL_RX_ALIGN         8      /* AM payload, by default */
 
 static inline void *uct_uccl_rx_data(uct_uccl_rx_desc_t *desc)
 {
-    return desc->data + UCT_UCCL_RX_PAD;
+    return desc->data + desc->pad;
 }
 
 
@@ -471,6 +472,8 @@ struct uct_uccl_iface {
         size_t              chunk_size;
         size_t              seg_size;
         size_t              rx_buf_size;
+        size_t              rx_pad;      /* uct_uccl_rx_desc_t.pad */
+        size_t              rx_align;    /* of uct_uccl_rx_desc_t.data */
         unsigned            tx_queue_len;
         unsigned            tx_ring_mask;    /* path sent[] ring size - 1 */
         unsigned            srq_size;
