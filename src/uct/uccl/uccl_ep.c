@@ -104,7 +104,9 @@ ucs_status_t uct_uccl_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     }
 
     *(uint64_t*)chunk->data = header;
-    memcpy(chunk->data + sizeof(header), payload, length);
+    if (length > 0) { /* payload may be NULL */
+        memcpy(chunk->data + sizeof(header), payload, length);
+    }
     chunk->length       = length + sizeof(header);
     chunk->hdr.am.length = chunk->length;
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, chunk->length);
@@ -186,7 +188,9 @@ ucs_status_t uct_uccl_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    memcpy(chunk->data, header, header_length);
+    if (header_length > 0) { /* header may be NULL */
+        memcpy(chunk->data, header, header_length);
+    }
     chunk->extra_len     = header_length;
     chunk->length        = length;
     chunk->laddr         = (length > 0) ? (uintptr_t)iov->buffer : 0;
@@ -237,7 +241,9 @@ ucs_status_t uct_uccl_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     if (ucs_unlikely(chunk == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    memcpy(chunk->data, buffer, length);
+    if (length > 0) { /* buffer may be NULL */
+        memcpy(chunk->data, buffer, length);
+    }
     chunk->length = length;
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
     uct_uccl_tx_enqueue(conn, chunk);

@@ -244,7 +244,9 @@ static int uct_uccl_rx_retx(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc,
         return 0;
     }
 
-    memcpy((void*)retx->remote_addr, retx + 1, retx->length);
+    if (retx->length > 0) { /* an empty one may name no address */
+        memcpy((void*)retx->remote_addr, retx + 1, retx->length);
+    }
     ++conn->stats.chunks_rx;
     return 1;
 }
