@@ -1105,6 +1105,13 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
                                  1;
     self->config.srq_size      = ucs_min(config->srq_size,
                                          md->caps.max_srq_wr);
+    /* parked messages leave an SRQ's worth of buffers to refill it and
+     * one more for deferred AMs and GET data: the message they wait for
+     * can always arrive */
+    self->config.rx_held_max   = (config->rx_max_bufs >
+                                  2 * self->config.srq_size) ?
+                                 config->rx_max_bufs -
+                                 2 * self->config.srq_size : 0;
     self->config.rx_window     = config->srq_flow ?
                                  ucs_min(config->sack_window,
                                          self->config.srq_size) :

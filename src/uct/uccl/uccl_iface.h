@@ -448,6 +448,8 @@ struct uct_uccl_iface {
     unsigned                tx_outstanding; /* WRs on the send CQ */
     uint64_t                next_timer;
     unsigned                num_passive; /* conns peers opened to us */
+    unsigned                rx_held;     /* receive buffers parked for
+                                            their order, all conns */
     unsigned                busy;        /* in progress or a purge: new
                                             chunks wait for the scheduler */
     int                     dump_seen;   /* SIGUSR2 dump requests served */
@@ -478,6 +480,7 @@ struct uct_uccl_iface {
         unsigned            tx_ring_mask;    /* path sent[] ring size - 1 */
         unsigned            srq_size;
         unsigned            rx_window;   /* chunks a peer may have in flight */
+        unsigned            rx_held_max; /* rx_held bound (RX_MAX_BUFS) */
         unsigned            cq_size;
         unsigned            max_queued;
         unsigned            max_peers;

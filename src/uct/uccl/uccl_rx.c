@@ -131,6 +131,7 @@ static void uct_uccl_rx_order_release(uct_uccl_conn_t *conn)
     uct_uccl_rx_desc_t *desc;
 
     while ((desc = uct_uccl_order_pop(&conn->order, conn->sack.cum)) != NULL) {
+        --conn->iface->rx_held;
         uct_uccl_rx_ordered_deliver(conn, desc);
     }
 }
@@ -153,6 +154,7 @@ static void uct_uccl_rx_ordered(uct_uccl_conn_t *conn,
         uct_uccl_conn_fail(conn, UCS_ERR_NO_MEMORY);
         return;
     }
+    ++conn->iface->rx_held;
     ++conn->stats.am_held;
 }
 
@@ -171,6 +173,14 @@ static int uct_uccl_rx_may_take(uct_uccl_conn_t *conn, const void *hdr,
         return 0;
     }
     if (!uct_uccl_order_may_take(&conn->order, csn, conn->sack.cum)) {
+        ++iface->stats.order_full;
+        return 0;
+    }
+    /* the iface's receive buffers are shared: what all conns park must
+     * leave room for the message each of them waits for (that one, the
+     * first missing, is taken anyway) */
+    if ((iface->rx_held >= iface->config.rx_held_max) &&
+        (csn != conn->sack.cum)) {
         ++iface->stats.order_full;
         return 0;
     }
@@ -515,6 +525,7 @@ static void uct_uccl_rx_desc_drop(void *arg, void *desc)
 void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn)
 {
     if (conn->sack_valid) {
+        conn->iface->rx_held -= conn->order.held;
         uct_uccl_order_drain(&conn->order, uct_uccl_rx_desc_drop, NULL);
     }
 }
