@@ -25,6 +25,10 @@
  *                flushes what completed before
  *   many_eps     2048 eps between two ifaces and 2048 from an iface to
  *                itself: all connect and deliver
+ *   rx_bound     RX_EPS eps stream AMs over many paths (they arrive out of
+ *                order and wait for their order) to an iface with few
+ *                receive buffers: every AM arrives, in order per ep (the
+ *                parked ones must leave room for those they wait for)
  *   many_peers   NPEERS ifaces, one ep to each, with the md's MAX_QPS
  *                (1000) far below NPEERS * NUM_PATHS * 2: every conn is
  *                made (paths shrink), every ep delivers AMs and PUT data
@@ -51,6 +55,8 @@
 #define TIMEOUT_S    30.0
 #define MANY_EPS     2048
 #define NPEERS       64
+#define RX_EPS       32
+#define RX_AMS       400      /* per ep */
 #define NPEERS_QPS   "1000"   /* 32 paths each would take 4096 */
 
 static const char *test_name = "?";
@@ -834,6 +840,65 @@ static void test_many_eps(void)
     uct_iface_close(a.iface);
 }
 
+/* AM_ID_SYNC of rx_bound: header = ep << 32 | sequence number */
+static uint32_t rx_bound_next[RX_EPS];
+
+static ucs_status_t rx_bound_cb(void *arg, void *data, size_t length,
+                                unsigned flags)
+{
+    uint64_t hdr;
+    uint32_t ep, seq;
+
+    memcpy(&hdr, data, sizeof(hdr));
+    ep  = hdr >> 32;
+    seq = (uint32_t)hdr;
+    if ((ep >= RX_EPS) || (seq != rx_bound_next[ep])) {
+        fprintf(stderr, "ep %u: AM %u, expected %u\n", ep, seq,
+                (ep < RX_EPS) ? rx_bound_next[ep] : 0);
+        ++rx.errors;
+    } else {
+        ++rx_bound_next[ep];
+    }
+    ++rx.count;
+    return UCS_OK;
+}
+
+static void test_rx_bound(void)
+{
+    static const char *const settings[] = {
+        "RX_MAX_BUFS=600", "SRQ_SIZE=256", NULL
+    };
+    uct_ep_h eps[RX_EPS];
+    unsigned i, n;
+    iface_t a, b;
+
+    iface_open(&a, NULL);
+    iface_open(&b, settings);
+    check(uct_iface_set_am_handler(b.iface, AM_ID_SYNC, rx_bound_cb, NULL, 0),
+          "am");
+    for (i = 0; i < RX_EPS; ++i) {
+        eps[i] = ep_create(&a, &b);
+    }
+    for (n = 0; n < RX_AMS; ++n) {
+        for (i = 0; i < RX_EPS; ++i) {
+            check(RETRY("am_short",
+                        uct_ep_am_short(eps[i], AM_ID_SYNC,
+                                        ((uint64_t)i << 32) | n, NULL, 0)),
+                  "AM");
+        }
+    }
+    wait_for(&rx.count, RX_EPS * RX_AMS, "AMs to a receiver short of buffers");
+    if (rx.errors) {
+        die("%u AMs out of order", rx.errors);
+    }
+    for (i = 0; i < RX_EPS; ++i) {
+        flush_ep(eps[i]);
+        uct_ep_destroy(eps[i]);
+    }
+    uct_iface_close(b.iface);
+    uct_iface_close(a.iface);
+}
+
 /* the md's MAX_QPS is far below what NPEERS conns of NUM_PATHS would take
  * on both sides */
 static void test_many_peers(void)
@@ -927,6 +992,7 @@ static const struct {
     {"async_am",    test_async_am,    NULL},
     {"peer_close",  test_peer_close,  NULL},
     {"many_eps",    test_many_eps,    NULL},
+    {"rx_bound",    test_rx_bound,    NULL},
     {"many_peers",  test_many_peers,  "MAX_QPS=" NPEERS_QPS},
 };
 
