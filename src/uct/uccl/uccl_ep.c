@@ -555,6 +555,7 @@ ucs_status_t uct_uccl_ep_flush(uct_ep_h tl_ep, unsigned flags,
         if (op == NULL) {
             return UCS_ERR_NO_RESOURCE;
         }
+        op->owner      = conn;
         op->type       = UCT_UCCL_OP_FLUSH;
         op->pending    = 1;
         op->status     = UCS_OK;

@@ -203,6 +203,8 @@ typedef enum {
 /* An operation with a user completion */
 struct uct_uccl_op {
     ucs_list_link_t         list;        /* conn's outstanding ops */
+    const void              *owner;      /* its conn (compared, never
+                                            followed: it may be gone) */
     ucs_list_link_t         get_link;    /* GET: conn's GETs, in order */
     uint32_t                gseq;        /* GET: its place in that order */
     uct_uccl_op_type_t      type;
@@ -618,6 +620,8 @@ void uct_uccl_async_dispatch(uct_uccl_iface_t *iface);
 void uct_uccl_async_defer_am(uct_uccl_iface_t *iface,
                              uct_uccl_rx_desc_t *desc);
 void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op);
+void uct_uccl_async_report_ops_of(uct_uccl_iface_t *iface,
+                                  const uct_uccl_conn_t *conn);
 void uct_uccl_async_defer_err(uct_uccl_conn_t *conn);
 void uct_uccl_async_conn_cleanup(uct_uccl_conn_t *conn);
 unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface);
