@@ -23,6 +23,8 @@
  *                UCS_ERR_CONNECTION_RESET at once (not after PEER_TIMEOUT)
  *                when it checks the ep or sends; an idle ep still
  *                flushes what completed before
+ *   destroy      an ep destroyed with zero-copy operations outstanding
+ *                completes each of them before uct_ep_destroy returns
  *   many_eps     2048 eps between two ifaces and 2048 from an iface to
  *                itself: all connect and deliver
  *   rx_bound     RX_EPS eps stream AMs over many paths (they arrive out of
@@ -795,6 +797,62 @@ static void test_peer_close(void)
     uct_iface_close(a.iface);
 }
 
+static void test_destroy(void)
+{
+    const size_t len = 256 * 1024;
+    unsigned i, issued = 0;
+    iface_t a, b;
+    uct_mem_h memh;
+    uct_iov_t iov;
+    uint8_t *buf;
+    uct_ep_h ep;
+    req_t req;
+
+    iface_open(&a, NULL);
+    iface_open(&b, NULL);
+    check(uct_iface_set_am_handler(b.iface, AM_ID, am_cb, NULL, 0), "am");
+    ep  = ep_create(&a, &b);
+    flush_ep(ep);
+    buf = pattern_buf(len);
+    check(uct_md_mem_reg(ctx.md, buf, len, UCT_MD_MEM_ACCESS_ALL, &memh),
+          "mem reg");
+    iov.buffer = buf;
+    iov.length = ucs_min(len, a.attr.cap.am.max_zcopy - sizeof(uint64_t));
+    iov.memh   = memh;
+    iov.stride = 0;
+    iov.count  = 1;
+
+    /* one completion object counts every operation, as UCX's gtest does */
+    req_init(&req);
+    req.comp.count = 0;
+    for (i = 0; i < 300; ++i) {
+        ucs_status_t status = uct_ep_am_zcopy(ep, AM_ID, &i, sizeof(i), &iov,
+                                              1, 0, &req.comp);
+        if (status == UCS_INPROGRESS) {
+            ++req.comp.count;
+            ++issued;
+        } else if (status == UCS_ERR_NO_RESOURCE) {
+            break;
+        } else {
+            check(status, "am_zcopy");
+        }
+    }
+    if (issued == 0) {
+        die("no am_zcopy outstanding to destroy the ep with");
+    }
+    uct_ep_destroy(ep);
+    if (req.comp.count != 0) {
+        die("%d of %u operations not completed when uct_ep_destroy returned",
+            req.comp.count, issued);
+    }
+    printf("%u operations outstanding at ep destroy completed in it\n",
+           issued);
+    check(uct_md_mem_dereg(ctx.md, memh), "mem dereg");
+    free(buf);
+    uct_iface_close(b.iface);
+    uct_iface_close(a.iface);
+}
+
 /* eps[i] from `from` to `to`, each sends its index: all must arrive */
 static void many_eps(iface_t *from, iface_t *to, const char *what)
 {
@@ -991,6 +1049,7 @@ static const struct {
     {"connecting",  test_connecting,  NULL},
     {"async_am",    test_async_am,    NULL},
     {"peer_close",  test_peer_close,  NULL},
+    {"destroy",     test_destroy,     NULL},
     {"many_eps",    test_many_eps,    NULL},
     {"rx_bound",    test_rx_bound,    NULL},
     {"many_peers",  test_many_peers,  "MAX_QPS=" NPEERS_QPS},
