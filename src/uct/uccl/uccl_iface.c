@@ -105,9 +105,11 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      "inf too, or longer than its longest computation).",
      ucs_offsetof(uct_uccl_iface_config_t, idle_timeout), UCS_CONFIG_TYPE_TIME},
 
-    {"MAX_PEERS", "1024",
+    {"MAX_PEERS", "4096",
      "Connections other ifaces may open to this iface (each holds QPs and\n"
-     "buffers); a request beyond it is refused, and the peer's ep fails.",
+     "buffers); a request beyond it is refused, and the peer's ep fails.\n"
+     "UCX expects thousands of eps to one connect-to-iface iface (its own\n"
+     "tests open 2048); the device's QPs bound them too.",
      ucs_offsetof(uct_uccl_iface_config_t, max_peers), UCS_CONFIG_TYPE_UINT},
 
     {"RX_MAX_BUFS", "4096",
