@@ -303,6 +303,8 @@ typedef struct {
     uct_uccl_device_addr_t peer_dev;
     uint32_t           peer_ctl_qpn;
     unsigned           rs;        /* random state */
+    struct ibv_wc      stash;     /* a data QP's receive seen while */
+    int                stashed;   /* waiting for a send */
 } hv_t;
 
 /* one uccl conn of the hostile to the victim */
@@ -436,6 +438,9 @@ static void hv_wait_send(void)
                     rwr.sg_list = &sge;
                     rwr.num_sge = 1;
                     (void)ibv_post_recv(hv.ud, &rwr, &rbad);
+                } else {
+                    hv.stash   = wc;
+                    hv.stashed = 1;
                 }
                 continue;
             }
@@ -849,29 +854,67 @@ static void hv_serve_attack(hv_conn_t *c, const uct_uccl_get_req_t *req)
     }
 }
 
-/* the GET request the victim sends on conn c, copied to req; its CSN */
-static int hv_serve_wait_get(hv_conn_t *c, uct_uccl_get_req_t *req,
-                             uint32_t *csn)
+/* receive buffers (HV_SERVE_SLOT bytes each) for the SENDs of the victim
+ * on conn c: 4 per path */
+static void hv_conn_post_recvs(hv_conn_t *c)
 {
-    double deadline = uh_now() + 10;
+    struct ibv_recv_wr wr, *bad;
+    struct ibv_sge sge;
+    unsigned i;
+
+    for (i = 0; i < c->num_paths * 4; ++i) {
+        sge = (struct ibv_sge){ .addr = (uintptr_t)hv.buf + HV_SERVE_RX +
+                                        i * HV_SERVE_SLOT,
+                                .length = HV_SERVE_SLOT,
+                                .lkey = hv.mr->lkey };
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id   = i;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        (void)ibv_post_recv(c->qp[i / 4], &wr, &bad);
+    }
+}
+
+/* a SEND of `kind` from the victim on conn c within secs: its first len
+ * bytes copied to msg, its CSN; the buffer posted again */
+static int hv_serve_wait(hv_conn_t *c, uct_uccl_kind_t kind, void *msg,
+                         size_t len, uint32_t *csn, double secs)
+{
+    double deadline = uh_now() + secs;
+    struct ibv_recv_wr wr, *bad;
+    struct ibv_sge sge;
     struct ibv_wc wc;
     uint32_t imm;
     unsigned i;
 
     while (uh_now() < deadline) {
-        if ((ibv_poll_cq(hv.cq, 1, &wc) <= 0) ||
-            (wc.opcode != IBV_WC_RECV) || (wc.status != IBV_WC_SUCCESS) ||
+        if (hv.stashed) {
+            wc         = hv.stash;
+            hv.stashed = 0;
+        } else if (ibv_poll_cq(hv.cq, 1, &wc) <= 0) {
+            continue;
+        }
+        if ((wc.opcode != IBV_WC_RECV) || (wc.status != IBV_WC_SUCCESS) ||
             !(wc.wc_flags & IBV_WC_WITH_IMM)) {
             continue;
         }
         imm = uct_uccl_imm_from_wire(wc.imm_data);
         for (i = 0; i < c->num_paths; ++i) {
-            if ((wc.qp_num == c->qp[i]->qp_num) &&
-                (uct_uccl_imm_kind(imm) == UCT_UCCL_KIND_GET_REQ) &&
-                (wc.byte_len >= sizeof(*req))) {
-                memcpy(req, hv.buf + HV_SERVE_RX +
-                       wc.wr_id * HV_SERVE_SLOT, sizeof(*req));
+            if (wc.qp_num != c->qp[i]->qp_num) {
+                continue;
+            }
+            sge = (struct ibv_sge){ .addr = (uintptr_t)hv.buf + HV_SERVE_RX +
+                                            wc.wr_id * HV_SERVE_SLOT,
+                                    .length = HV_SERVE_SLOT,
+                                    .lkey = hv.mr->lkey };
+            if ((uct_uccl_imm_kind(imm) == kind) && (wc.byte_len >= len)) {
+                memcpy(msg, (void*)(uintptr_t)sge.addr, len);
                 *csn = uct_uccl_imm_csn(imm);
+            }
+            wr = (struct ibv_recv_wr){ .wr_id = wc.wr_id, .sg_list = &sge,
+                                       .num_sge = 1 };
+            (void)ibv_post_recv(c->qp[i], &wr, &bad);
+            if ((uct_uccl_imm_kind(imm) == kind) && (wc.byte_len >= len)) {
                 return 1;
             }
         }
@@ -913,12 +956,9 @@ static void hv_serve_ack(const hv_conn_t *c, uint32_t csn)
 static void case_serve(void)
 {
     const uct_uccl_conn_pkt_t *vreq;
-    struct ibv_recv_wr wr, *bad;
     uct_uccl_get_req_t req;
     hv_conn_t c = {};
-    struct ibv_sge sge;
     uint32_t csn;
-    unsigned i;
 
     vreq = hv_wait_conn(UCT_UCCL_CTL_CONN_REQ, 0, 0, 10);
     if (vreq == NULL) {
@@ -926,19 +966,10 @@ static void case_serve(void)
     }
     hv_conn_qps(&c);
     hv_conn_rts(&c, vreq);
-    for (i = 0; i < c.num_paths * 4; ++i) {
-        sge = (struct ibv_sge){ .addr = (uintptr_t)hv.buf + HV_SERVE_RX +
-                                        i * HV_SERVE_SLOT,
-                                .length = HV_SERVE_SLOT,
-                                .lkey = hv.mr->lkey };
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id   = i;
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        (void)ibv_post_recv(c.qp[i / 4], &wr, &bad);
-    }
+    hv_conn_post_recvs(&c);
     hv_conn_rep(&c, vreq);
-    if (!hv_serve_wait_get(&c, &req, &csn)) {
+    if (!hv_serve_wait(&c, UCT_UCCL_KIND_GET_REQ, &req, sizeof(req), &csn,
+                       10)) {
         uh_die("serve: no GET request from the victim");
     }
     hv_serve_ack(&c, csn);
@@ -950,6 +981,52 @@ static void case_serve(void)
     }
 }
 
+/* a GET request taken and parked behind a missing one must not keep that
+ * one out: a GET whose reply chunks fill the victim's MAX_QUEUED is sent
+ * after a hole, then the small GET bcopy for the hole, again until its
+ * reply comes. Its own conn. */
+static void case_get_order(void)
+{
+    uct_uccl_get_req_t *r = (void*)hv.buf;
+    uct_uccl_get_data_t data;
+    hv_conn_t c = {};
+    uint32_t rkey, csn;
+    unsigned i;
+
+    if (!hv_connect(&c)) {
+        uh_die("get_order: the victim did not answer");
+    }
+    hv_conn_post_recvs(&c);
+    memset(r, 0, sizeof(*r));
+    r->type        = UCT_UCCL_KIND_GET_REQ;
+    r->rkey        = 0;          /* served last, refused then: no flood */
+    r->remote_addr = uh.peer.buf_addr;
+    r->length      = 1ul << 30;
+    r->reply_addr  = (uintptr_t)hv.buf;
+    r->reply_rkey  = hv.mr->rkey;
+    r->op_id       = 1;
+    hv_data_send(&c, uct_uccl_seq_add(c.csn, 1), UCT_UCCL_KIND_GET_REQ,
+                 sizeof(*r));
+    memcpy(&rkey, uh.peer.rkey, sizeof(rkey));
+    for (i = 0; i < 50; ++i) {
+        memset(r, 0, sizeof(*r));
+        r->type        = UCT_UCCL_KIND_GET_REQ;
+        r->flags       = UCT_UCCL_GET_F_SEND;
+        r->rkey        = rkey;
+        r->remote_addr = uh.peer.buf_addr;
+        r->length      = 64;
+        r->op_id       = 2;
+        hv_data_send(&c, c.csn, UCT_UCCL_KIND_GET_REQ, sizeof(*r));
+        if (hv_serve_wait(&c, UCT_UCCL_KIND_GET_DATA, &data, sizeof(data),
+                          &csn, 0.1) && (data.op_id == 2)) {
+            printf("hostile: the GET in the hole was served (status %d)\n",
+                   data.status);
+            return;
+        }
+    }
+    uh_die("get_order: the victim refused the GET its parked GET waits for");
+}
+
 /* serve comes first and always runs: the victim's GET waits for it */
 static const struct {
     const char *name;
@@ -959,6 +1036,7 @@ static const struct {
     { "am_id", case_am_id }, { "garbage", case_garbage },
     { "hold", case_hold }, { "forge", case_forge },
     { "get_done", case_get_done }, { "get_huge", case_get_huge },
+    { "get_order", case_get_order },
     { "flood", case_flood }
 };
 

@@ -598,7 +598,7 @@ void uct_uccl_op_report(uct_uccl_op_t *op);
 ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
                                    const uct_uccl_get_req_t *req);
 int uct_uccl_tx_get_admit(uct_uccl_conn_t *conn,
-                          const uct_uccl_get_req_t *req);
+                          const uct_uccl_get_req_t *req, int first_missing);
 
 /* async (uccl_async.c) */
 ucs_status_t uct_uccl_async_init(uct_uccl_iface_t *iface, double idle);

@@ -190,7 +190,8 @@ static int uct_uccl_rx_may_take(uct_uccl_conn_t *conn, const void *hdr,
         return 0;
     }
     if ((kind == UCT_UCCL_KIND_GET_REQ) &&
-        !uct_uccl_tx_get_admit(conn, hdr)) {
+        !uct_uccl_tx_get_admit(conn, hdr, (csn == conn->sack.cum) &&
+                                          (conn->order.held > 0))) {
         ++iface->stats.get_refused;
         return 0;
     }

@@ -1157,13 +1157,17 @@ static uint32_t uct_uccl_tx_get_nchunks(const uct_uccl_conn_t *conn,
 
 /* Take a peer's GET request only while its reply chunks fit MAX_QUEUED
  * beside those of the GETs already taken (a larger one goes alone, as an
- * operation of ours does); reserve them */
-int uct_uccl_tx_get_admit(uct_uccl_conn_t *conn, const uct_uccl_get_req_t *req)
+ * operation of ours does); reserve them. The first missing message is
+ * taken when messages wait behind it: GETs among them hold reservations
+ * that only it can release. */
+int uct_uccl_tx_get_admit(uct_uccl_conn_t *conn, const uct_uccl_get_req_t *req,
+                          int first_missing)
 {
     uint32_t n    = uct_uccl_tx_get_nchunks(conn, req);
     uint32_t busy = conn->serve_reserved + conn->serve_chunks;
 
-    if ((busy > 0) && (busy + n > conn->iface->config.max_queued)) {
+    if (!first_missing && (busy > 0) &&
+        (busy + n > conn->iface->config.max_queued)) {
         return 0;
     }
     conn->serve_reserved += n;
