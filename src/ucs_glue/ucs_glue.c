@@ -104,11 +104,6 @@ int uct_uccl_glue_version_check(void)
     return 0;
 }
 
-int uct_uccl_glue_is_registered(void)
-{
-    return uct_uccl_glue_registered;
-}
-
 /* Runs after libucs and libuct are initialised (they are our DT_NEEDED). */
 static void UCS_F_CTOR uct_uccl_glue_init(void)
 {

@@ -104,9 +104,6 @@ void uct_uccl_glue_rcache_params(ucs_rcache_params_t *params,
  */
 int uct_uccl_glue_version_check(void);
 
-/* 1 if the transport registered itself with UCX in this process. */
-int uct_uccl_glue_is_registered(void);
-
 /**
  * Try to block a thread-spinlock async context (as UCS_ASYNC_BLOCK would)
  * without waiting: 1 if blocked (undo with UCS_ASYNC_UNBLOCK), 0 if it is

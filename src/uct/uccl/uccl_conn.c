@@ -184,7 +184,7 @@ static ucs_status_t uct_uccl_conn_paths_state_init(uct_uccl_conn_t *conn)
     memset(&ccparams, 0, sizeof(ccparams));
     ccparams.window_bytes = iface->config.cc_window;
     ccparams.chunk_size   = iface->config.chunk_size;
-    ccparams.mtu          = 128 << iface->config.mtu;
+    ccparams.mtu          = uct_uccl_mtu_bytes(iface->config.mtu);
     ccparams.num_paths    = conn->num_paths;
     ccparams.min_window_bytes = iface->config.chunk_size;
     status = uct_uccl_cc_init(&conn->cc, iface->config.cc, &ccparams);
@@ -463,7 +463,7 @@ static void uct_uccl_conn_pkt_fill(uct_uccl_conn_t *conn,
     pkt->status      = status;
     pkt->mode        = conn->rc ? UCT_UCCL_MODE_RC : UCT_UCCL_MODE_UC;
     pkt->num_paths   = conn->num_paths;
-    pkt->mtu         = 128 << iface->config.mtu;
+    pkt->mtu         = uct_uccl_mtu_bytes(iface->config.mtu);
     pkt->lid         = iface->port->lid;
     pkt->ctl_qpn     = iface->ctl.qp->qp_num;
     pkt->chunk_size  = iface->config.chunk_size;
@@ -517,7 +517,7 @@ static ucs_status_t uct_uccl_conn_apply_peer(uct_uccl_conn_t *conn,
     conn->remote_chunk_size = pkt->rx_buf_size;
     conn->remote_dev.lid    = pkt->lid;
     memcpy(conn->remote_dev.gid, pkt->gid, sizeof(conn->remote_dev.gid));
-    while ((mtu > IBV_MTU_256) && ((128u << mtu) > pkt->mtu)) {
+    while ((mtu > IBV_MTU_256) && (uct_uccl_mtu_bytes(mtu) > pkt->mtu)) {
         --mtu;
     }
 
@@ -581,7 +581,7 @@ static void uct_uccl_conn_send_reject(uct_uccl_iface_t *iface,
     pkt->status      = status;
     pkt->mode        = req->mode;
     pkt->num_paths   = 1;
-    pkt->mtu         = 128 << iface->config.mtu;
+    pkt->mtu         = uct_uccl_mtu_bytes(iface->config.mtu);
     pkt->lid         = iface->port->lid;
     pkt->ctl_qpn     = iface->ctl.qp->qp_num;
     pkt->chunk_size  = iface->config.chunk_size;

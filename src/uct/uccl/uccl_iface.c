@@ -822,14 +822,14 @@ ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
     attr->cap.put.min_zcopy       = 0;
     attr->cap.put.max_zcopy       = max_zcopy;
     attr->cap.put.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
-    attr->cap.put.align_mtu       = 128 << iface->config.mtu;
+    attr->cap.put.align_mtu       = uct_uccl_mtu_bytes(iface->config.mtu);
     attr->cap.put.max_iov         = 1;
 
     attr->cap.get.max_bcopy       = seg;
     attr->cap.get.min_zcopy       = 0;
     attr->cap.get.max_zcopy       = max_zcopy;
     attr->cap.get.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
-    attr->cap.get.align_mtu       = 128 << iface->config.mtu;
+    attr->cap.get.align_mtu       = uct_uccl_mtu_bytes(iface->config.mtu);
     attr->cap.get.max_iov         = 1;
 
     attr->cap.am.max_short        = uct_uccl_iface_am_max(iface);
@@ -837,7 +837,7 @@ ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
     attr->cap.am.min_zcopy        = 0;
     attr->cap.am.max_zcopy        = uct_uccl_iface_am_max(iface);
     attr->cap.am.opt_zcopy_align  = UCS_SYS_PCI_MAX_PAYLOAD;
-    attr->cap.am.align_mtu        = 128 << iface->config.mtu;
+    attr->cap.am.align_mtu        = uct_uccl_mtu_bytes(iface->config.mtu);
     attr->cap.am.max_hdr          = uct_uccl_iface_am_max_hdr(iface);
     attr->cap.am.max_iov          = 1;
 
@@ -1096,7 +1096,6 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     }
 
     self->config.num_paths     = config->num_paths;
-    self->config.mode_cfg      = config->mode;
     self->config.chunk_size    = config->chunk_size;
     self->config.seg_size      = config->seg_size;
     self->config.rx_buf_size   = ucs_max(config->chunk_size, config->seg_size) +

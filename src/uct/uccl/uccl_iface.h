@@ -459,7 +459,6 @@ struct uct_uccl_iface {
 
     struct {
         unsigned            num_paths;
-        int                 mode_cfg;
         size_t              chunk_size;
         size_t              seg_size;
         size_t              rx_buf_size;

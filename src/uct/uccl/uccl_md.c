@@ -384,7 +384,6 @@ static ucs_status_t uct_uccl_md_port_init(uct_uccl_md_t *md, uint8_t port_num,
         return UCS_ERR_UNREACHABLE;
     }
 
-    port->link_layer = attr.link_layer;
     port->is_global  = (attr.link_layer == IBV_LINK_LAYER_ETHERNET);
     port->lid        = attr.lid;
     port->mtu        = attr.active_mtu;
@@ -420,7 +419,7 @@ static ucs_status_t uct_uccl_md_port_init(uct_uccl_md_t *md, uint8_t port_num,
     port->active = 1;
     ucs_debug("%s:%d: %s lid %u mtu %d gid index %d", md->name, port_num,
               port->is_global ? "ethernet" : "infiniband", port->lid,
-              128 << port->mtu, port->gid_index);
+              uct_uccl_mtu_bytes(port->mtu), port->gid_index);
     return UCS_OK;
 }
 

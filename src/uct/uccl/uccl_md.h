@@ -36,7 +36,6 @@ typedef struct uct_uccl_md_config {
 /* What one port offers, filled at md open */
 typedef struct uct_uccl_port {
     uint8_t         active;
-    uint8_t         link_layer;    /* IBV_LINK_LAYER_* */
     uint8_t         is_global;     /* routes need a GRH (RoCE) */
     uint16_t        lid;
     enum ibv_mtu    mtu;
@@ -99,6 +98,12 @@ typedef struct uct_uccl_rcache_region {
 extern uct_component_t uct_uccl_component;
 
 const uct_uccl_port_t *uct_uccl_md_port(uct_uccl_md_t *md, uint8_t port_num);
+
+/* Bytes of a verbs MTU enum (IBV_MTU_256 is 1, each step doubles) */
+static inline unsigned uct_uccl_mtu_bytes(enum ibv_mtu mtu)
+{
+    return 128u << mtu;
+}
 
 /* Register the engine's own memory (pools): local access only, never in
  * the rkey map. Deregister with ibv_dereg_mr. */
