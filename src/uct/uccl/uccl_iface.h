@@ -590,14 +590,22 @@ uct_uccl_op_t *uct_uccl_op_get(uct_uccl_conn_t *conn, uct_uccl_op_type_t type,
                                uct_completion_t *comp);
 void uct_uccl_op_part_done(uct_uccl_conn_t *conn, uct_uccl_op_t *op,
                            ucs_status_t status);
-void uct_uccl_tx_get_done(uct_uccl_conn_t *conn, uint64_t op_id,
-                          ucs_status_t status);
-void uct_uccl_tx_get_data(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc);
 void uct_uccl_op_report(uct_uccl_op_t *op);
-ucs_status_t uct_uccl_tx_serve_get(uct_uccl_conn_t *conn,
-                                   const uct_uccl_get_req_t *req);
-int uct_uccl_tx_get_admit(uct_uccl_conn_t *conn,
-                          const uct_uccl_get_req_t *req, int first_missing);
+void uct_uccl_conn_kick(uct_uccl_conn_t *conn);
+
+/* the UC GET protocol (uccl_get.c) */
+int uct_uccl_get_admit(uct_uccl_conn_t *conn, const uct_uccl_get_req_t *req,
+                       int first_missing);
+ucs_status_t uct_uccl_get_serve(uct_uccl_conn_t *conn,
+                                const uct_uccl_get_req_t *req);
+ucs_status_t uct_uccl_get_done_send(uct_uccl_conn_t *conn, uint64_t op_id,
+                                    ucs_status_t status, uint64_t length);
+void uct_uccl_get_data_hdr(uct_uccl_chunk_t *chunk, uint64_t op_id,
+                           ucs_status_t status, uint32_t length);
+void uct_uccl_get_handle_done(uct_uccl_conn_t *conn, uint64_t op_id,
+                              ucs_status_t status);
+void uct_uccl_get_handle_data(uct_uccl_conn_t *conn,
+                              uct_uccl_rx_desc_t *desc);
 
 /* async (uccl_async.c) */
 ucs_status_t uct_uccl_async_init(uct_uccl_iface_t *iface, double idle);

@@ -119,7 +119,7 @@ static void uct_uccl_rx_ordered_deliver(uct_uccl_conn_t *conn,
         uct_uccl_rx_am_deliver(conn->iface, desc);
         return;
     }
-    if (uct_uccl_tx_serve_get(conn, uct_uccl_rx_data(desc)) != UCS_OK) {
+    if (uct_uccl_get_serve(conn, uct_uccl_rx_data(desc)) != UCS_OK) {
         ++conn->iface->stats.bad_data;
     }
     uct_uccl_rx_desc_put(desc);
@@ -190,7 +190,7 @@ static int uct_uccl_rx_may_take(uct_uccl_conn_t *conn, const void *hdr,
         return 0;
     }
     if ((kind == UCT_UCCL_KIND_GET_REQ) &&
-        !uct_uccl_tx_get_admit(conn, hdr, (csn == conn->sack.cum) &&
+        !uct_uccl_get_admit(conn, hdr, (csn == conn->sack.cum) &&
                                           (conn->order.held > 0))) {
         ++iface->stats.get_refused;
         return 0;
@@ -410,7 +410,7 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     case UCT_UCCL_KIND_GET_DONE:
         done = (const void*)uct_uccl_rx_data(desc);
         if (!conn->rc) {
-            uct_uccl_tx_get_done(conn, done->op_id, done->status);
+            uct_uccl_get_handle_done(conn, done->op_id, done->status);
         }
         break;
     case UCT_UCCL_KIND_GET_DATA:
@@ -418,7 +418,7 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
             ++iface->stats.bad_data;    /* RC reads with RDMA READ */
             break;
         }
-        uct_uccl_tx_get_data(conn, desc);
+        uct_uccl_get_handle_data(conn, desc);
         desc = NULL;
         break;
     default:
