@@ -287,42 +287,147 @@ static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
     uct_uccl_iface_ack_add(iface, conn);
 }
 
-void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
+/* The connected conn a data QP's receive completion is for, and the path;
+ * NULL (counted) for an error, an unknown or a dead QP, or no immediate */
+static uct_uccl_conn_t *uct_uccl_rx_conn(uct_uccl_iface_t *iface,
+                                         const struct ibv_wc *wc,
+                                         uct_uccl_qp_t **path_p)
 {
-    uct_uccl_rx_desc_t *desc = (uct_uccl_rx_desc_t*)wc->wr_id;
-    uct_uccl_sack_result_t r = UCT_UCCL_SACK_IN_ORDER;
-    const uct_uccl_get_done_t *done;
     uct_uccl_qp_t *path;
-    uct_uccl_conn_t *conn;
-    uint32_t imm, csn;
-    uct_uccl_kind_t kind;
     khiter_t it;
-    int ordered;
 
-    --iface->srq_posted;
     if (ucs_unlikely(wc->status != IBV_WC_SUCCESS)) {
         if (wc->status != IBV_WC_WR_FLUSH_ERR) {
             ++iface->stats.err_cqe;
             ucs_diag("uccl: receive completion error %s on qp 0x%x",
                       ibv_wc_status_str(wc->status), wc->qp_num);
         }
-        goto out_put;
+        return NULL;
     }
 
     it = kh_get(uct_uccl_qpn, &iface->qpn_hash, wc->qp_num);
     if (ucs_unlikely(it == kh_end(&iface->qpn_hash))) {
         ++iface->stats.unknown_qpn;
-        goto out_put;
+        return NULL;
     }
     path = kh_val(&iface->qpn_hash, it);
-    conn = path->conn;
-    if (ucs_unlikely(conn == NULL)) {
+    if (ucs_unlikely(path->conn == NULL)) {
         ++iface->stats.unknown_qpn;   /* a QP of a destroyed conn */
-        goto out_put;
+        return NULL;
     }
-    if (ucs_unlikely((conn->state != UCT_UCCL_CONN_CONNECTED) ||
+    if (ucs_unlikely((path->conn->state != UCT_UCCL_CONN_CONNECTED) ||
                      !(wc->wc_flags & IBV_WC_WITH_IMM))) {
         ++iface->stats.bad_data;
+        return NULL;
+    }
+    *path_p = path;
+    return path->conn;
+}
+
+/* A WRITE_WITH_IMM landed: the data is in place already; only the arrival
+ * is news */
+static void uct_uccl_rx_write_imm(uct_uccl_conn_t *conn,
+                                  const uct_uccl_qp_t *path, uint32_t imm)
+{
+    uct_uccl_kind_t kind = uct_uccl_imm_kind(imm);
+    uint32_t csn         = uct_uccl_imm_csn(imm);
+    uct_uccl_sack_result_t r;
+
+    if ((kind != UCT_UCCL_KIND_PUT) && (kind != UCT_UCCL_KIND_GET_RESP)) {
+        ++conn->iface->stats.bad_data;
+        return;
+    }
+    if (conn->rc) {
+        ++conn->stats.chunks_rx;
+        return;
+    }
+
+    r = uct_uccl_sack_record(&conn->sack, csn);
+    if (r == UCT_UCCL_SACK_OUT_OF_WINDOW) {
+        ++conn->iface->stats.out_of_window;
+        return;
+    }
+    conn->stats.dup_rx    += (r == UCT_UCCL_SACK_DUPLICATE);
+    conn->stats.chunks_rx += (r != UCT_UCCL_SACK_DUPLICATE);
+    uct_uccl_rx_owe_ack(conn, csn, path->index, r, uct_uccl_imm_last(imm));
+    if (r == UCT_UCCL_SACK_IN_ORDER) {
+        uct_uccl_rx_order_release(conn);
+    }
+}
+
+/* UC: record a SEND's CSN (an ordered one only if it may be taken) and owe
+ * its ACK; 0 if it is not to be handled (refused, outside the window or
+ * a duplicate). RC: the NIC did all that. */
+static int uct_uccl_rx_record(uct_uccl_conn_t *conn, const uct_uccl_qp_t *path,
+                              const void *hdr, uct_uccl_kind_t kind,
+                              uint32_t csn, uct_uccl_sack_result_t *r_p)
+{
+    int ordered = (kind == UCT_UCCL_KIND_AM) ||
+                  (kind == UCT_UCCL_KIND_GET_REQ);
+
+    *r_p = UCT_UCCL_SACK_IN_ORDER;
+    if (conn->rc) {
+        return 1;
+    }
+    if (ordered && !uct_uccl_sack_has(&conn->sack, csn) &&
+        !uct_uccl_rx_may_take(conn, hdr, kind, csn)) {
+        uct_uccl_rx_owe_busy(conn); /* unrecorded: it comes again */
+        return 0;
+    }
+    *r_p = uct_uccl_sack_record(&conn->sack, csn);
+    if (*r_p == UCT_UCCL_SACK_OUT_OF_WINDOW) {
+        ++conn->iface->stats.out_of_window;
+        return 0;
+    }
+    uct_uccl_rx_owe_ack(conn, csn, path->index, *r_p, 0);
+    if (*r_p == UCT_UCCL_SACK_DUPLICATE) {
+        ++conn->stats.dup_rx;
+        return 0;
+    }
+    return 1;
+}
+
+/* A new message in a SEND takes effect; 1 if it kept the receive buffer */
+static int uct_uccl_rx_dispatch(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc,
+                                uct_uccl_kind_t kind, uint32_t csn)
+{
+    const uct_uccl_get_done_t *done;
+
+    /* RC reads with RDMA READ: no GET messages */
+    if (conn->rc && (kind != UCT_UCCL_KIND_AM)) {
+        ++conn->iface->stats.bad_data;
+        return 0;
+    }
+    switch (kind) {
+    case UCT_UCCL_KIND_AM:
+    case UCT_UCCL_KIND_GET_REQ:
+        uct_uccl_rx_ordered(conn, desc, csn);
+        return 1;
+    case UCT_UCCL_KIND_GET_DONE:
+        done = (const void*)uct_uccl_rx_data(desc);
+        uct_uccl_get_handle_done(conn, done->op_id, done->status);
+        return 0;
+    case UCT_UCCL_KIND_GET_DATA:
+        uct_uccl_get_handle_data(conn, desc);
+        return 1;
+    default:
+        ++conn->iface->stats.bad_data;
+        return 0;
+    }
+}
+
+void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
+{
+    uct_uccl_rx_desc_t *desc = (uct_uccl_rx_desc_t*)wc->wr_id;
+    uct_uccl_sack_result_t r;
+    uct_uccl_conn_t *conn;
+    uct_uccl_qp_t *path;
+    uct_uccl_kind_t kind;
+    uint32_t imm, csn;
+
+    --iface->srq_posted;
+    conn = uct_uccl_rx_conn(iface, wc, &path);
+    if (conn == NULL) {
         goto out_put;
     }
 
@@ -331,31 +436,8 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         ++iface->stats.bad_data;
         goto out_put;
     }
-    kind = uct_uccl_imm_kind(imm);
-    csn  = uct_uccl_imm_csn(imm);
-
     if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-        /* the data is in place already; only the arrival is news */
-        if ((kind != UCT_UCCL_KIND_PUT) && (kind != UCT_UCCL_KIND_GET_RESP)) {
-            ++iface->stats.bad_data;
-            goto out_put;
-        }
-        if (!conn->rc) {
-            r = uct_uccl_sack_record(&conn->sack, csn);
-            if (r == UCT_UCCL_SACK_OUT_OF_WINDOW) {
-                ++iface->stats.out_of_window;
-                goto out_put;
-            }
-            conn->stats.dup_rx    += (r == UCT_UCCL_SACK_DUPLICATE);
-            conn->stats.chunks_rx += (r != UCT_UCCL_SACK_DUPLICATE);
-            uct_uccl_rx_owe_ack(conn, csn, path->index, r,
-                                uct_uccl_imm_last(imm));
-            if (r == UCT_UCCL_SACK_IN_ORDER) {
-                uct_uccl_rx_order_release(conn);
-            }
-        } else {
-            ++conn->stats.chunks_rx;
-        }
+        uct_uccl_rx_write_imm(conn, path, imm);
         goto out_put;
     }
 
@@ -367,6 +449,8 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         goto out_put;
     }
 
+    kind = uct_uccl_imm_kind(imm);
+    csn  = uct_uccl_imm_csn(imm);
     if (kind == UCT_UCCL_KIND_RETX) {
         if (!conn->rc && uct_uccl_rx_retx(conn, desc, &csn)) {
             /* a resend means a loss: answer at once */
@@ -377,53 +461,13 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         goto out_put;
     }
 
-    ordered = (kind == UCT_UCCL_KIND_AM) || (kind == UCT_UCCL_KIND_GET_REQ);
-    if (!conn->rc) {
-        if (ordered && !uct_uccl_sack_has(&conn->sack, csn) &&
-            !uct_uccl_rx_may_take(conn, uct_uccl_rx_data(desc), kind, csn)) {
-            uct_uccl_rx_owe_busy(conn); /* unrecorded: it comes again */
-            goto out_put;
-        }
-        r = uct_uccl_sack_record(&conn->sack, csn);
-        if (r == UCT_UCCL_SACK_OUT_OF_WINDOW) {
-            ++iface->stats.out_of_window;
-            goto out_put;
-        }
-        uct_uccl_rx_owe_ack(conn, csn, path->index, r, 0);
-        if (r == UCT_UCCL_SACK_DUPLICATE) {
-            ++conn->stats.dup_rx;
-            goto out_put;
-        }
+    if (!uct_uccl_rx_record(conn, path, uct_uccl_rx_data(desc), kind, csn,
+                            &r)) {
+        goto out_put;
     }
     ++conn->stats.chunks_rx;
-
-    switch (kind) {
-    case UCT_UCCL_KIND_AM:
-    case UCT_UCCL_KIND_GET_REQ:
-        if ((kind == UCT_UCCL_KIND_GET_REQ) && conn->rc) {
-            ++iface->stats.bad_data;    /* RC reads with RDMA READ */
-            break;
-        }
-        uct_uccl_rx_ordered(conn, desc, csn);
+    if (uct_uccl_rx_dispatch(conn, desc, kind, csn)) {
         desc = NULL;
-        break;
-    case UCT_UCCL_KIND_GET_DONE:
-        done = (const void*)uct_uccl_rx_data(desc);
-        if (!conn->rc) {
-            uct_uccl_get_handle_done(conn, done->op_id, done->status);
-        }
-        break;
-    case UCT_UCCL_KIND_GET_DATA:
-        if (conn->rc) {
-            ++iface->stats.bad_data;    /* RC reads with RDMA READ */
-            break;
-        }
-        uct_uccl_get_handle_data(conn, desc);
-        desc = NULL;
-        break;
-    default:
-        ++iface->stats.bad_data;
-        break;
     }
     if ((r == UCT_UCCL_SACK_IN_ORDER) && !conn->rc) {
         uct_uccl_rx_order_release(conn);
