@@ -1008,6 +1008,235 @@ static void uct_uccl_iface_signal_init(void)
     (void)sigaction(SIGUSR2, &sa, NULL);
 }
 
+/* The configuration's values in range, its cc known */
+static ucs_status_t
+uct_uccl_iface_config_check(const uct_uccl_iface_config_t *config)
+{
+    if ((config->num_paths < 1) ||
+        (config->num_paths > UCT_UCCL_WIRE_MAX_PATHS) ||
+        (config->chunk_size < 1024) || (config->chunk_size > UINT32_MAX / 2) ||
+        (config->seg_size < 256) ||
+        (config->seg_size > config->chunk_size) ||
+        (config->tx_queue_len < 2) ||
+        (config->srq_size < 2 * UCT_UCCL_SRQ_BATCH) ||
+        (config->cq_size < config->srq_size) ||
+        (config->rx_max_bufs < config->srq_size) ||
+        !ucs_is_pow2(config->sack_window) || (config->sack_window < 64) ||
+        (config->sack_window > UCT_UCCL_WIRE_SACK_MAX_BITS) ||
+        (config->cc_window < 1) || (config->path_burst < 1)) {
+        ucs_error("uccl: invalid configuration (NUM_PATHS 1..%d, CHUNK_SIZE "
+                  ">= 1k, 256 <= SEG_SIZE <= CHUNK_SIZE, TX_QUEUE_LEN >= 2, "
+                  "SRQ_SIZE >= %d, CQ_SIZE and RX_MAX_BUFS >= SRQ_SIZE, "
+                  "SACK_WINDOW power of 2 in 64..%d)",
+                  UCT_UCCL_WIRE_MAX_PATHS, 2 * UCT_UCCL_SRQ_BATCH,
+                  UCT_UCCL_WIRE_SACK_MAX_BITS);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (uct_uccl_cc_find(config->cc) == NULL) {
+        ucs_error("uccl: unknown congestion control '%s' (UCX_UCCL_CC)",
+                  config->cc);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
+/* UC where the device has it (or MODE says), else RC */
+static ucs_status_t uct_uccl_iface_mode_select(uct_uccl_iface_t *iface,
+                                               const uct_uccl_md_t *md,
+                                               int mode)
+{
+    switch (mode) {
+    case UCT_UCCL_MODE_CFG_UC:
+        if (!md->caps.uc) {
+            ucs_error("uccl: UCX_UCCL_MODE=uc but %s has no UC QPs",
+                      md->name);
+            return UCS_ERR_UNSUPPORTED;
+        }
+        iface->rc_mode = 0;
+        break;
+    case UCT_UCCL_MODE_CFG_RC:
+        iface->rc_mode = 1;
+        break;
+    default:
+        iface->rc_mode = !md->caps.uc;
+        break;
+    }
+    return UCS_OK;
+}
+
+/* The engine's settings from the user's configuration and the device */
+static void uct_uccl_iface_config_set(uct_uccl_iface_t *iface,
+                                      const uct_uccl_iface_config_t *config)
+{
+    const uct_uccl_md_t *md = iface->md;
+    ucs_typeof(iface->config) *c = &iface->config;
+
+    c->num_paths    = config->num_paths;
+    c->chunk_size   = config->chunk_size;
+    c->seg_size     = config->seg_size;
+    c->rx_buf_size  = ucs_max(config->chunk_size, config->seg_size) +
+                      UCT_UCCL_SEND_HDR_MAX;
+    c->tx_queue_len = ucs_min(config->tx_queue_len, md->caps.max_qp_wr);
+    c->tx_ring_mask = ucs_roundup_pow2(c->tx_queue_len) - 1;
+    c->srq_size     = ucs_min(config->srq_size, md->caps.max_srq_wr);
+    /* parked messages leave an SRQ's worth of buffers to refill it and
+     * one more for deferred AMs and GET data: the message they wait for
+     * can always arrive */
+    c->rx_held_max  = (config->rx_max_bufs > 2 * c->srq_size) ?
+                      config->rx_max_bufs - 2 * c->srq_size : 0;
+    c->rx_window    = config->srq_flow ?
+                      ucs_min(config->sack_window, c->srq_size) :
+                      config->sack_window;
+    c->cq_size      = config->cq_size;
+    c->max_queued   = ucs_max(config->max_queued, 1);
+    c->max_peers    = config->max_peers;
+    c->sack_window  = config->sack_window;
+    c->max_retries  = config->max_retries;
+    c->peer_timeout_ns = config->peer_timeout * 1e9;
+    c->idle_timeout_ns = (config->idle_timeout * 1e9 < (double)UINT64_MAX) ?
+                         config->idle_timeout * 1e9 : UINT64_MAX;
+    c->rto.init_ns     = config->rto_init * 1e9;
+    c->rto.min_ns      = config->rto_min * 1e9;
+    c->rto.max_ns      = config->rto_max * 1e9;
+    c->rto.max_retries = config->max_retries;
+    c->conn_retry_ns   = config->conn_retry * 1e9;
+    c->conn_timeout_ns = config->conn_timeout * 1e9;
+    c->dupack_thresh   = config->dupack_thresh;
+    c->reorder_thresh  = config->reorder_thresh;
+    c->ack_every       = ucs_max(config->ack_every, 1);
+    c->cc_window       = config->cc_window;
+    c->cc              = uct_uccl_cc_find(config->cc)->name;
+    c->path_burst      = config->path_burst;
+    c->ack_delay_ns    = config->ack_delay * 1e9;
+    c->drr_quantum     = config->drr_quantum;
+    c->stats_dump      = config->stats_dump;
+    c->mtu             = iface->port->mtu;
+}
+
+/* The engine's memory pools: bcopy chunks, zcopy chunk headers, receive
+ * buffers, operations */
+static ucs_status_t
+uct_uccl_iface_pools_init(uct_uccl_iface_t *iface,
+                          const uct_uccl_iface_config_t *config,
+                          const uct_iface_params_t *params)
+{
+    unsigned tx_max, tx_grow;
+    ucs_status_t status;
+
+    /* TX_MAX_BUFS bounds the send buffers; a pool grows by no more than
+     * it may hold */
+    tx_max  = (unsigned)config->tx_mp.max_bufs; /* -1: no limit */
+    tx_grow = ucs_max(config->tx_mp.bufs_grow, UCT_UCCL_TX_GROW_MIN);
+    status  = uct_uccl_iface_mpool_init(iface, &iface->tx_mp,
+                                        sizeof(uct_uccl_chunk_t) +
+                                        iface->config.seg_size, 0,
+                                        UCS_SYS_CACHE_LINE_SIZE,
+                                        ucs_min(tx_grow, tx_max), tx_max,
+                                        &uct_uccl_tx_mp_ops, "uccl_tx");
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    /* zero-copy chunks (most of the traffic) without the bcopy segment:
+     * dense descriptors, not one page each. They hold no buffer, and a
+     * large zcopy takes all of its chunks at once: not bounded. */
+    status = uct_uccl_iface_mpool_init(iface, &iface->hdr_mp,
+                                       sizeof(uct_uccl_chunk_t), 0,
+                                       UCS_SYS_CACHE_LINE_SIZE,
+                                       UCT_UCCL_HDR_GROW, UINT_MAX,
+                                       &uct_uccl_tx_mp_ops, "uccl_tx_hdr");
+    if (status != UCS_OK) {
+        goto err_tx_mp;
+    }
+
+    status = uct_uccl_iface_rx_layout(iface, params);
+    if (status != UCS_OK) {
+        goto err_hdr_mp;
+    }
+
+    status = uct_uccl_iface_mpool_init(iface, &iface->rx_mp,
+                                       sizeof(uct_uccl_rx_desc_t) +
+                                       iface->config.rx_pad +
+                                       iface->config.rx_buf_size,
+                                       ucs_offsetof(uct_uccl_rx_desc_t, data),
+                                       iface->config.rx_align,
+                                       UCT_UCCL_SRQ_BATCH,
+                                       config->rx_max_bufs,
+                                       &uct_uccl_rx_mp_ops, "uccl_rx");
+    if (status != UCS_OK) {
+        goto err_hdr_mp;
+    }
+
+    status = ucs_mpool_init(&iface->op_mp, 0, sizeof(uct_uccl_op_t), 0,
+                            UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
+                            &uct_uccl_op_mp_ops, "uccl_op");
+    if (status != UCS_OK) {
+        goto err_rx_mp;
+    }
+    return UCS_OK;
+
+err_rx_mp:
+    ucs_mpool_cleanup(&iface->rx_mp, 0);
+err_hdr_mp:
+    ucs_mpool_cleanup(&iface->hdr_mp, 0);
+err_tx_mp:
+    ucs_mpool_cleanup(&iface->tx_mp, 0);
+err:
+    return status;
+}
+
+static void uct_uccl_iface_pools_cleanup(uct_uccl_iface_t *iface)
+{
+    ucs_mpool_cleanup(&iface->op_mp, 0);
+    ucs_mpool_cleanup(&iface->rx_mp, 0);
+    ucs_mpool_cleanup(&iface->hdr_mp, 0);
+    ucs_mpool_cleanup(&iface->tx_mp, 0);
+}
+
+/* The send and receive CQs (on the event channel) and the shared SRQ */
+static ucs_status_t uct_uccl_iface_queues_init(uct_uccl_iface_t *iface)
+{
+    struct ibv_srq_init_attr srq_attr = {};
+    uct_uccl_md_t *md                 = iface->md;
+
+    iface->send_cq = ibv_create_cq(md->ctx, iface->config.cq_size, NULL,
+                                   iface->event.chan, 0);
+    iface->recv_cq = ibv_create_cq(md->ctx, iface->config.cq_size, NULL,
+                                   iface->event.chan, 0);
+    if ((iface->send_cq == NULL) || (iface->recv_cq == NULL)) {
+        ucs_error("uccl: cannot create CQs of %u entries: %m",
+                  iface->config.cq_size);
+        goto err_cq;
+    }
+
+    srq_attr.attr.max_wr  = iface->config.srq_size;
+    srq_attr.attr.max_sge = 1;
+    iface->srq            = ibv_create_srq(md->pd, &srq_attr);
+    if (iface->srq == NULL) {
+        ucs_error("uccl: cannot create an SRQ of %u entries: %m",
+                  iface->config.srq_size);
+        goto err_cq;
+    }
+    return UCS_OK;
+
+err_cq:
+    if (iface->send_cq != NULL) {
+        ibv_destroy_cq(iface->send_cq);
+    }
+    if (iface->recv_cq != NULL) {
+        ibv_destroy_cq(iface->recv_cq);
+    }
+    return UCS_ERR_IO_ERROR;
+}
+
+static void uct_uccl_iface_queues_cleanup(uct_uccl_iface_t *iface)
+{
+    ibv_destroy_srq(iface->srq);
+    ibv_destroy_cq(iface->send_cq);
+    ibv_destroy_cq(iface->recv_cq);
+}
+
 static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
                            uct_worker_h worker,
                            const uct_iface_params_t *params,
@@ -1016,9 +1245,8 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     uct_uccl_iface_config_t *config = ucs_derived_of(tl_config,
                                                      uct_uccl_iface_config_t);
     uct_uccl_md_t *md               = ucs_derived_of(tl_md, uct_uccl_md_t);
-    struct ibv_srq_init_attr srq_attr = {};
     const char *dev_name, *colon;
-    unsigned port_num, tx_max, tx_grow;
+    unsigned port_num;
     ucs_status_t status;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_uccl_iface_tl_ops,
@@ -1046,31 +1274,9 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
         return UCS_ERR_NO_DEVICE;
     }
 
-    if ((config->num_paths < 1) ||
-        (config->num_paths > UCT_UCCL_WIRE_MAX_PATHS) ||
-        (config->chunk_size < 1024) || (config->chunk_size > UINT32_MAX / 2) ||
-        (config->seg_size < 256) ||
-        (config->seg_size > config->chunk_size) ||
-        (config->tx_queue_len < 2) ||
-        (config->srq_size < 2 * UCT_UCCL_SRQ_BATCH) ||
-        (config->cq_size < config->srq_size) ||
-        (config->rx_max_bufs < config->srq_size) ||
-        !ucs_is_pow2(config->sack_window) || (config->sack_window < 64) ||
-        (config->sack_window > UCT_UCCL_WIRE_SACK_MAX_BITS) ||
-        (config->cc_window < 1) || (config->path_burst < 1)) {
-        ucs_error("uccl: invalid configuration (NUM_PATHS 1..%d, CHUNK_SIZE "
-                  ">= 1k, 256 <= SEG_SIZE <= CHUNK_SIZE, TX_QUEUE_LEN >= 2, "
-                  "SRQ_SIZE >= %d, CQ_SIZE and RX_MAX_BUFS >= SRQ_SIZE, "
-                  "SACK_WINDOW power of 2 in 64..%d)",
-                  UCT_UCCL_WIRE_MAX_PATHS, 2 * UCT_UCCL_SRQ_BATCH,
-                  UCT_UCCL_WIRE_SACK_MAX_BITS);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    if (uct_uccl_cc_find(config->cc) == NULL) {
-        ucs_error("uccl: unknown congestion control '%s' (UCX_UCCL_CC)",
-                  config->cc);
-        return UCS_ERR_INVALID_PARAM;
+    status = uct_uccl_iface_config_check(config);
+    if (status != UCS_OK) {
+        return status;
     }
 
     self->md       = md;
@@ -1078,70 +1284,11 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     self->port     = uct_uccl_md_port(md, port_num);
     self->uuid     = ucs_generate_uuid((uintptr_t)self);
 
-    switch (config->mode) {
-    case UCT_UCCL_MODE_CFG_UC:
-        if (!md->caps.uc) {
-            ucs_error("uccl: UCX_UCCL_MODE=uc but %s has no UC QPs",
-                      md->name);
-            return UCS_ERR_UNSUPPORTED;
-        }
-        self->rc_mode = 0;
-        break;
-    case UCT_UCCL_MODE_CFG_RC:
-        self->rc_mode = 1;
-        break;
-    default:
-        self->rc_mode = !md->caps.uc;
-        break;
+    status = uct_uccl_iface_mode_select(self, md, config->mode);
+    if (status != UCS_OK) {
+        return status;
     }
-
-    self->config.num_paths     = config->num_paths;
-    self->config.chunk_size    = config->chunk_size;
-    self->config.seg_size      = config->seg_size;
-    self->config.rx_buf_size   = ucs_max(config->chunk_size, config->seg_size) +
-                                 UCT_UCCL_SEND_HDR_MAX;
-    self->config.tx_queue_len  = ucs_min(config->tx_queue_len,
-                                         md->caps.max_qp_wr);
-    self->config.tx_ring_mask  = ucs_roundup_pow2(self->config.tx_queue_len) -
-                                 1;
-    self->config.srq_size      = ucs_min(config->srq_size,
-                                         md->caps.max_srq_wr);
-    /* parked messages leave an SRQ's worth of buffers to refill it and
-     * one more for deferred AMs and GET data: the message they wait for
-     * can always arrive */
-    self->config.rx_held_max   = (config->rx_max_bufs >
-                                  2 * self->config.srq_size) ?
-                                 config->rx_max_bufs -
-                                 2 * self->config.srq_size : 0;
-    self->config.rx_window     = config->srq_flow ?
-                                 ucs_min(config->sack_window,
-                                         self->config.srq_size) :
-                                 config->sack_window;
-    self->config.cq_size       = config->cq_size;
-    self->config.max_queued    = ucs_max(config->max_queued, 1);
-    self->config.max_peers     = config->max_peers;
-    self->config.sack_window   = config->sack_window;
-    self->config.max_retries   = config->max_retries;
-    self->config.peer_timeout_ns = config->peer_timeout * 1e9;
-    self->config.idle_timeout_ns = (config->idle_timeout * 1e9 <
-                                    (double)UINT64_MAX) ?
-                                   config->idle_timeout * 1e9 : UINT64_MAX;
-    self->config.rto.init_ns   = config->rto_init * 1e9;
-    self->config.rto.min_ns    = config->rto_min * 1e9;
-    self->config.rto.max_ns    = config->rto_max * 1e9;
-    self->config.rto.max_retries = config->max_retries;
-    self->config.conn_retry_ns = config->conn_retry * 1e9;
-    self->config.conn_timeout_ns = config->conn_timeout * 1e9;
-    self->config.dupack_thresh = config->dupack_thresh;
-    self->config.reorder_thresh = config->reorder_thresh;
-    self->config.ack_every     = ucs_max(config->ack_every, 1);
-    self->config.cc_window     = config->cc_window;
-    self->config.cc            = uct_uccl_cc_find(config->cc)->name;
-    self->config.path_burst    = config->path_burst;
-    self->config.ack_delay_ns  = config->ack_delay * 1e9;
-    self->config.drr_quantum   = config->drr_quantum;
-    self->config.stats_dump    = config->stats_dump;
-    self->config.mtu           = self->port->mtu;
+    uct_uccl_iface_config_set(self, config);
 
     ucs_list_head_init(&self->conns);
     ucs_list_head_init(&self->sched);
@@ -1149,86 +1296,24 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     kh_init_inplace(uct_uccl_qpn, &self->qpn_hash);
     ucs_ptr_array_init(&self->conn_ids, "uccl_conn_ids");
 
-    /* TX_MAX_BUFS bounds the send buffers; a pool grows by no more than
-     * it may hold */
-    tx_max  = (unsigned)config->tx_mp.max_bufs; /* -1: no limit */
-    tx_grow = ucs_max(config->tx_mp.bufs_grow, UCT_UCCL_TX_GROW_MIN);
-    status  = uct_uccl_iface_mpool_init(self, &self->tx_mp,
-                                        sizeof(uct_uccl_chunk_t) +
-                                        self->config.seg_size, 0,
-                                        UCS_SYS_CACHE_LINE_SIZE,
-                                        ucs_min(tx_grow, tx_max), tx_max,
-                                        &uct_uccl_tx_mp_ops, "uccl_tx");
+    status = uct_uccl_iface_pools_init(self, config, params);
     if (status != UCS_OK) {
         goto err;
     }
 
-    /* zero-copy chunks (most of the traffic) without the bcopy segment:
-     * dense descriptors, not one page each. They hold no buffer, and a
-     * large zcopy takes all of its chunks at once: not bounded. */
-    status = uct_uccl_iface_mpool_init(self, &self->hdr_mp,
-                                       sizeof(uct_uccl_chunk_t), 0,
-                                       UCS_SYS_CACHE_LINE_SIZE,
-                                       UCT_UCCL_HDR_GROW, UINT_MAX,
-                                       &uct_uccl_tx_mp_ops, "uccl_tx_hdr");
-    if (status != UCS_OK) {
-        goto err_tx_mp;
-    }
-
-    status = uct_uccl_iface_rx_layout(self, params);
-    if (status != UCS_OK) {
-        goto err_hdr_mp;
-    }
-
-    status = uct_uccl_iface_mpool_init(self, &self->rx_mp,
-                                       sizeof(uct_uccl_rx_desc_t) +
-                                       self->config.rx_pad +
-                                       self->config.rx_buf_size,
-                                       ucs_offsetof(uct_uccl_rx_desc_t, data),
-                                       self->config.rx_align,
-                                       UCT_UCCL_SRQ_BATCH,
-                                       config->rx_max_bufs,
-                                       &uct_uccl_rx_mp_ops, "uccl_rx");
-    if (status != UCS_OK) {
-        goto err_hdr_mp;
-    }
-
-    status = ucs_mpool_init(&self->op_mp, 0, sizeof(uct_uccl_op_t), 0,
-                            UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
-                            &uct_uccl_op_mp_ops, "uccl_op");
-    if (status != UCS_OK) {
-        goto err_rx_mp;
-    }
-
     status = uct_uccl_event_init(self);
     if (status != UCS_OK) {
-        goto err_op_mp;
+        goto err_pools;
     }
 
-    self->send_cq = ibv_create_cq(md->ctx, self->config.cq_size, NULL,
-                                  self->event.chan, 0);
-    self->recv_cq = ibv_create_cq(md->ctx, self->config.cq_size, NULL,
-                                  self->event.chan, 0);
-    if ((self->send_cq == NULL) || (self->recv_cq == NULL)) {
-        ucs_error("uccl: cannot create CQs of %u entries: %m",
-                  self->config.cq_size);
-        status = UCS_ERR_IO_ERROR;
-        goto err_cq;
-    }
-
-    srq_attr.attr.max_wr  = self->config.srq_size;
-    srq_attr.attr.max_sge = 1;
-    self->srq             = ibv_create_srq(md->pd, &srq_attr);
-    if (self->srq == NULL) {
-        ucs_error("uccl: cannot create an SRQ of %u entries: %m",
-                  self->config.srq_size);
-        status = UCS_ERR_IO_ERROR;
-        goto err_cq;
+    status = uct_uccl_iface_queues_init(self);
+    if (status != UCS_OK) {
+        goto err_event;
     }
 
     status = uct_uccl_iface_ctl_init(self);
     if (status != UCS_OK) {
-        goto err_srq;
+        goto err_queues;
     }
 
     if (self->config.stats_dump) {
@@ -1251,24 +1336,12 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
 
 err_ctl:
     uct_uccl_iface_ctl_cleanup(self);
-err_srq:
-    ibv_destroy_srq(self->srq);
-err_cq:
-    if (self->send_cq != NULL) {
-        ibv_destroy_cq(self->send_cq);
-    }
-    if (self->recv_cq != NULL) {
-        ibv_destroy_cq(self->recv_cq);
-    }
+err_queues:
+    uct_uccl_iface_queues_cleanup(self);
+err_event:
     uct_uccl_event_cleanup(self);
-err_op_mp:
-    ucs_mpool_cleanup(&self->op_mp, 0);
-err_rx_mp:
-    ucs_mpool_cleanup(&self->rx_mp, 0);
-err_hdr_mp:
-    ucs_mpool_cleanup(&self->hdr_mp, 0);
-err_tx_mp:
-    ucs_mpool_cleanup(&self->tx_mp, 0);
+err_pools:
+    uct_uccl_iface_pools_cleanup(self);
 err:
     ucs_ptr_array_cleanup(&self->conn_ids, 0);
     kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);
@@ -1299,15 +1372,10 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
     });
 
     uct_uccl_iface_ctl_cleanup(self);
-    ibv_destroy_srq(self->srq);
-    ibv_destroy_cq(self->send_cq);
-    ibv_destroy_cq(self->recv_cq);
+    uct_uccl_iface_queues_cleanup(self);
     uct_uccl_event_cleanup(self);
     /* descs posted on destroyed QPs never complete: no leak check */
-    ucs_mpool_cleanup(&self->op_mp, 0);
-    ucs_mpool_cleanup(&self->rx_mp, 0);
-    ucs_mpool_cleanup(&self->hdr_mp, 0);
-    ucs_mpool_cleanup(&self->tx_mp, 0);
+    uct_uccl_iface_pools_cleanup(self);
     ucs_ptr_array_cleanup(&self->conn_ids, 0);
     kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);
 }
