@@ -43,11 +43,13 @@ if(UCCL_MPICC)
     # checked.
     mpi_add(mpi_np2_compute 2 200 ENV UCX_UCCL_PEER_TIMEOUT=3s
             UCX_UCCL_MAX_RETRIES=3 ARGS -m 1M -c 8)
-    # Rank 1 SIGKILLs itself; mpirun lets the others go on (recovery on)
-    # and each must see its sends to rank 1 fail: uccl's peer failure
-    # handling (2 s peer timeout here) reaches MPI as an error.
+    # Rank 1 SIGKILLs itself; mpirun lets the others go on (recovery on:
+    # ORTE's parameter for Open MPI 4, PRRTE's for Open MPI 5) and each
+    # must see its sends to rank 1 fail: uccl's peer failure handling (2 s
+    # peer timeout here) reaches MPI as an error.
     mpi_add(mpi_killed_rank 4 150 ENV UCCL_TEST_EXPECT=peer-failure
-            OMPI_MCA_orte_enable_recovery=1 UCX_UCCL_PEER_TIMEOUT=2s
+            OMPI_MCA_orte_enable_recovery=1
+            PRTE_MCA_state_base_recoverable=1 UCX_UCCL_PEER_TIMEOUT=2s
             ARGS -k 1)
 
     add_test(NAME mpi_netns COMMAND ${UCCL_SRCDIR}/test/mpi/netns.sh
