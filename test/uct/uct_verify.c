@@ -264,6 +264,9 @@ static uint64_t client_am_phase(unsigned *rs)
         k   = uh_rnd(rs, 3);
         len = uh_rnd(rs, ((k == 0) ? uh.iface_attr.cap.am.max_short :
                           max_am) - sizeof(uint64_t));
+        if (k == 2) {
+            len = (len < AM_SLOT_SIZE) ? len : AM_SLOT_SIZE; /* its slot */
+        }
         am_fill(tmp, seq, len);
         if (k == 0) {
             uh_check(UH_RETRY("am_short",

@@ -43,9 +43,12 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      ucs_offsetof(uct_uccl_iface_config_t, chunk_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"SEG_SIZE", "8k",
+    {"SEG_SIZE", "64k",
      "Largest active message and bcopy operation (bytes copied into a\n"
-     "registered buffer).",
+     "registered buffer). The receive buffers hold a chunk already, so up to\n"
+     "CHUNK_SIZE a message goes as one AM: UCP's eager protocol then sends\n"
+     "it in one chunk instead of fragments or a rendezvous. At most\n"
+     "CHUNK_SIZE (a larger value is cut to it).",
      ucs_offsetof(uct_uccl_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"TX_QUEUE_LEN", "64",
@@ -1016,7 +1019,6 @@ uct_uccl_iface_config_check(const uct_uccl_iface_config_t *config)
         (config->num_paths > UCT_UCCL_WIRE_MAX_PATHS) ||
         (config->chunk_size < 1024) || (config->chunk_size > UINT32_MAX / 2) ||
         (config->seg_size < 256) ||
-        (config->seg_size > config->chunk_size) ||
         (config->tx_queue_len < 2) ||
         (config->srq_size < 2 * UCT_UCCL_SRQ_BATCH) ||
         (config->cq_size < config->srq_size) ||
@@ -1025,7 +1027,7 @@ uct_uccl_iface_config_check(const uct_uccl_iface_config_t *config)
         (config->sack_window > UCT_UCCL_WIRE_SACK_MAX_BITS) ||
         (config->cc_window < 1) || (config->path_burst < 1)) {
         ucs_error("uccl: invalid configuration (NUM_PATHS 1..%d, CHUNK_SIZE "
-                  ">= 1k, 256 <= SEG_SIZE <= CHUNK_SIZE, TX_QUEUE_LEN >= 2, "
+                  ">= 1k, SEG_SIZE >= 256, TX_QUEUE_LEN >= 2, "
                   "SRQ_SIZE >= %d, CQ_SIZE and RX_MAX_BUFS >= SRQ_SIZE, "
                   "SACK_WINDOW power of 2 in 64..%d)",
                   UCT_UCCL_WIRE_MAX_PATHS, 2 * UCT_UCCL_SRQ_BATCH,
@@ -1074,9 +1076,8 @@ static void uct_uccl_iface_config_set(uct_uccl_iface_t *iface,
 
     c->num_paths    = config->num_paths;
     c->chunk_size   = config->chunk_size;
-    c->seg_size     = config->seg_size;
-    c->rx_buf_size  = ucs_max(config->chunk_size, config->seg_size) +
-                      UCT_UCCL_SEND_HDR_MAX;
+    c->seg_size     = ucs_min(config->seg_size, config->chunk_size);
+    c->rx_buf_size  = config->chunk_size + UCT_UCCL_SEND_HDR_MAX;
     c->tx_queue_len = ucs_min(config->tx_queue_len, md->caps.max_qp_wr);
     c->tx_ring_mask = ucs_roundup_pow2(c->tx_queue_len) - 1;
     c->srq_size     = ucs_min(config->srq_size, md->caps.max_srq_wr);
