@@ -286,7 +286,7 @@ void uh_exchange_info(void)
     uh_xfer(&uh.peer, sizeof(uh.peer), 0);
 }
 
-void uh_ep_connect(void)
+uct_ep_h uh_ep_create(void)
 {
     uct_ep_params_t ep_params = {
         .field_mask = UCT_EP_PARAM_FIELD_IFACE |
@@ -296,8 +296,15 @@ void uh_ep_connect(void)
         .dev_addr   = (void*)uh.peer.dev,
         .iface_addr = (void*)uh.peer.iface
     };
+    uct_ep_h ep;
 
-    uh_check(uct_ep_create(&ep_params, &uh.ep), "ep create");
+    uh_check(uct_ep_create(&ep_params, &ep), "ep create");
+    return ep;
+}
+
+void uh_ep_connect(void)
+{
+    uh.ep = uh_ep_create();
 }
 
 void uh_teardown(void)

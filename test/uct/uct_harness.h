@@ -77,6 +77,8 @@ void uh_exchange(void);
 void uh_exchange_info(void);
 /* one more iface on the same md and worker */
 void uh_iface_open(uct_iface_h *iface_p, uct_iface_attr_t *attr_p);
+/* a new ep to the peer's iface (uh.peer) */
+uct_ep_h uh_ep_create(void);
 void uh_ep_connect(void);
 void uh_teardown(void);
 /* both ways over the TCP socket */

@@ -186,18 +186,10 @@ static struct {
 
 static void victim_get(void)
 {
-    uct_ep_params_t params = {
-        .field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                      UCT_EP_PARAM_FIELD_DEV_ADDR |
-                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
-        .iface      = uh.iface,
-        .dev_addr   = (void*)uh.peer.dev,
-        .iface_addr = (void*)uh.peer.iface
-    };
     ucs_status_t status;
 
     if (!vg.started) {
-        uh_check(uct_ep_create(&params, &vg.ep), "ep to the hostile");
+        vg.ep = uh_ep_create();
         uh_check(uct_rkey_unpack(uh.component, uh.peer.rkey, &vg.rkey),
                  "hostile rkey");
         vg.started = 1;

@@ -442,6 +442,28 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
     ucs_free(conn);
 }
 
+/* A conn packet of `type` for `num_paths` paths: the header and what the
+ * iface tells every peer (its address, chunk and receive sizes) */
+static void uct_uccl_conn_pkt_init(uct_uccl_iface_t *iface,
+                                   uct_uccl_conn_pkt_t *pkt,
+                                   uct_uccl_ctl_type_t type,
+                                   unsigned num_paths)
+{
+    memset(pkt, 0, uct_uccl_wire_conn_size(num_paths));
+    uct_uccl_wire_hdr_init(&pkt->hdr, type,
+                           uct_uccl_wire_conn_size(num_paths));
+    pkt->magic       = UCT_UCCL_WIRE_MAGIC;
+    pkt->iface_uuid  = iface->uuid;
+    pkt->num_paths   = num_paths;
+    pkt->mtu         = uct_uccl_mtu_bytes(iface->config.mtu);
+    pkt->lid         = iface->port->lid;
+    pkt->ctl_qpn     = iface->ctl.qp->qp_num;
+    pkt->chunk_size  = iface->config.chunk_size;
+    pkt->rx_buf_size = iface->config.rx_buf_size;
+    pkt->sack_bits   = iface->config.rx_window;
+    memcpy(pkt->gid, iface->port->gid.raw, sizeof(pkt->gid));
+}
+
 static void uct_uccl_conn_pkt_fill(uct_uccl_conn_t *conn,
                                    uct_uccl_conn_pkt_t *pkt,
                                    uct_uccl_ctl_type_t type,
@@ -450,11 +472,7 @@ static void uct_uccl_conn_pkt_fill(uct_uccl_conn_t *conn,
     uct_uccl_iface_t *iface = conn->iface;
     unsigned i;
 
-    memset(pkt, 0, sizeof(*pkt));
-    uct_uccl_wire_hdr_init(&pkt->hdr, type,
-                           uct_uccl_wire_conn_size(conn->num_paths));
-    pkt->magic       = UCT_UCCL_WIRE_MAGIC;
-    pkt->iface_uuid  = iface->uuid;
+    uct_uccl_conn_pkt_init(iface, pkt, type, conn->num_paths);
     pkt->token       = conn->token;
     pkt->echo_token  = (type == UCT_UCCL_CTL_CONN_REP) ? conn->remote_token :
                                                         0;
@@ -462,16 +480,8 @@ static void uct_uccl_conn_pkt_fill(uct_uccl_conn_t *conn,
     pkt->dst_conn_id = conn->remote_id;
     pkt->status      = status;
     pkt->mode        = conn->rc ? UCT_UCCL_MODE_RC : UCT_UCCL_MODE_UC;
-    pkt->num_paths   = conn->num_paths;
-    pkt->mtu         = uct_uccl_mtu_bytes(iface->config.mtu);
-    pkt->lid         = iface->port->lid;
-    pkt->ctl_qpn     = iface->ctl.qp->qp_num;
-    pkt->chunk_size  = iface->config.chunk_size;
-    pkt->rx_buf_size = iface->config.rx_buf_size;
-    pkt->sack_bits   = iface->config.rx_window;
     pkt->init_csn    = conn->init_csn;
     pkt->psn         = conn->psn;
-    memcpy(pkt->gid, iface->port->gid.raw, sizeof(pkt->gid));
     for (i = 0; i < conn->num_paths; ++i) {
         pkt->qpn[i] = conn->paths[i].qp->qp_num;
     }
@@ -569,25 +579,13 @@ static void uct_uccl_conn_send_reject(uct_uccl_iface_t *iface,
     struct ibv_ah *ah;
 
     memcpy(dev.gid, req->gid, sizeof(dev.gid));
-    memset(pkt, 0, uct_uccl_wire_conn_size(1));
-    uct_uccl_wire_hdr_init(&pkt->hdr, UCT_UCCL_CTL_CONN_REP,
-                           uct_uccl_wire_conn_size(1));
-    pkt->magic       = UCT_UCCL_WIRE_MAGIC;
-    pkt->iface_uuid  = iface->uuid;
+    uct_uccl_conn_pkt_init(iface, pkt, UCT_UCCL_CTL_CONN_REP, 1);
     pkt->token       = uct_uccl_conn_random_token();
     pkt->echo_token  = req->token;
     pkt->src_conn_id = UCT_UCCL_CONN_ID_NONE;
     pkt->dst_conn_id = req->src_conn_id;
     pkt->status      = status;
     pkt->mode        = req->mode;
-    pkt->num_paths   = 1;
-    pkt->mtu         = uct_uccl_mtu_bytes(iface->config.mtu);
-    pkt->lid         = iface->port->lid;
-    pkt->ctl_qpn     = iface->ctl.qp->qp_num;
-    pkt->chunk_size  = iface->config.chunk_size;
-    pkt->rx_buf_size = iface->config.rx_buf_size;
-    pkt->sack_bits   = iface->config.rx_window;
-    memcpy(pkt->gid, iface->port->gid.raw, sizeof(pkt->gid));
 
     uct_uccl_conn_ah_attr(iface, &dev, &ah_attr);
     ah = ibv_create_ah(iface->md->pd, &ah_attr);
