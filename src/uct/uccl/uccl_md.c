@@ -498,41 +498,86 @@ static ucs_status_t uct_uccl_md_rcache_init(uct_uccl_md_t *md,
     return UCS_OK;
 }
 
+/* The verbs device named md_name, opened; NULL if there is none */
+static struct ibv_context *uct_uccl_md_open_device(const char *md_name)
+{
+    struct ibv_context *ctx = NULL;
+    struct ibv_device **devs;
+    int i, num_devs;
+
+    devs = ibv_get_device_list(&num_devs);
+    if (devs == NULL) {
+        ucs_debug("ibv_get_device_list() failed: %m");
+        return NULL;
+    }
+    for (i = 0; i < num_devs; ++i) {
+        if (!strcmp(ibv_get_device_name(devs[i]), md_name)) {
+            ctx = ibv_open_device(devs[i]);
+            if (ctx == NULL) {
+                ucs_debug("%s: ibv_open_device() failed: %m", md_name);
+            }
+            break;
+        }
+    }
+    if (i == num_devs) {
+        ucs_debug("uccl: verbs device '%s' not found", md_name);
+    }
+    ibv_free_device_list(devs);
+    return ctx;
+}
+
+/* The ports worth an iface; UCS_ERR_NO_DEVICE if none is */
+static ucs_status_t uct_uccl_md_ports_init(uct_uccl_md_t *md,
+                                           const uct_uccl_md_config_t *config)
+{
+    unsigned num_active = 0;
+    ucs_status_t status;
+    int i;
+
+    md->num_ports = ucs_min(md->dev_attr.phys_port_cnt, UCT_UCCL_MAX_PORTS);
+    for (i = 1; i <= md->num_ports; ++i) {
+        status = uct_uccl_md_port_init(md, i, config);
+        if (status == UCS_ERR_INVALID_PARAM) {
+            return status;
+        }
+        num_active += (status == UCS_OK);
+    }
+    if (num_active == 0) {
+        ucs_debug("%s: no usable port", md->name);
+        return UCS_ERR_NO_DEVICE;
+    }
+    return UCS_OK;
+}
+
+/* What the device can do for us; UCS_ERR_UNSUPPORTED if too little */
+static ucs_status_t uct_uccl_md_caps_init(uct_uccl_md_t *md,
+                                          const uct_uccl_md_config_t *config)
+{
+    md->caps.uc         = config->probe_uc && uct_uccl_md_probe_uc(md);
+    md->caps.cq_ex      = uct_uccl_md_probe_cq_ex(md);
+    md->caps.max_sge    = md->dev_attr.max_sge;
+    md->caps.max_qp_wr  = md->dev_attr.max_qp_wr;
+    md->caps.max_srq_wr = md->dev_attr.max_srq_wr;
+    if (md->caps.max_sge < 3) {
+        ucs_debug("%s: needs 3 SGEs per work request, has %u", md->name,
+                  md->caps.max_sge);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return UCS_OK;
+}
+
 ucs_status_t
 uct_uccl_md_open(uct_component_t *component, const char *md_name,
                  const uct_md_config_t *tl_config, uct_md_h *md_p)
 {
     const uct_uccl_md_config_t *config = ucs_derived_of(tl_config,
                                                         uct_uccl_md_config_t);
-    struct ibv_device **devs;
-    struct ibv_device *dev = NULL;
     uct_uccl_md_t *md;
     ucs_status_t status;
-    unsigned num_active;
-    int i, num_devs;
-
-    devs = ibv_get_device_list(&num_devs);
-    if (devs == NULL) {
-        ucs_debug("ibv_get_device_list() failed: %m");
-        return UCS_ERR_NO_DEVICE;
-    }
-
-    for (i = 0; i < num_devs; ++i) {
-        if (!strcmp(ibv_get_device_name(devs[i]), md_name)) {
-            dev = devs[i];
-            break;
-        }
-    }
-    if (dev == NULL) {
-        ucs_debug("uccl: verbs device '%s' not found", md_name);
-        status = UCS_ERR_NO_DEVICE;
-        goto err_free_list;
-    }
 
     md = ucs_calloc(1, sizeof(*md), "uccl_md");
     if (md == NULL) {
-        status = UCS_ERR_NO_MEMORY;
-        goto err_free_list;
+        return UCS_ERR_NO_MEMORY;
     }
 
     md->super.ops       = &uct_uccl_md_ops;
@@ -542,9 +587,8 @@ uct_uccl_md_open(uct_component_t *component, const char *md_name,
     ucs_spinlock_init(&md->mrs_lock, 0);
     ucs_strncpy_zero(md->name, md_name, sizeof(md->name));
 
-    md->ctx = ibv_open_device(dev);
+    md->ctx = uct_uccl_md_open_device(md_name);
     if (md->ctx == NULL) {
-        ucs_debug("%s: ibv_open_device() failed: %m", md_name);
         status = UCS_ERR_NO_DEVICE;
         goto err_free_md;
     }
@@ -572,30 +616,13 @@ uct_uccl_md_open(uct_component_t *component, const char *md_name,
         goto err_budget;
     }
 
-    md->num_ports = ucs_min(md->dev_attr.phys_port_cnt, UCT_UCCL_MAX_PORTS);
-    num_active    = 0;
-    for (i = 1; i <= md->num_ports; ++i) {
-        status = uct_uccl_md_port_init(md, i, config);
-        if (status == UCS_ERR_INVALID_PARAM) {
-            goto err_pd;
-        }
-        num_active += (status == UCS_OK);
-    }
-    if (num_active == 0) {
-        ucs_debug("%s: no usable port", md_name);
-        status = UCS_ERR_NO_DEVICE;
+    status = uct_uccl_md_ports_init(md, config);
+    if (status != UCS_OK) {
         goto err_pd;
     }
 
-    md->caps.uc         = config->probe_uc && uct_uccl_md_probe_uc(md);
-    md->caps.cq_ex      = uct_uccl_md_probe_cq_ex(md);
-    md->caps.max_sge    = md->dev_attr.max_sge;
-    md->caps.max_qp_wr  = md->dev_attr.max_qp_wr;
-    md->caps.max_srq_wr = md->dev_attr.max_srq_wr;
-    if (md->caps.max_sge < 3) {
-        ucs_debug("%s: needs 3 SGEs per work request, has %u", md_name,
-                  md->caps.max_sge);
-        status = UCS_ERR_UNSUPPORTED;
+    status = uct_uccl_md_caps_init(md, config);
+    if (status != UCS_OK) {
         goto err_pd;
     }
 
@@ -608,7 +635,6 @@ uct_uccl_md_open(uct_component_t *component, const char *md_name,
               "rcache %s", md_name, md->caps.uc, md->caps.cq_ex,
               md->caps.max_sge, md->caps.max_qp_wr, md->caps.max_srq_wr,
               md->rcache ? "yes" : "no");
-    ibv_free_device_list(devs);
     *md_p = &md->super;
     return UCS_OK;
 
@@ -622,8 +648,6 @@ err_free_md:
     kh_destroy_inplace(uct_uccl_mr, &md->mrs);
     ucs_spinlock_destroy(&md->mrs_lock);
     ucs_free(md);
-err_free_list:
-    ibv_free_device_list(devs);
     return status;
 }
 
