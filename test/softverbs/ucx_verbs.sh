@@ -58,6 +58,8 @@ export LD_PRELOAD="$san$lib"
 # UCX and perftest are not ours: do not fail them on their own leaks
 [ -n "$san" ] && export ASAN_OPTIONS=detect_leaks=0
 
+. "$(dirname "$0")/../uct/listen.sh"
+
 work=$(mktemp -d /tmp/ucx_verbs.XXXXXX)
 pids=""
 cleanup() {
@@ -76,10 +78,12 @@ failed=""
 # on core 1 once the server listens; both bounded by $limit seconds.
 run_pair() {
     local name=$1; shift
-    local srv=() cli=() in_cli=0 a
+    local srv=() cli=() in_cli=0 a prev="" port=""
     for a in "$@"; do
         if [ "$a" = "--" ]; then in_cli=1; continue; fi
         if [ $in_cli = 1 ]; then cli+=("$a"); else srv+=("$a"); fi
+        [ $in_cli = 0 ] && [ "$prev" = "-p" ] && port=$a
+        prev=$a
     done
     echo "$name" | grep -Eq "$only" || return 0
     n=$((n + 1))
@@ -89,7 +93,11 @@ run_pair() {
     timeout -s KILL "$limit" stdbuf -oL -eL "${srv[@]}" >"$work/srv.$n" 2>&1 &
     local spid=$!
     pids="$pids $spid"
-    sleep 1
+    if [ -n "$port" ]; then
+        uccl_wait_listen "$port" $spid "$limit" || true
+    else
+        sleep 1
+    fi
     timeout -s KILL "$limit" stdbuf -oL -eL "${cli[@]}" >"$work/cli.$n" 2>&1
     local crc=$?
     wait $spid
