@@ -11,6 +11,7 @@ static const uct_uccl_cc_ops_t *const uct_uccl_cc_algs[] = {
     &uct_uccl_cc_fixed_ops,
     &uct_uccl_cc_swift_ops,
     &uct_uccl_cc_timely_ops,
+    &uct_uccl_cc_eqds_ops,
 };
 
 #define UCT_UCCL_CC_NUM_ALGS \
