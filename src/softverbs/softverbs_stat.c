@@ -21,7 +21,7 @@ void sv_stats_dump(FILE *f, int all_ports);
 int main(int argc, char **argv)
 {
     const char *name = (argc > 1) ? argv[1] : getenv("SOFTVERBS_FABRIC");
-    char shm[128];
+    char shm[128], path[160];
     struct stat st;
     void *p;
     int fd;
@@ -44,6 +44,10 @@ int main(int argc, char **argv)
     if (fd < 0) {
         fprintf(stderr, "softverbs-stat: no fabric '%s' (/dev/shm%s): %s\n",
                 name, shm, strerror(errno));
+        return 1;
+    }
+    snprintf(path, sizeof(path), "/dev/shm%s", shm);
+    if ((sv_access_init() != 0) || (sv_access_check(fd, path, SV_ACCESS_FABRIC, NULL) != 0)) {
         return 1;
     }
     if ((fstat(fd, &st) != 0) || (st.st_size != sizeof(sv_fabric_hdr_t))) {

@@ -54,20 +54,9 @@ int sv_comp_push(sv_peer_t *peer, unsigned port, unsigned cq_idx,
     return 0;
 }
 
-static enum ibv_wc_opcode sv_comp_opcode(uint32_t wr_opcode)
-{
-    switch (wr_opcode) {
-    case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-        return IBV_WC_RDMA_WRITE;
-    case IBV_WR_RDMA_READ:
-        return IBV_WC_RDMA_READ;
-    default:
-        return IBV_WC_SEND;
-    }
-}
-
-/* Called with the SQ lock held. Errors move the QP to ERR (and flush). */
+/* Called with the SQ lock held. Errors move the QP to ERR (and flush).
+ * The completion names the WR by its SQ index: its owner takes the wr_id,
+ * opcode and length from its private record (sv_cq.c). */
 void sv_comp_send(sv_qp_t *qp, const sv_swqe_t *w, enum ibv_wc_status st,
                   uint64_t ts)
 {
@@ -76,23 +65,19 @@ void sv_comp_send(sv_qp_t *qp, const sv_swqe_t *w, enum ibv_wc_status st,
 
     if ((st == IBV_WC_SUCCESS) && !(w->flags & IBV_SEND_SIGNALED) &&
         !qp->sq_sig_all) {
-        qp->sq_unsig++;
-        return;
+        return;            /* retired by the next completion polled */
     }
     if (ts < qp->sq_last_ts) {
         ts = qp->sq_last_ts;      /* one SQ completes in order */
     }
     qp->sq_last_ts = ts;
     memset(&cqe, 0, sizeof(cqe));
-    cqe.ts        = ts;
-    cqe.wr_id     = w->wr_id;
-    cqe.status    = st;
-    cqe.opcode    = sv_comp_opcode(w->opcode);
-    cqe.byte_len  = (w->opcode == IBV_WR_RDMA_READ) ? (uint32_t)w->len : 0;
-    cqe.qp_num    = qp->qp.qp_num;
-    cqe.sq_retire = qp->sq_unsig + 1;
+    cqe.ts         = ts;
+    cqe.status     = st;
+    cqe.opcode     = sv_wc_opcode(w->opcode);
+    cqe.qp_num     = qp->qp.qp_num;
+    cqe.wqe_seq    = (uint32_t)w->seq;
     cqe.vendor_err = (st == IBV_WC_SUCCESS) ? 0 : 0x100 + st;
-    qp->sq_unsig  = 0;
     sv_comp_push(sv_fabric_peer(port->index), port->index, qp->scq->idx,
                  &cqe, 0);
     if ((st != IBV_WC_SUCCESS) && (st != IBV_WC_WR_FLUSH_ERR)) {
@@ -102,18 +87,24 @@ void sv_comp_send(sv_qp_t *qp, const sv_swqe_t *w, enum ibv_wc_status st,
     }
 }
 
-void sv_comp_recv_flush(sv_qp_t *qp, uint64_t wr_id)
+/* The owner completes one of its receive WQEs itself (flush, or a WQE
+ * whose claimer died): 0, or -1 if its CQ has no room. */
+int sv_comp_recv_error(sv_qp_t *qp, uint32_t wqe, uint32_t seq,
+                       enum ibv_wc_status st)
 {
     uint64_t ts = sv_now_ns(), last = SV_LOAD(&qp->shm->recv_last_ts);
     sv_cqe_t cqe;
 
     memset(&cqe, 0, sizeof(cqe));
-    cqe.ts       = (ts > last) ? ts : last;
-    cqe.wr_id    = wr_id;
-    cqe.status   = IBV_WC_WR_FLUSH_ERR;
-    cqe.opcode   = IBV_WC_RECV;
-    cqe.qp_num   = qp->qp.qp_num;
-    cqe.vendor_err = 0x100 + IBV_WC_WR_FLUSH_ERR;
-    sv_comp_push(sv_fabric_peer(qp->port->index), qp->port->index,
-                 qp->rcq->idx, &cqe, 0);
+    /* after the receives that arrived before (a peer could push `last` far
+     * ahead: that only delays this completion, as it could delay any) */
+    cqe.ts         = (ts > last) ? ts : last;
+    cqe.status     = st;
+    cqe.opcode     = IBV_WC_RECV;
+    cqe.qp_num     = qp->qp.qp_num;
+    cqe.wqe_seq    = seq;
+    cqe.wqe_idx    = wqe;
+    cqe.vendor_err = 0x100 + st;
+    return sv_comp_push(sv_fabric_peer(qp->port->index), qp->port->index,
+                        qp->rcq->idx, &cqe, 0);
 }

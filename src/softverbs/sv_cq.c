@@ -57,7 +57,7 @@ struct ibv_comp_channel *sv_chan_create(struct ibv_context *c)
     struct sockaddr_un a;
     socklen_t len;
     sv_chan_t *ch;
-    int ret;
+    int ret, one = 1;
 
     ch = calloc(1, sizeof(*ch));
     if (ch == NULL) {
@@ -70,7 +70,9 @@ struct ibv_comp_channel *sv_chan_create(struct ibv_context *c)
         goto err_free;
     }
     len = sv_chan_addr(&a, getpid(), ch->id);
-    if (bind(ch->ch.fd, (struct sockaddr*)&a, len) != 0) {
+    if ((bind(ch->ch.fd, (struct sockaddr*)&a, len) != 0) ||
+        (setsockopt(ch->ch.fd, SOL_SOCKET, SO_PASSCRED, &one,
+                    sizeof(one)) != 0)) {
         goto err_close;
     }
     ch->ch.context = c;
@@ -125,7 +127,7 @@ void sv_cq_signal(pid_t pid, uint32_t chan_id, uint32_t cq_idx,
                  len);
 }
 
-static int sv_cq_take(sv_cq_t *cq, int max, sv_cqe_t *out);
+static int sv_cq_take(sv_cq_t *cq, int max, sv_cqe_t *out, int *raw);
 
 /* --- ibv_cq_ex iteration --- */
 
@@ -140,8 +142,6 @@ static void sv_cq_ex_fill(sv_cq_t *cq)
     cq->ex.wr_id  = cq->cur.wr_id;
 }
 
-static void sv_cq_retire(sv_cq_t *cq, const sv_cqe_t *e);
-
 static int sv_cq_ex_start(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
 {
     sv_cq_t *cq = sv_cq_ex_of(ex);
@@ -151,11 +151,10 @@ static int sv_cq_ex_start(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
     }
     sv_port_progress(cq->port);
     pthread_spin_lock(&cq->lock);
-    if (sv_cq_take(cq, 1, &cq->cur) == 0) {
+    if (sv_cq_take(cq, 1, &cq->cur, NULL) == 0) {
         pthread_spin_unlock(&cq->lock);
         return ENOENT;
     }
-    sv_cq_retire(cq, &cq->cur);
     sv_cq_ex_fill(cq);
     return 0;
 }
@@ -164,10 +163,9 @@ static int sv_cq_ex_next(struct ibv_cq_ex *ex)
 {
     sv_cq_t *cq = sv_cq_ex_of(ex);
 
-    if (sv_cq_take(cq, 1, &cq->cur) == 0) {
+    if (sv_cq_take(cq, 1, &cq->cur, NULL) == 0) {
         return ENOENT;
     }
-    sv_cq_retire(cq, &cq->cur);
     sv_cq_ex_fill(cq);
     return 0;
 }
@@ -295,7 +293,7 @@ struct ibv_cq_ex *sv_cq_create(struct ibv_context *c,
     }
 
     pthread_mutex_lock(&port->lock);
-    slot = sv_slot_take((void *const*)port->cq, 0, SV_MAX_CQ, &port->next_cq);
+    slot = sv_slots_take(&port->cq_slots, cq);
     if (slot < 0) {
         pthread_mutex_unlock(&port->lock);
         ret = ENOMEM;
@@ -303,7 +301,6 @@ struct ibv_cq_ex *sv_cq_create(struct ibv_context *c,
     }
     idx           = slot;
     e             = &port->seg->cq[idx];
-    port->cq[idx] = cq;
     cq->token     = ++port->next_token;
     pthread_mutex_unlock(&port->lock);
 
@@ -311,14 +308,15 @@ struct ibv_cq_ex *sv_cq_create(struct ibv_context *c,
     cq->port     = port;
     cq->idx      = idx;
     cq->size     = size;
+    cq->chan_id  = (attr->channel != NULL) ?
+                   ((sv_chan_t*)attr->channel)->id : 0;
     cq->q        = &e->q;
     cq->ring     = (sv_cqe_t*)((char*)port->seg + cq->ring_off);
     cq->wc_flags = attr->wc_flags;
     memset(&e->q, 0, sizeof(e->q));
     e->q.size     = size;
     e->q.ring_off = cq->ring_off;
-    e->q.chan_id  = (attr->channel != NULL) ?
-                    ((sv_chan_t*)attr->channel)->id : 0;
+    e->q.chan_id  = cq->chan_id;
     e->token      = cq->token;
     SV_STORE(&e->valid, 1);
 
@@ -351,6 +349,7 @@ struct ibv_cq_ex *sv_cq_create(struct ibv_context *c,
         __atomic_fetch_add(&attr->channel->refcnt, 1, __ATOMIC_RELAXED);
     }
     sv_port_get_obj(port);
+    __atomic_store_n(&cq->ready, 1, __ATOMIC_RELEASE);
     return &cq->ex;
 
 err_heap:
@@ -369,10 +368,10 @@ int sv_cq_destroy(struct ibv_cq *ibcq)
     if (__atomic_load_n(&cq->nqps, __ATOMIC_RELAXED) > 0) {
         return EBUSY;
     }
-    SV_STORE(&port->seg->cq[cq->idx].valid, 0);
     pthread_mutex_lock(&port->lock);
-    port->cq[cq->idx] = NULL;
+    sv_slots_put(&port->cq_slots, cq->idx);
     pthread_mutex_unlock(&port->lock);
+    SV_STORE(&port->seg->cq[cq->idx].valid, 0);
     sv_heap_free(port->index, cq->ring_off, cq->ring_bytes);
     if (ibcq->channel != NULL) {
         __atomic_fetch_sub(&ibcq->channel->refcnt, 1, __ATOMIC_RELAXED);
@@ -401,12 +400,21 @@ int sv_cq_destroy(struct ibv_cq *ibcq)
 static uint64_t sv_cq_unstick(sv_cq_t *cq, uint64_t head)
 {
     sv_cqe_t *s = &cq->ring[head & (cq->size - 1)];
-    uint64_t now;
+    uint64_t now, tail;
 
     if ((++cq->empty_polls % SV_CQ_STALL_POLLS) != 0) {
         return head;
     }
-    if (SV_LOAD(&cq->q->tail) <= head) {
+    tail = SV_LOAD(&cq->q->tail);
+    if (tail - head > cq->size) {
+        /* no producer reserves past head + size: someone wrote garbage,
+         * and every push would find the queue full */
+        (void)SV_CAS(&cq->q->tail, &tail, head);
+        sv_debug_log("cq %u: producer index %llu out of range, reset",
+                     cq->idx, (unsigned long long)tail);
+        return head;
+    }
+    if (tail <= head) {
         return head;          /* empty, nothing reserved */
     }
     now = sv_now_ns();
@@ -425,11 +433,31 @@ static uint64_t sv_cq_unstick(sv_cq_t *cq, uint64_t head)
     return head + 1;
 }
 
-/* Producers read head to see room: storing an unchanged value would take
- * its cache line away from them at every empty poll */
+/* What producers read of the CQ and only its owner writes, put back if
+ * someone changed it (called with the port lock held, from sv_port.c). */
+void sv_cq_heal(sv_cq_t *cq)
+{
+    sv_cq_ring_t *q = cq->q;
+
+    if (SV_LOAD_RELAXED(&q->size) != cq->size) {
+        SV_STORE(&q->size, cq->size);
+    }
+    if (SV_LOAD_RELAXED(&q->ring_off) != cq->ring_off) {
+        SV_STORE(&q->ring_off, cq->ring_off);
+    }
+    if (SV_LOAD_RELAXED(&q->chan_id) != cq->chan_id) {
+        SV_STORE(&q->chan_id, cq->chan_id);
+    }
+}
+
+/* The consumer index is ours (cq->head); shared memory has a copy for the
+ * producers to see room. Storing an unchanged value would take its cache
+ * line away from them at every empty poll; a copy someone else changed is
+ * put right. */
 static inline void sv_cq_set_head(sv_cq_t *cq, uint64_t head)
 {
-    if (head != cq->q->head) {
+    __atomic_store_n(&cq->head, head, __ATOMIC_RELAXED);
+    if (head != SV_LOAD_RELAXED(&cq->q->head)) {
         SV_STORE(&cq->q->head, head);
     }
 }
@@ -438,7 +466,7 @@ static int sv_cq_take_ring(sv_cq_t *cq, int max, sv_cqe_t *out)
 {
     uint32_t mask = cq->size - 1, cand[SV_CQ_SCAN], ci, tmp;
     sv_cqe_t *ring = cq->ring, *s;
-    uint64_t head = cq->q->head, now = 0;
+    uint64_t head = cq->head, now = 0;
     int got = 0, n, i, j;
 
     if (sv_model_timed()) {
@@ -514,46 +542,124 @@ scan:
     return got;
 }
 
+/* A send completion: the oldest of the WRs it retires is the one it names
+ * by SQ index (a QP's send completions come in order); wr_id, opcode and
+ * length come from the QP's private record of that WR. */
+static int sv_cq_accept_send(sv_cq_t *cq, sv_qp_t *qp, sv_cqe_t *e)
+{
+    uint64_t retired = __atomic_load_n(&qp->sq_retired, __ATOMIC_RELAXED);
+    uint64_t posted  = __atomic_load_n(&qp->sq_posted, __ATOMIC_RELAXED);
+    uint32_t d = e->wqe_seq - (uint32_t)retired;
+    const sv_sq_rec_t *r;
+
+    if ((qp->scq != cq) || (d >= posted - retired)) {
+        return 0;
+    }
+    r           = &qp->sq_rec[(retired + d) & qp->sq_mask];
+    e->wr_id    = r->wr_id;
+    e->opcode   = sv_wc_opcode(r->opcode);
+    e->byte_len = (r->opcode == IBV_WR_RDMA_READ) ? r->len : 0;
+    e->wc_flags = 0;
+    __atomic_store_n(&qp->sq_retired, retired + d + 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/* A receive completion names the WQE it consumed (pool entry and ring
+ * index): it must be one the QP's receive queue has outstanding. */
+static int sv_cq_accept_recv(sv_cq_t *cq, sv_qp_t *qp, sv_cqe_t *e)
+{
+    sv_rq_t *rq = (qp->srq != NULL) ? &qp->srq->rq : &qp->rq;
+    uint64_t wr_id, len;
+
+    if ((qp->rcq != cq) ||
+        ((e->opcode != IBV_WC_RECV) &&
+         (e->opcode != IBV_WC_RECV_RDMA_WITH_IMM)) ||
+        (sv_rq_polled(rq, e->wqe_idx, e->wqe_seq, &wr_id, &len) != 0)) {
+        return 0;
+    }
+    e->wr_id     = wr_id;
+    e->wc_flags &= IBV_WC_WITH_IMM | IBV_WC_GRH;
+    if ((e->opcode == IBV_WC_RECV) && (e->byte_len > len)) {
+        e->status   = IBV_WC_LOC_LEN_ERR;   /* more than the WQE holds */
+        e->byte_len = 0;
+    }
+    return 1;
+}
+
+/*
+ * What the owner lets out of its CQ: any process of the fabric can write
+ * there, so a completion counts only if it names a work request this port
+ * has outstanding on a QP of this CQ, and reports that request's wr_id from
+ * the private records. The rest is dropped and counted (bad_cqes).
+ */
+static int sv_cq_accept(sv_cq_t *cq, sv_cqe_t *e)
+{
+    sv_qp_t *qp = sv_qp_lookup(cq->port, e->qp_num);
+
+    if (qp == NULL) {
+        return 0;
+    }
+    if (e->status > IBV_WC_GENERAL_ERR) {
+        e->status = IBV_WC_GENERAL_ERR;
+    }
+    e->sl &= 0xf;
+    return (e->opcode & IBV_WC_RECV) ? sv_cq_accept_recv(cq, qp, e) :
+                                       sv_cq_accept_send(cq, qp, e);
+}
+
 /* The consumer counts what it takes: a producer's atomic add on the
  * owner's counters bounced their cache line between the processes at
- * every completion (a tenth of a sender's time with small chunks). */
-static int sv_cq_take(sv_cq_t *cq, int max, sv_cqe_t *out)
+ * every completion (a tenth of a sender's time with small chunks).
+ * Returns the completions accepted; *raw (if not NULL) the entries taken
+ * off the ring, to tell a full batch. */
+static int sv_cq_take(sv_cq_t *cq, int max, sv_cqe_t *out, int *raw)
 {
+    uint32_t taken = 0;
     sv_port_stats_t *st;
-    int got = sv_cq_take_ring(cq, max, out), i, errs = 0;
+    int got, i, n, errs, bad;
 
-    if (got > 0) {
-        st = sv_port_stats(cq->port->index);
-        for (i = 0; i < got; ++i) {
+    do {
+        got = sv_cq_take_ring(cq, max, out);
+        for (i = 0, n = 0, errs = 0; i < got; ++i) {
+            if (!sv_cq_accept(cq, &out[i])) {
+                continue;
+            }
             errs += (out[i].status != IBV_WC_SUCCESS);
+            if (n != i) {
+                out[n] = out[i];
+            }
+            ++n;
         }
-        SV_ADD(&st->cqes, got);
+        if (got == 0) {
+            break;
+        }
+        st  = sv_port_stats(cq->port->index);
+        bad = got - n;
+        SV_ADD(&st->cqes, n);
         if (errs > 0) {
             SV_ADD(&st->err_cqes, errs);
         }
+        if (bad > 0) {
+            SV_ADD(&st->bad_cqes, bad);
+            sv_debug_log("cq %u: %d completion(s) naming no outstanding "
+                         "work request dropped", cq->idx, bad);
+        }
+        taken += got;
+        /* a batch of only bad entries must not look like an empty CQ (but
+         * a flood of them must not keep us here either) */
+    } while ((n == 0) && (raw == NULL) && (taken < cq->size));
+    if (raw != NULL) {
+        *raw = got;
     }
-    return got;
-}
-
-/* A send completion frees the SQ slots of the WRs it retires. */
-static void sv_cq_retire(sv_cq_t *cq, const sv_cqe_t *e)
-{
-    sv_qp_t *qp;
-
-    if (e->sq_retire == 0) {
-        return;
-    }
-    qp = sv_qp_lookup(cq->port, e->qp_num);
-    if (qp != NULL) {
-        __atomic_fetch_add(&qp->sq_retired, e->sq_retire, __ATOMIC_RELEASE);
-    }
+    return n;
 }
 
 int sv_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
     sv_cq_t *cq = sv_cq_of(ibcq);
     sv_cqe_t e[16];
-    int got = 0, k, i;
+    int got = 0, k, i, raw, want;
+    uint32_t taken = 0;      /* bounded: a flood of bad entries */
 
     if (n < 0) {
         return -EINVAL;
@@ -565,10 +671,11 @@ int sv_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
                               ibcq);
     }
     pthread_spin_lock(&cq->lock);
-    while (got < n) {
-        k = sv_cq_take(cq, (n - got < 16) ? n - got : 16, e);
+    while ((got < n) && (taken < cq->size)) {
+        want   = (n - got < 16) ? n - got : 16;
+        k      = sv_cq_take(cq, want, e, &raw);
+        taken += raw;
         for (i = 0; i < k; ++i, ++wc) {
-            sv_cq_retire(cq, &e[i]);
             wc->wr_id          = e[i].wr_id;
             wc->status         = e[i].status;
             wc->opcode         = e[i].opcode;
@@ -584,7 +691,7 @@ int sv_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
             wc->dlid_path_bits = 0;
         }
         got += k;
-        if (k < 16) {
+        if (raw < want) {
             break;
         }
     }
@@ -605,42 +712,83 @@ int sv_cq_req_notify(struct ibv_cq *ibcq, int solicited)
     /* Entries already queued (or not visible yet) fire at once, as a NIC
      * whose consumer index lags behind its producer index does; otherwise a
      * completion that is still in flight would never wake the channel. */
-    if (SV_LOAD(&q->tail) != SV_LOAD(&q->head)) {
+    if (SV_LOAD(&q->tail) != __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
         armed = SV_LOAD(&q->armed);
         if ((armed != SV_CQ_ARM_NONE) &&
             SV_CAS(&q->armed, &armed, SV_CQ_ARM_NONE)) {
-            sv_cq_signal(getpid(), q->chan_id, cq->idx, cq->token);
+            sv_cq_signal(getpid(), cq->chan_id, cq->idx, cq->token);
         }
     }
     return 0;
 }
+
+/*
+ * One event from the channel socket: 1, 0 for a datagram to ignore, -1 on
+ * error (errno). An abstract socket has no permissions: anyone on the host
+ * can send to it, so only senders the fabric lets in count.
+ */
+static int sv_chan_recv(int fd, sv_chan_msg_t *msg)
+{
+    union {
+        char           buf[CMSG_SPACE(sizeof(struct ucred))];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec iov = { .iov_base = msg, .iov_len = sizeof(*msg) };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+                         .msg_control = ctl.buf,
+                         .msg_controllen = sizeof(ctl.buf) };
+    struct ucred cred;
+    struct cmsghdr *c;
+    ssize_t n;
+
+    n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+    if (n < 0) {
+        return -1;
+    }
+    c = CMSG_FIRSTHDR(&mh);
+    if ((n != sizeof(*msg)) || (mh.msg_flags & MSG_CTRUNC) || (c == NULL) ||
+        (c->cmsg_level != SOL_SOCKET) || (c->cmsg_type != SCM_CREDENTIALS)) {
+        return 0;
+    }
+    memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+    if (!sv_fabric_cred_ok(cred.uid, cred.gid)) {
+        sv_debug_log("channel event from uid %u ignored", (unsigned)cred.uid);
+        return 0;
+    }
+    return msg->cq_idx < SV_MAX_CQ;
+}
+
+/* While a blocking wait lasts, deferred sends progress (every ms) and lost
+ * receive WQEs are found (every SV_CHAN_WAIT_MS), as the NIC would. */
+#define SV_CHAN_WAIT_MS 100
 
 int sv_cq_get_event(struct ibv_comp_channel *ch, struct ibv_cq **cq_p,
                     void **cq_context)
 {
     sv_port_t *port = sv_ctx_of(ch->context)->port;
     struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+    int flags = fcntl(ch->fd, F_GETFL), ret;
     sv_chan_msg_t msg;
     sv_cq_t *cq;
-    ssize_t n;
-    int flags = fcntl(ch->fd, F_GETFL);
 
     for (;;) {
-        if (!(flags & O_NONBLOCK) && SV_LOAD(&port->npending)) {
-            /* deferred sends (RNR waits) progress while we wait */
-            if (poll(&pfd, 1, 1) == 0) {
+        if (!(flags & O_NONBLOCK)) {
+            ret = poll(&pfd, 1, SV_LOAD(&port->npending) ? 1 :
+                                SV_CHAN_WAIT_MS);
+            if (ret <= 0) {
                 sv_port_progress(port);
-                continue;
+                sv_port_tend(port, 1);
+                continue;     /* timeout, or a signal: wait on */
             }
         }
-        n = recv(ch->fd, &msg, sizeof(msg), 0);
-        if (n < 0) {
+        ret = sv_chan_recv(ch->fd, &msg);
+        if (ret < 0) {
             if (errno == EINTR) {
                 continue;
             }
             return -1;
         }
-        if ((n != sizeof(msg)) || (msg.cq_idx >= SV_MAX_CQ)) {
+        if (ret == 0) {
             continue;
         }
         pthread_mutex_lock(&port->lock);

@@ -131,8 +131,12 @@ static sv_port_t *sv_port_get(unsigned dev)
     pthread_mutex_init(&port->pend_lock, NULL);
     port->dev      = dev;
     port->refcnt   = 1;
-    port->next_qp  = SV_FIRST_QP_IDX;
     port->next_pd  = 1;
+    sv_slots_init(&port->qp_slots, port->qp, SV_FIRST_QP_IDX,
+                  SV_MAX_QP - SV_FIRST_QP_IDX);
+    sv_slots_init(&port->cq_slots, port->cq, 0, SV_MAX_CQ);
+    sv_slots_init(&port->srq_slots, port->srq, 0, SV_MAX_SRQ);
+    sv_slots_init(&port->mr_slots, port->mr, 0, SV_MAX_MR);
     sv_dev_port[dev] = port;
     sv_debug_log("sv%u is port %u (lid %u)", dev, port->index,
                  sv_port_lid(port->index));

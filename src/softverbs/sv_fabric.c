@@ -31,21 +31,6 @@ int sv_debug;
 static pthread_mutex_t sv_peer_lock = PTHREAD_MUTEX_INITIALIZER;
 static sv_peer_t sv_peers[SV_MODEL_MAX_PORTS];
 
-/* Heap of each port this process owns: bump pointer + free lists by size. */
-#define SV_HEAP_CLASSES 40
-typedef struct sv_heap_free {
-    struct sv_heap_free *next;
-    uint64_t             off;
-} sv_heap_free_t;
-
-typedef struct sv_heap {
-    pthread_mutex_t  lock;
-    int              fd;
-    uint64_t         bump, size;
-    sv_heap_free_t  *free[SV_HEAP_CLASSES];
-} sv_heap_t;
-
-static sv_heap_t *sv_heaps[SV_MODEL_MAX_PORTS];
 
 void sv_log(const char *fmt, ...)
 {
@@ -142,38 +127,64 @@ static int sv_fabric_valid_name(const char *s)
 }
 
 /*
- * Lock a fabric. Robust: a holder that died leaves it EOWNERDEAD, and what it
- * guards stays coherent (entries change with single stores). Bounded, so a
- * garbage header can never hang us.
+ * The fabric lock: flock() on the fabric file (the kernel drops it with its
+ * holder, and nothing of it lives in memory other processes can write),
+ * behind a process-local mutex (flock does not exclude threads sharing the
+ * open file). Bounded, so a holder that hangs can never hang us.
  */
-static int sv_fabric_lock_hdr(sv_fabric_hdr_t *f)
+static pthread_mutex_t sv_fabric_plock = PTHREAD_MUTEX_INITIALIZER;
+static int sv_fabric_fd = -1;
+
+#define SV_FABRIC_LOCK_MIN_US 50
+#define SV_FABRIC_LOCK_MAX_US 5000
+
+static int sv_fabric_flock(int fd)
 {
-    struct timespec ts;
+    uint64_t end = sv_now_ns() + SV_FABRIC_LOCK_S * 1000000000ull;
+    useconds_t wait = SV_FABRIC_LOCK_MIN_US;
+
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if ((errno != EWOULDBLOCK) && (errno != EINTR)) {
+            return errno;
+        }
+        if (sv_now_ns() > end) {
+            return ETIMEDOUT;
+        }
+        usleep(wait);
+        wait = (wait * 2 > SV_FABRIC_LOCK_MAX_US) ? SV_FABRIC_LOCK_MAX_US :
+                                                     wait * 2;
+    }
+    return 0;
+}
+
+static int sv_fabric_lock_fd(int fd)
+{
     int ret;
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += SV_FABRIC_LOCK_S;
-    ret = pthread_mutex_timedlock(&f->lock, &ts);
-    if (ret == EOWNERDEAD) {
-        sv_debug_log("fabric '%s': lock holder died, recovering",
-                     sv_fabric_name);
-        ret = pthread_mutex_consistent(&f->lock);
-    }
+    pthread_mutex_lock(&sv_fabric_plock);
+    ret = sv_fabric_flock(fd);
     if (ret != 0) {
+        pthread_mutex_unlock(&sv_fabric_plock);
         sv_log("fabric '%s': cannot take its lock: %s", sv_fabric_name,
                strerror(ret));
     }
     return ret;
 }
 
+static void sv_fabric_unlock_fd(int fd)
+{
+    flock(fd, LOCK_UN);
+    pthread_mutex_unlock(&sv_fabric_plock);
+}
+
 static int sv_fabric_lock(void)
 {
-    return sv_fabric_lock_hdr(sv_fabric);
+    return sv_fabric_lock_fd(sv_fabric_fd);
 }
 
 static void sv_fabric_unlock(void)
 {
-    pthread_mutex_unlock(&sv_fabric->lock);
+    sv_fabric_unlock_fd(sv_fabric_fd);
 }
 
 /* Remove what a dead owner left: its segment (the model resets the links). */
@@ -326,7 +337,6 @@ static void sv_fabric_shm_path(char *buf, size_t len, const char *shm)
 static int sv_fabric_create(const char *shm, int replace)
 {
     char tmp[128], tpath[160], path[160];
-    pthread_mutexattr_t ma;
     sv_fabric_hdr_t *f;
     int fd, ret;
 
@@ -334,28 +344,24 @@ static int sv_fabric_create(const char *shm, int replace)
     sv_fabric_shm_path(tpath, sizeof(tpath), tmp);
     sv_fabric_shm_path(path, sizeof(path), shm);
     shm_unlink(tmp);    /* a leftover of an earlier process with our pid */
-    fd = shm_open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    fd = shm_open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+                  sv_access_mode());
     if (fd < 0) {
         return -errno;
     }
-    fchmod(fd, 0666);   /* umask must not lock out other users' processes */
-    if (ftruncate(fd, sizeof(*f)) != 0) {
+    ret = sv_access_adopt(fd);
+    if ((ret == 0) && (ftruncate(fd, sizeof(*f)) != 0)) {
         ret = -errno;
-        close(fd);
-        goto err_unlink;
+    }
+    if (ret != 0) {
+        goto err_close;
     }
     f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
     if (f == MAP_FAILED) {
         ret = -errno;
-        goto err_unlink;
+        goto err_close;
     }
 
-    pthread_mutexattr_init(&ma);
-    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-    pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
-    pthread_mutex_init(&f->lock, &ma);
-    pthread_mutexattr_destroy(&ma);
     ret = sv_fabric_setup(f);
     if (ret < 0) {
         goto err_unmap;
@@ -364,25 +370,32 @@ static int sv_fabric_create(const char *shm, int replace)
     f->magic = SV_FABRIC_MAGIC;
     f->ready = 1;
 
+    /* locked before anyone can see it: our scrub comes first */
+    if (sv_fabric_lock_fd(fd) != 0) {
+        ret = -EIO;
+        sv_fabric_member = -1;
+        goto err_unmap;
+    }
     ret = replace ? rename(tpath, path) : link(tpath, path);
     if (ret != 0) {
         ret = (errno == EEXIST) ? -EAGAIN : -errno;
         sv_fabric_member = -1;
+        sv_fabric_unlock_fd(fd);
         goto err_unmap;
     }
     if (!replace) {
         shm_unlink(tmp);
     }
-    if (sv_fabric_lock_hdr(f) == 0) {
-        sv_fabric_scrub(f);
-        pthread_mutex_unlock(&f->lock);
-    }
-    sv_fabric = f;
+    sv_fabric_scrub(f);
+    sv_fabric_unlock_fd(fd);
+    sv_fabric    = f;
+    sv_fabric_fd = fd;
     return 0;
 
 err_unmap:
     munmap(f, sizeof(*f));
-err_unlink:
+err_close:
+    close(fd);
     shm_unlink(tmp);
     return ret;
 }
@@ -400,10 +413,11 @@ static int sv_fabric_replace(int fd, const char *shm, const char *why)
     int ret;
 
     sv_fabric_shm_path(path, sizeof(path), shm);
-    if (flock(fd, LOCK_EX) != 0) {
-        ret = -errno;
+    ret = sv_fabric_flock(fd);
+    if (ret != 0) {
         close(fd);
-        return ret;
+        sv_log("%s: cannot lock it to replace it: %s", path, strerror(ret));
+        return -ret;
     }
     if ((fstat(fd, &mine) != 0) || (stat(path, &now) != 0) ||
         (mine.st_ino != now.st_ino) || (mine.st_dev != now.st_dev)) {
@@ -421,6 +435,7 @@ static int sv_fabric_join(const char *shm)
 {
     sv_fabric_hdr_t *f;
     const char *why;
+    char path[160];
     struct stat st;
     size_t len;
     int fd, ret;
@@ -429,8 +444,14 @@ static int sv_fabric_join(const char *shm)
     if (fd < 0) {
         return (errno == ENOENT) ? sv_fabric_create(shm, 0) : -errno;
     }
-    if (fstat(fd, &st) != 0) {
+    /* whose it is comes before what it holds: another user's file is
+     * neither joined nor replaced */
+    sv_fabric_shm_path(path, sizeof(path), shm);
+    ret = sv_access_check(fd, path, SV_ACCESS_FABRIC_OWNER, NULL);
+    if ((ret == 0) && (fstat(fd, &st) != 0)) {
         ret = -errno;
+    }
+    if (ret != 0) {
         close(fd);
         return ret;
     }
@@ -460,20 +481,23 @@ static int sv_fabric_join(const char *shm)
         }
         return sv_fabric_replace(fd, shm, why);
     }
-    ret = sv_fabric_lock_hdr(f);
+    /* a fabric of ours that others could have written is not joined */
+    ret = sv_access_check(fd, path, SV_ACCESS_FABRIC, NULL);
     if (ret != 0) {
         munmap(f, sizeof(*f));
-        if (ret == ENOTRECOVERABLE) {
-            return sv_fabric_replace(fd, shm, "lock not recoverable");
-        }
         close(fd);
-        return -ret;
+        return ret;
     }
-    close(fd);
+    if (sv_fabric_lock_fd(fd) != 0) {
+        munmap(f, sizeof(*f));
+        close(fd);
+        return -EIO;
+    }
     if (f->gone) {
         /* its last user left and unlinked it: look again */
-        pthread_mutex_unlock(&f->lock);
+        sv_fabric_unlock_fd(fd);
         munmap(f, sizeof(*f));
+        close(fd);
         return -EAGAIN;
     }
     if (sv_fabric_sweep(f) == 0) {
@@ -488,12 +512,14 @@ static int sv_fabric_join(const char *shm)
     if (ret == 0) {
         sv_fabric_member_add(f);
     }
-    pthread_mutex_unlock(&f->lock);
+    sv_fabric_unlock_fd(fd);
     if (ret < 0) {
         munmap(f, sizeof(*f));
+        close(fd);
         return ret;
     }
-    sv_fabric = f;
+    sv_fabric    = f;
+    sv_fabric_fd = fd;
     return 0;
 }
 
@@ -518,6 +544,10 @@ static void sv_fabric_init_once(void)
     }
     snprintf(sv_fabric_name, sizeof(sv_fabric_name), "%s", name);
     snprintf(shm, sizeof(shm), "/softverbs.%s", name);
+    sv_fabric_init_once_ret = sv_access_init();
+    if (sv_fabric_init_once_ret != 0) {
+        return;
+    }
 
     for (i = 0; (i < 100) && (ret == -EAGAIN); ++i) {
         ret = sv_fabric_join(shm);
@@ -534,109 +564,6 @@ int sv_fabric_init(void)
     return sv_fabric_init_once_ret;
 }
 
-
-static int sv_heap_create(unsigned port, int fd, uint64_t size)
-{
-    sv_heap_t *h = calloc(1, sizeof(*h));
-
-    if (h == NULL) {
-        return -ENOMEM;
-    }
-    pthread_mutex_init(&h->lock, NULL);
-    h->fd   = fd;
-    h->size = size;
-    h->bump = (sizeof(sv_seg_t) + 4095) & ~4095ull;
-    sv_heaps[port] = h;
-    return 0;
-}
-
-static void sv_heap_destroy(unsigned port)
-{
-    sv_heap_t *h = sv_heaps[port];
-    sv_heap_free_t *e;
-    int c;
-
-    if (h == NULL) {
-        return;
-    }
-    for (c = 0; c < SV_HEAP_CLASSES; ++c) {
-        while ((e = h->free[c]) != NULL) {
-            h->free[c] = e->next;
-            free(e);
-        }
-    }
-    sv_heaps[port] = NULL;
-    free(h);
-}
-
-static int sv_heap_class(size_t bytes, size_t *rounded)
-{
-    size_t s = 4096;
-    int c = 0;
-
-    while (s < bytes) {
-        s <<= 1;
-        ++c;
-    }
-    *rounded = s;
-    return c;
-}
-
-uint64_t sv_heap_alloc(unsigned port, size_t bytes)
-{
-    sv_heap_t *h = sv_heaps[port];
-    sv_heap_free_t *e;
-    uint64_t off = 0;
-    size_t sz;
-    int c;
-
-    if ((h == NULL) || (bytes == 0)) {
-        return 0;
-    }
-    c = sv_heap_class(bytes, &sz);
-    if (c >= SV_HEAP_CLASSES) {
-        return 0;
-    }
-    pthread_mutex_lock(&h->lock);
-    if ((e = h->free[c]) != NULL) {
-        h->free[c] = e->next;
-        off        = e->off;
-        free(e);
-    } else if (h->bump + sz <= h->size) {
-        /* reserve the pages now: ENOSPC here beats SIGBUS later */
-        if (posix_fallocate(h->fd, h->bump, sz) == 0) {
-            off      = h->bump;
-            h->bump += sz;
-        }
-    }
-    pthread_mutex_unlock(&h->lock);
-    if (off != 0) {
-        memset((char*)sv_peers[port].seg + off, 0, sz);
-    }
-    return off;
-}
-
-void sv_heap_free(unsigned port, uint64_t off, size_t bytes)
-{
-    sv_heap_t *h = sv_heaps[port];
-    sv_heap_free_t *e;
-    size_t sz;
-    int c;
-
-    if ((h == NULL) || (off == 0)) {
-        return;
-    }
-    c = sv_heap_class(bytes, &sz);
-    e = malloc(sizeof(*e));
-    if (e == NULL) {
-        return;        /* leak a chunk of shm rather than fail */
-    }
-    pthread_mutex_lock(&h->lock);
-    e->off     = off;
-    e->next    = h->free[c];
-    h->free[c] = e;
-    pthread_mutex_unlock(&h->lock);
-}
 
 static uint64_t sv_seg_size(void)
 {
@@ -657,6 +584,7 @@ int sv_fabric_port_alloc(unsigned dev, unsigned *port_p, uint32_t *gen_p,
     sv_mr_shadow_t *shadow;
     char name[128];
     sv_seg_t *seg;
+    uint32_t gen;
     unsigned i;
     int fd, ret;
 
@@ -677,9 +605,10 @@ int sv_fabric_port_alloc(unsigned dev, unsigned *port_p, uint32_t *gen_p,
                SV_MODEL_MAX_PORTS);
         return -ENOSPC;
     }
+    gen          = e->gen + 1;
     e->starttime = st;
     e->pid       = getpid();
-    e->gen      += 1;
+    e->gen       = gen;
     e->state     = SV_PORT_USED;  /* claimed: nobody else takes it */
     sv_fabric_unlock();
 
@@ -700,19 +629,22 @@ int sv_fabric_port_alloc(unsigned dev, unsigned *port_p, uint32_t *gen_p,
         }
     }
 
-    sv_fabric_seg_name(name, sizeof(name), i, e->gen);
+    sv_fabric_seg_name(name, sizeof(name), i, gen);
     shm_unlink(name);
-    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+                  sv_access_mode());
     if (fd < 0) {
         ret = -errno;
         goto err_free;
     }
-    fchmod(fd, 0666);
-    if (ftruncate(fd, size) != 0) {
+    ret = sv_access_adopt(fd);
+    if ((ret == 0) && (ftruncate(fd, size) != 0)) {
         ret = -errno;
+    }
+    if (ret != 0) {
         goto err_close;
     }
-    ret = posix_fallocate(fd, 0, (sizeof(sv_seg_t) + 4095) & ~4095ull);
+    ret = posix_fallocate(fd, 0, SV_SEG_HEAP_START);
     if (ret != 0) {
         ret = -ret;
         goto err_close;
@@ -723,11 +655,11 @@ int sv_fabric_port_alloc(unsigned dev, unsigned *port_p, uint32_t *gen_p,
         goto err_close;
     }
     seg->port     = i;
-    seg->gen      = e->gen;
+    seg->gen      = gen;
     seg->pid      = getpid();
     seg->size     = size;
     seg->magic    = SV_SEG_MAGIC;
-    ret = sv_heap_create(i, fd, size);
+    ret = sv_heap_create(i, fd, seg, size);
     if (ret < 0) {
         munmap(seg, size);
         goto err_close;
@@ -741,13 +673,13 @@ int sv_fabric_port_alloc(unsigned dev, unsigned *port_p, uint32_t *gen_p,
         goto err_close;
     }
     pthread_mutex_lock(&sv_peer_lock);
-    sv_peers[i] = (sv_peer_t){ .seg = seg, .size = size, .gen = e->gen,
+    sv_peers[i] = (sv_peer_t){ .seg = seg, .size = size, .gen = gen,
                                .pid = getpid(), .self = 1,
                                .shadow = shadow };
     pthread_mutex_unlock(&sv_peer_lock);
 
     *port_p = i;
-    *gen_p  = e->gen;
+    *gen_p  = gen;
     *seg_p  = seg;
     *fd_p   = fd;
     return 0;
@@ -756,7 +688,13 @@ err_close:
     close(fd);
     shm_unlink(name);
 err_free:
-    SV_STORE(&e->state, SV_PORT_FREE);
+    if (sv_fabric_lock() == 0) {
+        if ((e->gen == gen) && (e->pid == getpid())) {
+            e->pid = 0;
+            SV_STORE(&e->state, SV_PORT_FREE);
+        }
+        sv_fabric_unlock();
+    }
     sv_log("cannot create port segment %s: %s", name, strerror(-ret));
     return ret;
 }
@@ -764,6 +702,7 @@ err_free:
 void sv_fabric_port_free(unsigned port, uint32_t gen, sv_seg_t *seg, int fd)
 {
     sv_port_entry_t *e = &sv_fabric->port[port];
+    uint64_t size = sv_peers[port].size;   /* ours: not the shared copy */
     char name[128];
 
     sv_fabric_seg_name(name, sizeof(name), port, gen);
@@ -774,7 +713,7 @@ void sv_fabric_port_free(unsigned port, uint32_t gen, sv_seg_t *seg, int fd)
     memset(&sv_peers[port], 0, sizeof(sv_peers[port]));
     pthread_mutex_unlock(&sv_peer_lock);
     sv_heap_destroy(port);
-    munmap(seg, sv_fabric->port[port].seg_size);
+    munmap(seg, size);
     close(fd);
     if (sv_fabric_lock() == 0) {
         if ((e->gen == gen) && (e->pid == getpid())) {
@@ -785,13 +724,41 @@ void sv_fabric_port_free(unsigned port, uint32_t gen, sv_seg_t *seg, int fd)
     }
 }
 
+/* Whose segment this is may only be decided once, before mapping it: the
+ * file's owner, group and mode, and whether the pid the port table names
+ * for it is a process of that owner (copies go into that pid). */
+static int sv_fabric_peer_check(int fd, const char *name, unsigned port,
+                                pid_t pid)
+{
+    static uint8_t warned[SV_MODEL_MAX_PORTS];
+    char path[160];
+    uid_t owner;
+
+    sv_fabric_shm_path(path, sizeof(path), name);
+    if (sv_access_check(fd, path, SV_ACCESS_SEGMENT, &owner) != 0) {
+        return -1;
+    }
+    if (!sv_access_pid_ok(pid, owner)) {
+        if (!warned[port]) {
+            warned[port] = 1;
+            sv_log("fabric port %u: pid %d is not a process of uid %u, "
+                   "who owns %s: port unreachable", port, (int)pid,
+                   (unsigned)owner, path);
+        }
+        return -1;
+    }
+    return 0;
+}
+
 static sv_peer_t *sv_fabric_peer_map(unsigned port, uint32_t gen)
 {
     sv_port_entry_t *e = &sv_fabric->port[port];
     sv_peer_t *p = &sv_peers[port];
+    uint64_t starttime;
     char name[128];
     struct stat st;
     sv_seg_t *seg;
+    pid_t pid;
     int fd;
 
     pthread_mutex_lock(&sv_peer_lock);
@@ -805,8 +772,10 @@ static sv_peer_t *sv_fabric_peer_map(unsigned port, uint32_t gen)
         p = NULL;
         goto out;
     }
+    pid       = SV_LOAD(&e->pid);
+    starttime = SV_LOAD(&e->starttime);
     if ((fstat(fd, &st) != 0) || ((uint64_t)st.st_size < sizeof(sv_seg_t)) ||
-        ((uint64_t)st.st_size != SV_LOAD(&e->seg_size))) {
+        (sv_fabric_peer_check(fd, name, port, pid) != 0)) {
         close(fd);
         p = NULL;
         goto out;
@@ -820,8 +789,8 @@ static sv_peer_t *sv_fabric_peer_map(unsigned port, uint32_t gen)
     p->seg        = seg;
     p->size       = st.st_size;
     p->gen        = gen;
-    p->pid        = SV_LOAD(&e->pid);
-    p->starttime  = SV_LOAD(&e->starttime);
+    p->pid        = pid;
+    p->starttime  = starttime;
     p->self       = 0;
     p->dead       = 0;
     p->checked_ns = 0;
@@ -853,6 +822,23 @@ sv_peer_t *sv_fabric_peer(unsigned port)
         return p;
     }
     return sv_fabric_peer_map(port, gen);
+}
+
+int sv_fabric_port_alive(unsigned port, uint32_t gen, uint32_t gen_mask)
+{
+    const sv_port_entry_t *e;
+
+    if (port >= SV_MODEL_MAX_PORTS) {
+        return 0;
+    }
+    if (sv_peers[port].self && (sv_peers[port].seg != NULL) &&
+        ((sv_peers[port].gen & gen_mask) == gen)) {
+        return 1;
+    }
+    e = &sv_fabric->port[port];
+    return (SV_LOAD(&e->state) == SV_PORT_USED) &&
+           ((SV_LOAD(&e->gen) & gen_mask) == gen) &&
+           sv_fabric_pid_alive(SV_LOAD(&e->pid), SV_LOAD(&e->starttime));
 }
 
 void sv_fabric_peer_dead(sv_peer_t *peer)
@@ -906,23 +892,23 @@ static void sv_fabric_leave(void)
     member = (sv_fabric_member >= 0) &&
              (f->member[sv_fabric_member].pid == self);
     for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
-        own += (SV_LOAD(&f->port[i].state) == SV_PORT_USED) &&
-               (f->port[i].pid == self);
+        own += sv_peers[i].self && (sv_peers[i].seg != NULL);
     }
     if ((!member && !own) || (sv_fabric_lock() != 0)) {
         return;    /* e.g. softverbs-stat, or a fork that opened nothing */
     }
+    /* our ports as we know them, not as the shared table says */
     for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
-        if ((f->port[i].state != SV_PORT_USED) || (f->port[i].pid != self)) {
+        if (!sv_peers[i].self || (sv_peers[i].seg == NULL)) {
             continue;
         }
-        sv_fabric_seg_name(name, sizeof(name), i, f->port[i].gen);
+        sv_fabric_seg_name(name, sizeof(name), i, sv_peers[i].gen);
         shm_unlink(name);
-        if (sv_peers[i].self && (sv_peers[i].seg != NULL)) {
-            SV_STORE(&sv_peers[i].seg->magic, 0);
+        SV_STORE(&sv_peers[i].seg->magic, 0);
+        if ((f->port[i].gen == sv_peers[i].gen) && (f->port[i].pid == self)) {
+            f->port[i].pid = 0;
+            SV_STORE(&f->port[i].state, SV_PORT_FREE);
         }
-        f->port[i].pid = 0;
-        SV_STORE(&f->port[i].state, SV_PORT_FREE);
     }
     if (member) {
         memset(&f->member[sv_fabric_member], 0, sizeof(f->member[0]));

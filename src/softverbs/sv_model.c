@@ -15,7 +15,7 @@
 #define _GNU_SOURCE
 #endif
 
-#include "sv_model.h"
+#include "sv_model_cfg.h"
 
 #include <errno.h>
 #include <math.h>
@@ -24,66 +24,6 @@
 #include <time.h>
 
 #define SV_MODEL_MAGIC       0x31646f6d76730a01ull
-#define SV_MODEL_MAX_WINDOWS 64
-#define SV_MODEL_STR_LEN     256
-#define SV_MODEL_DEF_MTU     4096
-#define SV_MODEL_DEF_PATHS   8
-#define SV_MODEL_DEF_SEED    1
-
-/* Raw variable strings, kept to print the configuration and to warn a
- * process whose environment disagrees with the fabric it joins. */
-enum {
-    SV_VAR_LINK_GBPS,
-    SV_VAR_PATH_GBPS,
-    SV_VAR_BUF_BYTES,
-    SV_VAR_DELAY_US,
-    SV_VAR_PATH_SKEW_US,
-    SV_VAR_LOSS,
-    SV_VAR_PATH_LOSS,
-    SV_VAR_PATH_DOWN,
-    SV_VAR_PATHS,
-    SV_VAR_MTU,
-    SV_VAR_SEED,
-    SV_VAR_LAST
-};
-
-static const char *sv_model_var_names[SV_VAR_LAST] = {
-    [SV_VAR_LINK_GBPS]    = "SOFTVERBS_LINK_GBPS",
-    [SV_VAR_PATH_GBPS]    = "SOFTVERBS_PATH_GBPS",
-    [SV_VAR_BUF_BYTES]    = "SOFTVERBS_BUF_BYTES",
-    [SV_VAR_DELAY_US]     = "SOFTVERBS_DELAY_US",
-    [SV_VAR_PATH_SKEW_US] = "SOFTVERBS_PATH_SKEW_US",
-    [SV_VAR_LOSS]         = "SOFTVERBS_LOSS",
-    [SV_VAR_PATH_LOSS]    = "SOFTVERBS_PATH_LOSS",
-    [SV_VAR_PATH_DOWN]    = "SOFTVERBS_PATH_DOWN",
-    [SV_VAR_PATHS]        = "SOFTVERBS_PATHS",
-    [SV_VAR_MTU]          = "SOFTVERBS_MTU",
-    [SV_VAR_SEED]         = "SOFTVERBS_SEED",
-};
-
-typedef struct sv_model_window {
-    uint64_t start_ps, end_ps;
-    uint32_t path;
-    uint32_t pad;
-} sv_model_window_t;
-
-/* Written once by the fabric creator, read-only afterwards. */
-typedef struct sv_model_cfg {
-    uint64_t          seed;
-    uint64_t          epoch_ns;
-    uint64_t          buf_bytes;      /* 0: unlimited (lossless fabric) */
-    uint64_t          loss_thresh;    /* P(drop) scaled to 2^64 */
-    uint32_t          mtu;
-    uint32_t          npaths;
-    uint32_t          nwindows;
-    uint32_t          active;
-    double            port_ps_per_byte[SV_MODEL_MAX_PORTS]; /* 0: unlimited */
-    double            path_ps_per_byte[SV_MODEL_MAX_PATHS];
-    uint64_t          path_delay_ps[SV_MODEL_MAX_PATHS];
-    uint64_t          path_loss_thresh[SV_MODEL_MAX_PATHS];
-    sv_model_window_t windows[SV_MODEL_MAX_WINDOWS];
-    char              raw[SV_VAR_LAST][SV_MODEL_STR_LEN];
-} sv_model_cfg_t;
 
 /* One FIFO server and the counters of what crossed it. */
 typedef struct sv_model_link {
@@ -100,11 +40,19 @@ typedef struct sv_model_shm {
     sv_model_link_t path[SV_MODEL_MAX_PATHS];
 } sv_model_shm_t;
 
+/* The model area of the fabric file is shared like the rest (sv_shm.h):
+ * a change here needs a new SV_ABI_VERSION. */
 _Static_assert(sizeof(sv_model_shm_t) <= SV_MODEL_SHM_SIZE,
                "model state does not fit its shm area");
+_Static_assert((sizeof(sv_model_cfg_t) == 12592) &&
+               (sizeof(sv_model_link_t) == 64) &&
+               (sizeof(sv_model_shm_t) == 61760), "shared layout changed");
 
 static sv_model_shm_t *sv_model;
 static int sv_model_timed_cfg; /* rates or delays: arrival != post time */
+/* The configuration as this process uses it: a checked copy of the one in
+ * shared memory, which every fabric member could overwrite. */
+static sv_model_cfg_t sv_model_cfg;
 
 uint64_t sv_now_ns(void)
 {
@@ -122,325 +70,6 @@ static inline uint64_t sv_model_mix64(uint64_t x)
     x *= 0x94d049bb133111ebull;
     x ^= x >> 31;
     return x;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Configuration parsing                                                   */
-
-static int sv_model_bad(const char *name, const char *value, const char *why)
-{
-    fprintf(stderr, "softverbs: %s=\"%s\": %s\n", name, value, why);
-    return -EINVAL;
-}
-
-static int sv_model_parse_double(const char *s, double min, double max,
-                                 double *out)
-{
-    char *end;
-    double v;
-
-    errno = 0;
-    v     = strtod(s, &end);
-    if ((end == s) || (*end != '\0') || errno || !(v >= min) || !(v <= max)) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-/* Unsigned integer with an optional binary k/m/g suffix. */
-static int sv_model_parse_size(const char *s, uint64_t max, uint64_t *out)
-{
-    unsigned long long v;
-    unsigned shift = 0;
-    char *end;
-
-    if ((*s < '0') || (*s > '9')) {
-        return -1;
-    }
-    errno = 0;
-    v     = strtoull(s, &end, 0);
-    if (errno || (end == s)) {
-        return -1;
-    }
-    switch (*end) {
-    case 'k': case 'K': shift = 10; ++end; break;
-    case 'm': case 'M': shift = 20; ++end; break;
-    case 'g': case 'G': shift = 30; ++end; break;
-    }
-    if ((*end != '\0') || (v > (max >> shift))) {
-        return -1;
-    }
-    *out = (uint64_t)v << shift;
-    return 0;
-}
-
-static double sv_model_gbps_to_ps_per_byte(double gbps)
-{
-    return (gbps > 0) ? 8000.0 / gbps : 0;
-}
-
-static uint64_t sv_model_prob_thresh(double p)
-{
-    if (p >= 1.0) {
-        return UINT64_MAX;
-    }
-    return (uint64_t)ldexp(p, 64);
-}
-
-/*
- * "RATE[,IDX:RATE...]" for per-port and per-path rates: a bare value is the
- * default for all, IDX:RATE overrides one entry.
- */
-static int sv_model_parse_rates(const char *name, const char *value,
-                                unsigned count, double *ps_per_byte)
-{
-    char buf[SV_MODEL_STR_LEN], *tok, *save, *colon, *end;
-    unsigned long idx;
-    unsigned i;
-    double gbps;
-
-    strcpy(buf, value);
-    for (tok = strtok_r(buf, ",", &save); tok != NULL;
-         tok = strtok_r(NULL, ",", &save)) {
-        colon = strchr(tok, ':');
-        if (colon == NULL) {
-            if (sv_model_parse_double(tok, 0, 1e6, &gbps)) {
-                return sv_model_bad(name, value, "rate must be 0..1e6 Gbit/s");
-            }
-            for (i = 0; i < count; ++i) {
-                ps_per_byte[i] = sv_model_gbps_to_ps_per_byte(gbps);
-            }
-            continue;
-        }
-        *colon = '\0';
-        errno  = 0;
-        idx    = strtoul(tok, &end, 10);
-        if ((end == tok) || (*end != '\0') || errno || (idx >= count)) {
-            return sv_model_bad(name, value, "index out of range");
-        }
-        if (sv_model_parse_double(colon + 1, 0, 1e6, &gbps)) {
-            return sv_model_bad(name, value, "rate must be 0..1e6 Gbit/s");
-        }
-        ps_per_byte[idx] = sv_model_gbps_to_ps_per_byte(gbps);
-    }
-    return 0;
-}
-
-/* "PATH:PROB,..." */
-static int sv_model_parse_path_loss(sv_model_cfg_t *cfg, const char *value)
-{
-    const char *name = sv_model_var_names[SV_VAR_PATH_LOSS];
-    char buf[SV_MODEL_STR_LEN], *tok, *save, *colon, *end;
-    unsigned long path;
-    double p;
-
-    strcpy(buf, value);
-    for (tok = strtok_r(buf, ",", &save); tok != NULL;
-         tok = strtok_r(NULL, ",", &save)) {
-        colon = strchr(tok, ':');
-        if (colon == NULL) {
-            return sv_model_bad(name, value, "expected path:probability,...");
-        }
-        *colon = '\0';
-        errno  = 0;
-        path   = strtoul(tok, &end, 10);
-        if ((end == tok) || (*end != '\0') || errno ||
-            (path >= cfg->npaths)) {
-            return sv_model_bad(name, value, "path out of range");
-        }
-        if (sv_model_parse_double(colon + 1, 0, 1, &p)) {
-            return sv_model_bad(name, value, "probability must be 0..1");
-        }
-        cfg->path_loss_thresh[path] = sv_model_prob_thresh(p);
-    }
-    return 0;
-}
-
-/* "PATH:START_MS-END_MS,..." relative to the fabric epoch */
-static int sv_model_parse_path_down(sv_model_cfg_t *cfg, const char *value)
-{
-    const char *name = sv_model_var_names[SV_VAR_PATH_DOWN];
-    char buf[SV_MODEL_STR_LEN], *tok, *save, *colon, *dash, *end;
-    sv_model_window_t *w;
-    unsigned long path;
-    double start, stop;
-
-    strcpy(buf, value);
-    for (tok = strtok_r(buf, ",", &save); tok != NULL;
-         tok = strtok_r(NULL, ",", &save)) {
-        colon = strchr(tok, ':');
-        dash  = (colon != NULL) ? strchr(colon, '-') : NULL;
-        if (dash == NULL) {
-            return sv_model_bad(name, value,
-                                "expected path:start_ms-end_ms,...");
-        }
-        *colon = '\0';
-        *dash  = '\0';
-        errno  = 0;
-        path   = strtoul(tok, &end, 10);
-        if ((end == tok) || (*end != '\0') || errno ||
-            (path >= cfg->npaths)) {
-            return sv_model_bad(name, value, "path out of range");
-        }
-        if (sv_model_parse_double(colon + 1, 0, 1e10, &start) ||
-            sv_model_parse_double(dash + 1, 0, 1e10, &stop) ||
-            (stop < start)) {
-            return sv_model_bad(name, value,
-                                "window must be start_ms-end_ms, start<=end");
-        }
-        if (cfg->nwindows == SV_MODEL_MAX_WINDOWS) {
-            return sv_model_bad(name, value, "too many windows (max 64)");
-        }
-        w           = &cfg->windows[cfg->nwindows++];
-        w->path     = path;
-        w->start_ps = (uint64_t)(start * 1e9);
-        w->end_ps   = (uint64_t)(stop * 1e9);
-    }
-    return 0;
-}
-
-static int sv_model_parse(sv_model_cfg_t *cfg)
-{
-    char (*raw)[SV_MODEL_STR_LEN] = cfg->raw;
-    double delay_us = 0, skew_us = 0, loss = 0;
-    const char *name, *value;
-    uint64_t v;
-    unsigned i;
-    int ret;
-
-    for (i = 0; i < SV_VAR_LAST; ++i) {
-        name  = sv_model_var_names[i];
-        value = getenv(name);
-        if ((value == NULL) || (*value == '\0')) {
-            continue;
-        }
-        if (strlen(value) >= SV_MODEL_STR_LEN) {
-            return sv_model_bad(name, value, "value too long");
-        }
-        strcpy(raw[i], value);
-    }
-
-    cfg->mtu = SV_MODEL_DEF_MTU;
-    if (raw[SV_VAR_MTU][0]) {
-        if (sv_model_parse_size(raw[SV_VAR_MTU], 4096, &v) ||
-            (v < 256) || (v & (v - 1))) {
-            return sv_model_bad(sv_model_var_names[SV_VAR_MTU],
-                                raw[SV_VAR_MTU],
-                                "must be 256, 512, 1024, 2048 or 4096");
-        }
-        cfg->mtu = v;
-    }
-
-    cfg->npaths = SV_MODEL_DEF_PATHS;
-    if (raw[SV_VAR_PATHS][0]) {
-        if (sv_model_parse_size(raw[SV_VAR_PATHS], SV_MODEL_MAX_PATHS, &v) ||
-            (v == 0)) {
-            return sv_model_bad(sv_model_var_names[SV_VAR_PATHS],
-                                raw[SV_VAR_PATHS], "must be 1..256");
-        }
-        cfg->npaths = v;
-    }
-
-    cfg->seed = SV_MODEL_DEF_SEED;
-    if (raw[SV_VAR_SEED][0] &&
-        sv_model_parse_size(raw[SV_VAR_SEED], UINT64_MAX, &cfg->seed)) {
-        return sv_model_bad(sv_model_var_names[SV_VAR_SEED], raw[SV_VAR_SEED],
-                            "must be an unsigned integer");
-    }
-
-    if (raw[SV_VAR_BUF_BYTES][0] &&
-        sv_model_parse_size(raw[SV_VAR_BUF_BYTES], 1ull << 40,
-                            &cfg->buf_bytes)) {
-        return sv_model_bad(sv_model_var_names[SV_VAR_BUF_BYTES],
-                            raw[SV_VAR_BUF_BYTES],
-                            "must be a byte count (k/m/g suffix ok), "
-                            "0 = unlimited");
-    }
-
-    if (raw[SV_VAR_DELAY_US][0] &&
-        sv_model_parse_double(raw[SV_VAR_DELAY_US], 0, 1e7, &delay_us)) {
-        return sv_model_bad(sv_model_var_names[SV_VAR_DELAY_US],
-                            raw[SV_VAR_DELAY_US], "must be 0..1e7 us");
-    }
-    if (raw[SV_VAR_PATH_SKEW_US][0] &&
-        sv_model_parse_double(raw[SV_VAR_PATH_SKEW_US], 0, 1e7, &skew_us)) {
-        return sv_model_bad(sv_model_var_names[SV_VAR_PATH_SKEW_US],
-                            raw[SV_VAR_PATH_SKEW_US], "must be 0..1e7 us");
-    }
-    /* path p is p/(P-1) of the skew slower than path 0 */
-    for (i = 0; i < cfg->npaths; ++i) {
-        cfg->path_delay_ps[i] = (uint64_t)(delay_us * 1e6) +
-                                ((cfg->npaths > 1) ?
-                                 (uint64_t)(skew_us * 1e6 * i /
-                                            (cfg->npaths - 1)) : 0);
-    }
-
-    if (raw[SV_VAR_LOSS][0]) {
-        if (sv_model_parse_double(raw[SV_VAR_LOSS], 0, 1, &loss)) {
-            return sv_model_bad(sv_model_var_names[SV_VAR_LOSS],
-                                raw[SV_VAR_LOSS], "probability must be 0..1");
-        }
-        cfg->loss_thresh = sv_model_prob_thresh(loss);
-    }
-
-    if (raw[SV_VAR_LINK_GBPS][0]) {
-        ret = sv_model_parse_rates(sv_model_var_names[SV_VAR_LINK_GBPS],
-                                   raw[SV_VAR_LINK_GBPS], SV_MODEL_MAX_PORTS,
-                                   cfg->port_ps_per_byte);
-        if (ret) {
-            return ret;
-        }
-    }
-    if (raw[SV_VAR_PATH_GBPS][0]) {
-        ret = sv_model_parse_rates(sv_model_var_names[SV_VAR_PATH_GBPS],
-                                   raw[SV_VAR_PATH_GBPS], cfg->npaths,
-                                   cfg->path_ps_per_byte);
-        if (ret) {
-            return ret;
-        }
-    }
-    if (raw[SV_VAR_PATH_LOSS][0]) {
-        ret = sv_model_parse_path_loss(cfg, raw[SV_VAR_PATH_LOSS]);
-        if (ret) {
-            return ret;
-        }
-    }
-    if (raw[SV_VAR_PATH_DOWN][0]) {
-        ret = sv_model_parse_path_down(cfg, raw[SV_VAR_PATH_DOWN]);
-        if (ret) {
-            return ret;
-        }
-    }
-
-    cfg->active = (cfg->loss_thresh != 0) || (cfg->nwindows != 0);
-    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
-        cfg->active |= (cfg->port_ps_per_byte[i] != 0);
-    }
-    for (i = 0; i < cfg->npaths; ++i) {
-        cfg->active |= (cfg->path_ps_per_byte[i] != 0) ||
-                       (cfg->path_delay_ps[i] != 0) ||
-                       (cfg->path_loss_thresh[i] != 0);
-    }
-    return 0;
-}
-
-/* A process joining an existing fabric gets the creator's model: say so if
- * its own environment asked for something else. */
-static void sv_model_check_env(const sv_model_cfg_t *cfg)
-{
-    const char *value;
-    unsigned i;
-
-    for (i = 0; i < SV_VAR_LAST; ++i) {
-        value = getenv(sv_model_var_names[i]);
-        if ((value != NULL) && (*value != '\0') &&
-            strcmp(value, cfg->raw[i])) {
-            fprintf(stderr, "softverbs: %s=\"%s\" ignored: the fabric was "
-                    "created with \"%s\"\n", sv_model_var_names[i], value,
-                    cfg->raw[i]);
-        }
-    }
 }
 
 static int sv_model_has_timing(const sv_model_cfg_t *cfg)
@@ -506,11 +135,19 @@ int sv_model_attach(void *area, int creator)
                     (unsigned long)shm->size, sizeof(*shm));
             return -EPROTO;
         }
-        sv_model_check_env(&shm->cfg);
     }
 
+    sv_model_cfg = shm->cfg;
+    if (!sv_model_cfg_valid(&sv_model_cfg)) {
+        fprintf(stderr, "softverbs: the fabric's model configuration is "
+                "corrupt (overwritten by a process of the fabric?)\n");
+        return -EPROTO;
+    }
+    if (!creator) {
+        sv_model_check_env(&sv_model_cfg);
+    }
     sv_model           = shm;
-    sv_model_timed_cfg = sv_model_has_timing(&shm->cfg);
+    sv_model_timed_cfg = sv_model_has_timing(&sv_model_cfg);
     return 0;
 }
 
@@ -536,7 +173,7 @@ void sv_model_port_reset(unsigned port)
 
 int sv_model_active(void)
 {
-    return (sv_model != NULL) && sv_model->cfg.active;
+    return (sv_model != NULL) && sv_model_cfg.active;
 }
 
 int sv_model_timed(void)
@@ -546,22 +183,22 @@ int sv_model_timed(void)
 
 uint32_t sv_model_mtu(void)
 {
-    return (sv_model != NULL) ? sv_model->cfg.mtu : SV_MODEL_DEF_MTU;
+    return (sv_model != NULL) ? sv_model_cfg.mtu : SV_MODEL_DEF_MTU;
 }
 
 unsigned sv_model_num_paths(void)
 {
-    return (sv_model != NULL) ? sv_model->cfg.npaths : SV_MODEL_DEF_PATHS;
+    return (sv_model != NULL) ? sv_model_cfg.npaths : SV_MODEL_DEF_PATHS;
 }
 
 uint64_t sv_model_epoch_ns(void)
 {
-    return (sv_model != NULL) ? sv_model->cfg.epoch_ns : 0;
+    return (sv_model != NULL) ? sv_model_cfg.epoch_ns : 0;
 }
 
 uint64_t sv_model_seed(void)
 {
-    return (sv_model != NULL) ? sv_model->cfg.seed : SV_MODEL_DEF_SEED;
+    return (sv_model != NULL) ? sv_model_cfg.seed : SV_MODEL_DEF_SEED;
 }
 
 unsigned sv_model_path_of(uint32_t src_qpn, uint32_t dst_qpn)
@@ -645,14 +282,14 @@ static int sv_model_route(unsigned src_port, unsigned dst_port,
         (dst_port >= SV_MODEL_MAX_PORTS)) {
         return 0;
     }
-    rt->cfg   = &shm->cfg;
+    rt->cfg   = &sv_model_cfg;
     rt->sport = src_port;
     rt->dport = dst_port;
-    rt->path  = sv_model_mix64(qps) % shm->cfg.npaths;
+    rt->path  = sv_model_mix64(qps) % sv_model_cfg.npaths;
     rt->tx    = &shm->tx[src_port];
     rt->pl    = &shm->path[rt->path];
     rt->rx    = &shm->rx[dst_port];
-    rt->rng   = sv_model_mix64(shm->cfg.seed ^ sv_model_mix64(qps));
+    rt->rng   = sv_model_mix64(sv_model_cfg.seed ^ sv_model_mix64(qps));
     return 1;
 }
 
@@ -915,33 +552,9 @@ void sv_model_path_counters(unsigned path, sv_model_counters_t *c)
 
 void sv_model_print_config(FILE *stream)
 {
-    static const char *defaults[SV_VAR_LAST] = {
-        [SV_VAR_LINK_GBPS]    = "0 (unlimited)",
-        [SV_VAR_PATH_GBPS]    = "0 (unlimited)",
-        [SV_VAR_BUF_BYTES]    = "0 (unlimited, lossless)",
-        [SV_VAR_DELAY_US]     = "0",
-        [SV_VAR_PATH_SKEW_US] = "0",
-        [SV_VAR_LOSS]         = "0",
-        [SV_VAR_PATH_LOSS]    = "(none)",
-        [SV_VAR_PATH_DOWN]    = "(none)",
-        [SV_VAR_PATHS]        = "8",
-        [SV_VAR_MTU]          = "4096",
-        [SV_VAR_SEED]         = "1",
-    };
-    const sv_model_cfg_t *cfg;
-    unsigned i;
-
     if (sv_model == NULL) {
         fprintf(stream, "softverbs model: not attached\n");
         return;
     }
-    cfg = &sv_model->cfg;
-    for (i = 0; i < SV_VAR_LAST; ++i) {
-        fprintf(stream, "%s=%s%s\n", sv_model_var_names[i],
-                cfg->raw[i][0] ? cfg->raw[i] : defaults[i],
-                cfg->raw[i][0] ? "" : " [default]");
-    }
-    fprintf(stream, "model: %s, mtu %u, %u paths, seed %llu\n",
-            cfg->active ? "active" : "off (fast path)", cfg->mtu, cfg->npaths,
-            (unsigned long long)cfg->seed);
+    sv_model_cfg_print(stream, &sv_model_cfg);
 }

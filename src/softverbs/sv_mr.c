@@ -73,10 +73,11 @@ struct ibv_mr *sv_mr_reg(struct ibv_pd *ibpd, void *addr, size_t len,
 {
     sv_port_t *port = sv_ctx_of(ibpd->context)->port;
     sv_pd_t *pd = sv_pd_of(ibpd);
+    sv_mr_shadow_t *shadow;
     sv_mr_shm_t *e = NULL;
-    uint32_t i, idx = 0;
+    uint32_t idx = 0, key;
+    int ret, slot;
     sv_mr_t *mr;
-    int ret;
 
     access &= ~IBV_ACCESS_OPTIONAL_RANGE;
     ret = sv_mr_check_access(access);
@@ -95,33 +96,32 @@ struct ibv_mr *sv_mr_reg(struct ibv_pd *ibpd, void *addr, size_t len,
         return NULL;
     }
 
+    shadow = sv_fabric_peer(port->index)->shadow;
     pthread_mutex_lock(&port->lock);
-    for (i = 0; i < SV_MAX_MR; ++i) {
-        idx = (port->next_mr + i) % SV_MAX_MR;
-        if (port->seg->mr[idx].key == 0) {
-            e = &port->seg->mr[idx];
-            break;
-        }
-    }
-    if (e == NULL) {
+    slot = sv_slots_take(&port->mr_slots, mr);
+    if (slot < 0) {
         pthread_mutex_unlock(&port->lock);
         free(mr);
         errno = ENOMEM;
         return NULL;
     }
-    port->next_mr = idx + 1;
+    idx = slot;
+    e   = &port->seg->mr[idx];
     /* a new 8-bit tag per reuse, never 0 so that key 0 stays invalid */
     if (++port->mr_gen[idx] == 0) {
         port->mr_gen[idx] = 1;
     }
-    sv_fabric_peer(port->index)->shadow[idx] = (sv_mr_shadow_t){
-        .vaddr = (uintptr_t)addr, .length = len };
+    key         = sv_mr_key(idx, port->mr_gen[idx]);
+    shadow[idx] = (sv_mr_shadow_t){ .iova = iova, .vaddr = (uintptr_t)addr,
+                                    .length = len, .pd_id = pd->id,
+                                    .access = access };
+    SV_STORE(&shadow[idx].key, key);   /* valid once the rest is written */
     e->iova   = iova;
     e->vaddr  = (uintptr_t)addr;
     e->length = len;
     e->pd_id  = pd->id;
     e->access = access;
-    SV_STORE(&e->key, sv_mr_key(idx, port->mr_gen[idx]));
+    SV_STORE(&e->key, key);
     pthread_mutex_unlock(&port->lock);
 
     mr->idx       = idx;
@@ -130,8 +130,8 @@ struct ibv_mr *sv_mr_reg(struct ibv_pd *ibpd, void *addr, size_t len,
     mr->mr.addr   = addr;
     mr->mr.length = len;
     mr->mr.handle = idx;
-    mr->mr.lkey   = e->key;
-    mr->mr.rkey   = e->key;
+    mr->mr.lkey   = key;
+    mr->mr.rkey   = key;
     __atomic_fetch_add(&pd->nobjs, 1, __ATOMIC_RELAXED);
     sv_port_get_obj(port);
     return &mr->mr;
@@ -142,7 +142,13 @@ int sv_mr_dereg(struct ibv_mr *ibmr)
     sv_mr_t *mr = (sv_mr_t*)ibmr;
     sv_port_t *port = sv_ctx_of(ibmr->context)->port;
 
+    /* both under the port lock: sv_port_heal restores the shared entry
+     * from the private one under it */
+    pthread_mutex_lock(&port->lock);
+    SV_STORE(&sv_fabric_peer(port->index)->shadow[mr->idx].key, 0);
     SV_STORE(&port->seg->mr[mr->idx].key, 0);
+    sv_slots_put(&port->mr_slots, mr->idx);
+    pthread_mutex_unlock(&port->lock);
     __atomic_fetch_sub(&sv_pd_of(ibmr->pd)->nobjs, 1, __ATOMIC_RELAXED);
     free(mr);
     sv_port_put_obj(port);
@@ -155,7 +161,8 @@ int sv_mr_rereg(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
     sv_mr_t *mr = (sv_mr_t*)ibmr;
     sv_port_t *port = sv_ctx_of(ibmr->context)->port;
     sv_mr_shm_t *e = &port->seg->mr[mr->idx];
-    uint32_t key = e->key;
+    sv_mr_shadow_t *sh = &sv_fabric_peer(port->index)->shadow[mr->idx];
+    uint32_t key = ibmr->lkey;
 
     if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) || (flags == 0)) {
         return IBV_REREG_MR_ERR_INPUT;
@@ -172,67 +179,79 @@ int sv_mr_rereg(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
         return IBV_REREG_MR_ERR_INPUT;
     }
     /* invalid while it changes, like a NIC re-registering the key */
+    pthread_mutex_lock(&port->lock);
     SV_STORE(&e->key, 0);
+    SV_STORE(&sh->key, 0);
     if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-        sv_fabric_peer(port->index)->shadow[mr->idx] = (sv_mr_shadow_t){
-            .vaddr = (uintptr_t)addr, .length = len };
-        e->iova  = e->vaddr = (uintptr_t)addr;
-        e->length = len;
+        sh->iova     = sh->vaddr = (uintptr_t)addr;
+        sh->length   = len;
         ibmr->addr   = addr;
         ibmr->length = len;
     }
     if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
-        e->access = access;
+        sh->access = access;
     }
     if (flags & IBV_REREG_MR_CHANGE_PD) {
         __atomic_fetch_sub(&sv_pd_of(ibmr->pd)->nobjs, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&sv_pd_of(ibpd)->nobjs, 1, __ATOMIC_RELAXED);
-        e->pd_id  = sv_pd_of(ibpd)->id;
+        sh->pd_id = sv_pd_of(ibpd)->id;
         ibmr->pd  = ibpd;
     }
+    e->iova   = sh->iova;
+    e->vaddr  = sh->vaddr;
+    e->length = sh->length;
+    e->access = sh->access;
+    e->pd_id  = sh->pd_id;
+    SV_STORE(&sh->key, key);
     SV_STORE(&e->key, key);
+    pthread_mutex_unlock(&port->lock);
+    return 0;
+}
+
+/* The checks of one entry, read once (as a NIC reads its translation
+ * table): 0 and the owner's virtual address, or -1. */
+static inline int sv_mr_check(uint32_t key, uint32_t pd_id, uint64_t addr,
+                              uint64_t len, unsigned access, uint32_t e_key,
+                              uint32_t e_pd, unsigned e_access, uint64_t iova,
+                              uint64_t length, uint64_t va, uint64_t *vaddr)
+{
+    if ((e_key != key) || (e_pd != pd_id) || ((e_access & access) != access) ||
+        (addr < iova) || (len > length) || (addr - iova > length - len)) {
+        return -1;
+    }
+    *vaddr = va + (addr - iova);
     return 0;
 }
 
 /*
  * Check `key` for [addr, addr + len) with `access` in a (possibly remote)
- * port segment and translate to the owner's virtual address.  Returns 0 or
- * -1; the entry is read once, as a NIC reads its translation table.
+ * port segment and translate to the owner's virtual address. Returns 0 or
+ * -1. A port of this process is checked against its private copy only:
+ * never follow a translation we did not register ourselves.
  */
 int sv_mr_lookup(const sv_peer_t *peer, uint32_t key, uint32_t pd_id,
                  uint64_t addr, uint64_t len, unsigned access,
                  uint64_t *vaddr)
 {
     uint32_t idx = sv_mr_key_idx(key);
+    const sv_mr_shadow_t *sh;
     const sv_mr_shm_t *e;
-    uint64_t iova, length, va;
-    unsigned acc;
 
     if (idx >= SV_MAX_MR) {
         return -1;
     }
-    e      = &peer->seg->mr[idx];
-    if (SV_LOAD(&e->key) != key) {
-        return -1;
-    }
-    iova   = SV_LOAD_RELAXED(&e->iova);
-    length = SV_LOAD_RELAXED(&e->length);
-    va     = SV_LOAD_RELAXED(&e->vaddr);
-    acc    = SV_LOAD_RELAXED(&e->access);
-    if ((SV_LOAD_RELAXED(&e->pd_id) != pd_id) || ((acc & access) != access) ||
-        (addr < iova) || (len > length) || (addr - iova > length - len)) {
-        return -1;
-    }
-    va += addr - iova;
     if (peer->self) {
-        /* never follow a translation we did not register ourselves */
-        const sv_mr_shadow_t *sh = &peer->shadow[idx];
-
-        if ((va < sh->vaddr) || (len > sh->length) ||
-            (va - sh->vaddr > sh->length - len)) {
-            return -1;
-        }
+        sh = &peer->shadow[idx];
+        return sv_mr_check(key, pd_id, addr, len, access,
+                           __atomic_load_n(&sh->key, __ATOMIC_ACQUIRE),
+                           sh->pd_id, sh->access, sh->iova, sh->length,
+                           sh->vaddr, vaddr);
     }
-    *vaddr = va;
-    return 0;
+    e = &peer->seg->mr[idx];
+    return sv_mr_check(key, pd_id, addr, len, access, SV_LOAD(&e->key),
+                       SV_LOAD_RELAXED(&e->pd_id),
+                       SV_LOAD_RELAXED(&e->access),
+                       SV_LOAD_RELAXED(&e->iova),
+                       SV_LOAD_RELAXED(&e->length),
+                       SV_LOAD_RELAXED(&e->vaddr), vaddr);
 }

@@ -129,7 +129,8 @@ sv_qp_t *sv_qp_lookup(sv_port_t *port, uint32_t qpn)
         return NULL;
     }
     qp = port->qp[idx];
-    return ((qp != NULL) && (qp->qp.qp_num == qpn)) ? qp : NULL;
+    return ((qp != NULL) && __atomic_load_n(&qp->ready, __ATOMIC_ACQUIRE) &&
+            (qp->qp.qp_num == qpn)) ? qp : NULL;
 }
 
 struct ibv_qp *sv_qp_create(struct ibv_context *c,
@@ -186,35 +187,37 @@ struct ibv_qp *sv_qp_create(struct ibv_context *c,
         errno = ENOMEM;
         return NULL;
     }
-    if (a->srq == NULL) {
-        rq_size           = sv_roundup_pow2(a->cap.max_recv_wr ?
-                                            a->cap.max_recv_wr : 1);
-        rq_sge            = a->cap.max_recv_sge ? a->cap.max_recv_sge : 1;
-        qp->rq_ring_bytes = (size_t)rq_size * sv_rwqe_size(rq_sge);
-        qp->rq_ring_off   = sv_heap_alloc(port->index, qp->rq_ring_bytes);
-        if (qp->rq_ring_off == 0) {
-            ret = ENOMEM;
-            goto err_free;
-        }
-        qp->rq_ring = (char*)port->seg + qp->rq_ring_off;
+    qp->sq_mask = sv_roundup_pow2(a->cap.max_send_wr ?
+                                  a->cap.max_send_wr : 1) - 1;
+    qp->sq_rec  = calloc(qp->sq_mask + 1, sizeof(*qp->sq_rec));
+    if (qp->sq_rec == NULL) {
+        ret = ENOMEM;
+        goto err_free;
     }
 
     pthread_mutex_lock(&port->lock);
-    /* next-fit: a destroyed QP's number is not reused right away */
-    slot = sv_slot_take((void *const*)port->qp, SV_FIRST_QP_IDX,
-                        SV_MAX_QP - SV_FIRST_QP_IDX, &port->next_qp);
+    slot = sv_slots_take(&port->qp_slots, qp);
     if (slot < 0) {
         pthread_mutex_unlock(&port->lock);
         ret = ENOMEM;
-        goto err_heap;
+        goto err_free;
     }
     idx           = slot;
     e             = &port->seg->qp[idx];
-    port->qp[idx] = qp;
     pthread_mutex_unlock(&port->lock);
 
+    memset(e, 0, sizeof(*e));
+    if (a->srq == NULL) {
+        ret = sv_rq_init(&qp->rq, port->index, &e->rq, a->cap.max_recv_wr,
+                         a->cap.max_recv_sge);
+        if (ret != 0) {
+            goto err_slot;
+        }
+        rq_size = qp->rq.size;
+        rq_sge  = qp->rq.max_sge;
+    }
+
     pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
-    pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
     qp->port       = port;
     qp->idx        = idx;
     qp->shm        = e;
@@ -229,18 +232,11 @@ struct ibv_qp *sv_qp_create(struct ibv_context *c,
     qp->cap.max_recv_sge  = rq_sge;
     qp->mtu        = sv_model_mtu();
 
-    memset(e, 0, sizeof(*e));
     e->type        = a->qp_type;
     e->state       = IBV_QPS_RESET;
     e->pd_id       = qp->pd->id;
     e->rcq         = qp->rcq->idx;
     e->srq         = (qp->srq != NULL) ? qp->srq->idx + 1 : 0;
-    if (qp->srq == NULL) {
-        e->rq.size     = rq_size;
-        e->rq.max_sge  = rq_sge;
-        e->rq.wqe_size = sv_rwqe_size(rq_sge);
-        e->rq.ring_off = qp->rq_ring_off;
-    }
     SV_STORE(&e->qpn, sv_qpn(port->index, idx));
 
     qp->qp.context    = c;
@@ -270,11 +266,15 @@ struct ibv_qp *sv_qp_create(struct ibv_context *c,
         __atomic_fetch_add(&qp->srq->nqps, 1, __ATOMIC_RELAXED);
     }
     sv_port_get_obj(port);
+    __atomic_store_n(&qp->ready, 1, __ATOMIC_RELEASE);
     return &qp->qp;
 
-err_heap:
-    sv_heap_free(port->index, qp->rq_ring_off, qp->rq_ring_bytes);
+err_slot:
+    pthread_mutex_lock(&port->lock);
+    sv_slots_put(&port->qp_slots, idx);
+    pthread_mutex_unlock(&port->lock);
 err_free:
+    free(qp->sq_rec);
     free(qp);
     errno = ret;
     return NULL;
@@ -327,18 +327,13 @@ static int sv_qp_check_values(sv_qp_t *qp, struct ibv_qp_attr *a, int mask,
 
 static void sv_qp_reset(sv_qp_t *qp)
 {
-    sv_rq_ring_t *q = &qp->shm->rq;
-
     pthread_spin_lock(&qp->sq_lock);
     sv_req_flush(qp);          /* state is RESET: discards, no CQEs */
-    qp->sq_posted  = 0;
-    qp->sq_retired = 0;
-    qp->sq_unsig   = 0;
+    __atomic_store_n(&qp->sq_posted, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&qp->sq_retired, 0, __ATOMIC_RELAXED);
     pthread_spin_unlock(&qp->sq_lock);
     if (qp->srq == NULL) {
-        pthread_spin_lock(&qp->rq_lock);
-        SV_STORE(&q->head, SV_LOAD(&q->tail));
-        pthread_spin_unlock(&qp->rq_lock);
+        sv_rq_reset(&qp->rq);
     }
     SV_STORE(&qp->shm->recv_last_ts, 0);
     SV_STORE(&qp->shm->err_event, 0);
@@ -487,6 +482,9 @@ int sv_qp_destroy(struct ibv_qp *ibqp)
     sv_qp_t *qp = sv_qp_of(ibqp);
     sv_port_t *port = qp->port;
 
+    pthread_mutex_lock(&port->lock);
+    __atomic_store_n(&qp->ready, 0, __ATOMIC_RELAXED);   /* ours again */
+    pthread_mutex_unlock(&port->lock);
     SV_STORE(&qp->shm->state, IBV_QPS_RESET);
     SV_STORE(&qp->shm->qpn, 0);
     pthread_spin_lock(&qp->sq_lock);
@@ -509,9 +507,9 @@ int sv_qp_destroy(struct ibv_qp *ibqp)
     pthread_mutex_unlock(&port->pend_lock);
 
     pthread_mutex_lock(&port->lock);
-    port->qp[qp->idx] = NULL;
+    sv_slots_put(&port->qp_slots, qp->idx);
     pthread_mutex_unlock(&port->lock);
-    sv_heap_free(port->index, qp->rq_ring_off, qp->rq_ring_bytes);
+    sv_rq_cleanup(&qp->rq, port->index);
     __atomic_fetch_sub(&qp->pd->nobjs, 1, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&qp->scq->nqps, 1, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&qp->rcq->nqps, 1, __ATOMIC_RELAXED);
@@ -524,27 +522,46 @@ int sv_qp_destroy(struct ibv_qp *ibqp)
     free(qp->wrx_sge);
     free(qp->wrx_inl);
     pthread_spin_destroy(&qp->sq_lock);
-    pthread_spin_destroy(&qp->rq_lock);
+    free(qp->sq_rec);
     free(qp);
     sv_port_put_obj(port);
     return 0;
 }
 
+/* The id the owner claims its own WQEs with (flush). */
+static uint32_t sv_qp_own_id(const sv_qp_t *qp)
+{
+    return SV_RWQE_ID(qp->port->index, qp->port->gen, qp->idx);
+}
+
+static int sv_qp_flushed(void *arg, uint32_t qp_idx, uint32_t wqe,
+                         uint32_t seq)
+{
+    (void)qp_idx;
+    return sv_comp_recv_error(arg, wqe, seq, IBV_WC_WR_FLUSH_ERR);
+}
+
 /* Consume every receive WQE with a flush error (own RQ only). */
 void sv_qp_flush_rq(sv_qp_t *qp)
 {
-    sv_rq_ring_t *q = &qp->shm->rq;
-    struct {
-        sv_rwqe_t      w;
-        struct ibv_sge sge[SV_MAX_SGE];
-    } wqe;
-
-    if (qp->srq != NULL) {
-        return;
+    if (qp->srq == NULL) {
+        sv_rq_flush(&qp->rq, sv_qp_own_id(qp), sv_qp_flushed, qp);
     }
-    while (sv_rq_ring_pop(q, qp->rq_ring, q->size, q->wqe_size, q->max_sge,
-                          &wqe.w) == 0) {
-        sv_comp_recv_flush(qp, wqe.w.wr_id);
+}
+
+static int sv_qp_lost(void *arg, uint32_t qp_idx, uint32_t wqe, uint32_t seq)
+{
+    sv_qp_t *qp = arg;
+
+    (void)qp_idx;            /* an own RQ's WQEs are all this QP's */
+    return sv_comp_recv_error(qp, wqe, seq, IBV_WC_REM_ABORT_ERR);
+}
+
+/* Receive WQEs of the own RQ whose claimer died complete with an error. */
+void sv_qp_reap(sv_qp_t *qp)
+{
+    if (qp->srq == NULL) {
+        sv_rq_reap(&qp->rq, sv_qp_lost, qp);
     }
 }
 
@@ -568,46 +585,24 @@ int sv_qp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
                     struct ibv_recv_wr **bad)
 {
     sv_qp_t *qp = sv_qp_of(ibqp);
-    sv_rq_ring_t *q = &qp->shm->rq;
-    uint32_t size = q->size, wqe_size = q->wqe_size, n = 0;
-    uint8_t state = SV_LOAD(&qp->shm->state);
-    uint64_t tail;
-    sv_rwqe_t *s;
-    int ret = 0;
+    uint8_t state = qp->attr.qp_state;
+    sv_port_stats_t *st;
+    uint32_t n = 0;
+    int ret;
 
+    if (SV_LOAD(&qp->shm->state) == IBV_QPS_ERR) {
+        state = IBV_QPS_ERR;     /* a peer moved it there */
+    }
     if ((qp->srq != NULL) || (state == IBV_QPS_RESET)) {
         *bad = wr;
         return EINVAL;
     }
-    pthread_spin_lock(&qp->rq_lock);
-    tail = q->tail;
-    for (; wr != NULL; wr = wr->next, ++n) {
-        if ((wr->num_sge < 0) || ((uint32_t)wr->num_sge > q->max_sge)) {
-            ret = EINVAL;
-            break;
-        }
-        if (tail - SV_LOAD(&q->head) >= size) {
-            ret = ENOMEM;
-            break;
-        }
-        s = (sv_rwqe_t*)((char*)qp->rq_ring +
-                         (size_t)(tail & (size - 1)) * wqe_size);
-        s->wr_id   = wr->wr_id;
-        s->num_sge = wr->num_sge;
-        if (wr->num_sge > 0) {
-            memcpy(s->sge, wr->sg_list, wr->num_sge * sizeof(*s->sge));
-        }
-        ++tail;
-    }
-    SV_STORE(&q->tail, tail);
-    pthread_spin_unlock(&qp->rq_lock);
-    SV_ADD(&sv_port_stats(qp->port->index)->recv_doorbells, 1);
-    SV_ADD(&sv_port_stats(qp->port->index)->recv_wrs, n);
+    ret = sv_rq_post(&qp->rq, wr, bad, &n);
+    st  = sv_port_stats(qp->port->index);
+    SV_ADD(&st->recv_doorbells, 1);
+    SV_ADD(&st->recv_wrs, n);
     if (state == IBV_QPS_ERR) {
         sv_qp_flush_rq(qp);
-    }
-    if (ret != 0) {
-        *bad = wr;
     }
     return ret;
 }

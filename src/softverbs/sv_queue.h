@@ -9,15 +9,26 @@
  * marked in the slot and `head` moves over taken slots only.
  *
  * Receive queue (RQ and SRQ): one producer (the owner's ibv_post_recv), many
- * consumers (the senders, as a NIC consumes WQEs).  A consumer copies the
- * slot at `head` and claims it with CAS; the producer never writes a slot
- * before `head` has moved past it.
+ * consumers (the senders, as a NIC consumes WQEs).  The WQEs sit in a pool
+ * of `size` entries; a ring of `size` slots names them in posting order.
+ * The owner fills a free entry, writes the slot for index `tail` and
+ * publishes it by moving `tail`.  A consumer reads the slot at `head`,
+ * copies the entry it names, claims the entry by CAS on its claim word
+ * (which then names the claimer) and moves `head` on; whoever finds a
+ * claimed entry at `head` moves `head` on for it.  Once the completion is
+ * written, the claimer marks the entry done.  The owner frees an entry only
+ * when it polls that completion, so it can tell a WQE claimed by a process
+ * that died from one in use and complete it with an error; completions
+ * polled in any order free entries in any order (a pool, not a ring).
  *
  * Peers may be buggy or malicious: every index read from shared memory is
- * masked, every count bounded before use.
+ * masked or bounded before use, and the owner never takes a size, an index
+ * or a wr_id back from shared memory: its private copies decide.
  */
 #ifndef SV_QUEUE_H_
 #define SV_QUEUE_H_
+
+#include "sv_shm.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -30,61 +41,6 @@
 #define SV_CAS(p, o, n)    __atomic_compare_exchange_n(p, o, n, 0, \
                                                        __ATOMIC_ACQ_REL, \
                                                        __ATOMIC_ACQUIRE)
-
-typedef struct sv_cqe {
-    uint64_t seq;          /* ring index + 1 once published */
-    uint64_t ts;           /* visible from this sv_now_ns() on */
-    uint64_t wr_id;
-    uint32_t byte_len;
-    uint32_t imm;          /* network order, as in ibv_wc */
-    uint32_t qp_num;
-    uint32_t src_qp;
-    uint8_t  status;
-    uint8_t  opcode;
-    uint8_t  wc_flags;
-    uint8_t  sl;
-    uint16_t slid;
-    uint16_t pkey_index;
-    uint32_t sq_retire;    /* send WRs this completion retires (SQ space) */
-    uint32_t vendor_err;
-    uint8_t  taken;        /* consumed out of order */
-    uint8_t  pad[7];
-} sv_cqe_t;
-
-_Static_assert(sizeof(sv_cqe_t) == 64, "sv_cqe_t must be one cache line");
-
-typedef struct sv_cq_ring {
-    uint64_t head __attribute__((aligned(64)));  /* consumer */
-    uint64_t tail __attribute__((aligned(64)));  /* producers */
-    uint32_t size;          /* power of two */
-    uint32_t armed;         /* SV_CQ_ARM_* */
-    uint64_t ring_off;      /* offset of sv_cqe_t[size] in the owner's seg */
-    uint32_t chan_id;       /* completion channel (0: none) */
-    uint32_t overruns;
-} sv_cq_ring_t;
-
-enum {
-    SV_CQ_ARM_NONE = 0,
-    SV_CQ_ARM_NEXT = 1,
-    SV_CQ_ARM_SOLICITED = 2
-};
-
-typedef struct sv_rwqe {
-    uint64_t      wr_id;
-    uint32_t      num_sge;
-    uint32_t      pad;
-    struct ibv_sge sge[];
-} sv_rwqe_t;
-
-typedef struct sv_rq_ring {
-    uint64_t head __attribute__((aligned(64)));  /* consumers (senders) */
-    uint64_t tail __attribute__((aligned(64)));  /* the owner */
-    uint32_t size;          /* power of two, 0: no ring */
-    uint32_t max_sge;
-    uint32_t wqe_size;
-    uint32_t limit;         /* SRQ limit (armed when non-zero) */
-    uint64_t ring_off;
-} sv_rq_ring_t;
 
 static inline uint32_t sv_roundup_pow2(uint32_t v)
 {
@@ -99,6 +55,24 @@ static inline uint32_t sv_roundup_pow2(uint32_t v)
 static inline size_t sv_rwqe_size(uint32_t max_sge)
 {
     return sizeof(sv_rwqe_t) + (size_t)max_sge * sizeof(struct ibv_sge);
+}
+
+/* Offset of the pool from the slots, and the bytes of both. */
+static inline size_t sv_rq_pool_off(uint32_t size)
+{
+    return ((size_t)size * sizeof(sv_rq_slot_t) + 63) & ~(size_t)63;
+}
+
+static inline size_t sv_rq_ring_bytes(uint32_t size, uint32_t wqe_size)
+{
+    return sv_rq_pool_off(size) + (size_t)size * wqe_size;
+}
+
+static inline sv_rwqe_t *sv_rq_wqe(void *ring, uint32_t size,
+                                   uint32_t wqe_size, uint32_t idx)
+{
+    return (sv_rwqe_t*)((char*)ring + sv_rq_pool_off(size) +
+                        (size_t)idx * wqe_size);
 }
 
 /*
@@ -124,30 +98,81 @@ static inline int sv_cq_ring_push(sv_cq_ring_t *q, sv_cqe_t *ring,
     return 0;
 }
 
-/* Claim one receive WQE; copies it to `out` (room for SV_MAX_SGE).
- * Returns 0, or -1 when the queue is empty or malformed. */
-static inline int sv_rq_ring_pop(sv_rq_ring_t *q, void *ring, uint32_t size,
-                                 uint32_t wqe_size, uint32_t max_sge,
-                                 sv_rwqe_t *out)
-{
-    uint64_t h = SV_LOAD(&q->head);
-    const sv_rwqe_t *slot;
-    uint32_t n;
+/* Bound on the slots one claim walks over (claimed by others, corrupt). */
+#define SV_RQ_CLAIM_TRIES 64
 
-    for (;;) {
+/* What a claim took: the WQE's ring index and pool entry. */
+typedef struct sv_rq_claimed {
+    uint64_t   seq;
+    uint32_t   wqe;
+    uint32_t   id;
+    sv_rwqe_t *entry;
+} sv_rq_claimed_t;
+
+/*
+ * Claim the receive WQE at `head` for `id`; copies it to `out` (room for
+ * `max_sge` SGEs, at most SV_MAX_SGE). Returns 0, or -1 when the queue is
+ * empty or malformed. `size`, `wqe_size` and `max_sge` are checked values.
+ */
+static inline int sv_rq_ring_claim(sv_rq_ring_t *q, void *ring, uint32_t size,
+                                   uint32_t wqe_size, uint32_t max_sge,
+                                   uint32_t id, sv_rwqe_t *out,
+                                   sv_rq_claimed_t *cl)
+{
+    const sv_rq_slot_t *slots = ring;
+    uint64_t h = SV_LOAD(&q->head), c, h2;
+    uint32_t n, idx, seq;
+    sv_rwqe_t *e;
+    unsigned i;
+
+    for (i = 0; i < SV_RQ_CLAIM_TRIES; ++i) {
         if (h == SV_LOAD(&q->tail)) {
             return -1;
         }
-        slot = (const sv_rwqe_t*)((char*)ring +
-                                  (size_t)(h & (size - 1)) * wqe_size);
-        out->wr_id   = slot->wr_id;
-        n            = SV_LOAD_RELAXED(&slot->num_sge);
-        out->num_sge = (n > max_sge) ? max_sge : n;
-        memcpy(out->sge, slot->sge, out->num_sge * sizeof(struct ibv_sge));
+        seq = SV_LOAD_RELAXED(&slots[h & (size - 1)].seq);
+        idx = SV_LOAD_RELAXED(&slots[h & (size - 1)].wqe);
+        if (seq != (uint32_t)h) {
+            /* a slot rewritten since we read head: look again */
+            h2 = SV_LOAD(&q->head);
+            if (h2 == h) {
+                return -1;    /* corrupt */
+            }
+            h = h2;
+            continue;
+        }
+        e = sv_rq_wqe(ring, size, wqe_size, idx & (size - 1));
+        c = SV_LOAD(&e->claim);
+        if (c == sv_rwqe_claim(seq, SV_RWQE_FREE)) {
+            n            = SV_LOAD_RELAXED(&e->num_sge);
+            out->num_sge = (n > max_sge) ? max_sge : n;
+            memcpy(out->sge, e->sge, out->num_sge * sizeof(struct ibv_sge));
+            if (SV_CAS(&e->claim, &c, sv_rwqe_claim(seq, id))) {
+                cl->seq   = h;
+                (void)SV_CAS(&q->head, &h, h + 1);
+                cl->wqe   = idx & (size - 1);
+                cl->id    = id;
+                cl->entry = e;
+                return 0;
+            }
+        }
+        /* claimed by someone else (who may have died before moving head),
+         * or not this index's: move head on for it */
         if (SV_CAS(&q->head, &h, h + 1)) {
-            return 0;
+            ++h;
         }
     }
+    return -1;
+}
+
+/* The claimer is done with its WQE: `state` is SV_RWQE_DONE or
+ * SV_RWQE_LOST(). An entry the owner took back meanwhile is left alone. */
+static inline void sv_rq_ring_finish(const sv_rq_claimed_t *cl,
+                                     uint32_t state)
+{
+    uint64_t c = sv_rwqe_claim((uint32_t)cl->seq, cl->id);
+
+    (void)SV_CAS(&cl->entry->claim, &c,
+                 sv_rwqe_claim((uint32_t)cl->seq, state));
 }
 
 #endif

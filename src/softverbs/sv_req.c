@@ -617,54 +617,6 @@ void sv_req_flush(sv_qp_t *qp)
     }
 }
 
-/* Remote errors (a peer moved our QP to ERR) and deferred sends. */
-void sv_port_progress(sv_port_t *port)
-{
-    uint32_t err = SV_LOAD(&port->seg->err_pending);
-    sv_qp_t *qp, **pp;
-    unsigned i;
-
-    if (err != port->err_seen) {
-        port->err_seen = err;
-        pthread_mutex_lock(&port->lock);
-        for (i = SV_FIRST_QP_IDX; i < SV_MAX_QP; ++i) {
-            qp = port->qp[i];
-            if ((qp != NULL) && (qp->attr.qp_state != IBV_QPS_ERR) &&
-                (SV_LOAD(&qp->shm->state) == IBV_QPS_ERR)) {
-                uint8_t ev = SV_LOAD(&qp->shm->err_event);
-
-                sv_qp_to_err(qp, 0);
-                if (ev != 0) {
-                    sv_device_async_event(sv_ctx_of(qp->qp.context),
-                                          (enum ibv_event_type)(ev - 1),
-                                          &qp->qp);
-                }
-            }
-        }
-        pthread_mutex_unlock(&port->lock);
-    }
-    if (SV_LOAD(&port->srq_armed) != 0) {
-        sv_srq_check_limits(port);
-    }
-    if (SV_LOAD(&port->npending) == 0) {
-        return;
-    }
-    if (pthread_mutex_trylock(&port->pend_lock) != 0) {
-        return;
-    }
-    for (pp = &port->pend_list; (qp = *pp) != NULL;) {
-        sv_req_progress(qp);
-        if (qp->pend_head == qp->pend_tail) {
-            *pp = qp->pend_next;
-            qp->on_pend_list = 0;
-            __atomic_fetch_sub(&port->npending, 1, __ATOMIC_RELEASE);
-        } else {
-            pp = &qp->pend_next;
-        }
-    }
-    pthread_mutex_unlock(&port->pend_lock);
-}
-
 static int sv_req_check(sv_qp_t *qp, struct ibv_send_wr *wr, uint64_t *len)
 {
     enum ibv_qp_type type = qp->qp.qp_type;
@@ -721,7 +673,7 @@ int sv_req_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
     int ret = 0;
 
     SV_ADD(&st->doorbells, 1);
-    if ((qp->port->seg->err_pending != qp->port->err_seen)) {
+    if (SV_LOAD_RELAXED(&qp->port->seg->err_pending) != qp->port->err_seen) {
         sv_port_progress(qp->port);
     }
     pthread_spin_lock(&qp->sq_lock);
@@ -759,7 +711,10 @@ int sv_req_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
             w.rkey  = wr->wr.rdma.rkey;
             w.sl    = qp->attr.ah_attr.sl;
         }
-        qp->sq_posted++;
+        w.seq = qp->sq_posted;
+        qp->sq_rec[w.seq & qp->sq_mask] = (sv_sq_rec_t){
+            .wr_id = w.wr_id, .len = (uint32_t)w.len, .opcode = w.opcode };
+        __atomic_store_n(&qp->sq_posted, w.seq + 1, __ATOMIC_RELAXED);
         nwr++;
         bytes += w.len;
         if (qp->attr.qp_state == IBV_QPS_ERR) {
@@ -768,7 +723,7 @@ int sv_req_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
         } else if ((qp->pend_head != qp->pend_tail) ||
                    (sv_req_execute(qp, &w, now) == SV_REQ_DEFER)) {
             if (sv_req_defer(qp, &w) != 0) {
-                qp->sq_posted--;
+                __atomic_store_n(&qp->sq_posted, w.seq, __ATOMIC_RELAXED);
                 ret = ENOMEM;
                 break;
             }

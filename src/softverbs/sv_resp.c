@@ -145,12 +145,15 @@ static int sv_resp_rq(sv_msg_t *m, sv_resp_rq_t *rq)
         return -1;
     }
     rq->ring = sv_seg_ptr(m->peer, SV_LOAD_RELAXED(&rq->q->ring_off),
-                          (uint64_t)rq->size * rq->wqe_size);
+                          sv_rq_ring_bytes(rq->size, rq->wqe_size));
     return (rq->ring == NULL) ? -1 : 0;
 }
 
-static void sv_resp_cqe(sv_msg_t *m, uint64_t wr_id, enum ibv_wc_status st,
-                        enum ibv_wc_opcode op, uint32_t byte_len, int imm)
+/* Write the receive completion of the WQE claimed in `cl` and let the
+ * claim go: done, or lost when the completion found no room. */
+static void sv_resp_cqe(sv_msg_t *m, const sv_rq_claimed_t *cl,
+                        enum ibv_wc_status st, enum ibv_wc_opcode op,
+                        uint32_t byte_len, int imm)
 {
     const sv_swqe_t *w = m->w;
     sv_cqe_t cqe;
@@ -166,7 +169,6 @@ static void sv_resp_cqe(sv_msg_t *m, uint64_t wr_id, enum ibv_wc_status st,
         SV_STORE(&m->dqp->recv_last_ts, ts);
     }
     cqe.ts       = ts;
-    cqe.wr_id    = wr_id;
     cqe.status   = st;
     cqe.opcode   = op;
     cqe.byte_len = byte_len;
@@ -174,6 +176,8 @@ static void sv_resp_cqe(sv_msg_t *m, uint64_t wr_id, enum ibv_wc_status st,
     cqe.src_qp   = m->sqp->qp.qp_num;
     cqe.slid     = sv_port_lid(m->sqp->port->index);
     cqe.sl       = w->sl;
+    cqe.wqe_seq  = (uint32_t)cl->seq;
+    cqe.wqe_idx  = cl->wqe;
     if (st == IBV_WC_SUCCESS) {
         if (imm) {
             cqe.imm       = w->imm;
@@ -186,19 +190,24 @@ static void sv_resp_cqe(sv_msg_t *m, uint64_t wr_id, enum ibv_wc_status st,
         cqe.vendor_err = 0x100 + st;
     }
     if (sv_comp_push(m->peer, m->dport, SV_LOAD_RELAXED(&m->dqp->rcq), &cqe,
-                     (w->flags & IBV_SEND_SOLICITED) != 0) != 0) {
+                     (w->flags & IBV_SEND_SOLICITED) != 0) == 0) {
+        sv_rq_ring_finish(cl, SV_RWQE_DONE);
+    } else {
+        sv_rq_ring_finish(cl, SV_RWQE_LOST(m->dqpn));
         SV_ADD(&sv_port_stats(m->sqp->port->index)->msg_drops, 1);
     }
 }
 
 /* Claim a receive WQE and translate its SGEs into the target's iovecs. */
-static enum sv_resp sv_resp_recv(sv_msg_t *m, uint64_t need, uint64_t *wr_id,
-                                 struct iovec *riov, int *rcnt)
+static enum sv_resp sv_resp_recv(sv_msg_t *m, uint64_t need,
+                                 sv_rq_claimed_t *cl, struct iovec *riov,
+                                 int *rcnt)
 {
     struct {
         sv_rwqe_t      w;
         struct ibv_sge sge[SV_MAX_SGE];
     } wqe;
+    sv_port_t *sport = m->sqp->port;
     sv_resp_rq_t rq;
     uint64_t va, room = 0;
     uint32_t i;
@@ -207,11 +216,11 @@ static enum sv_resp sv_resp_recv(sv_msg_t *m, uint64_t need, uint64_t *wr_id,
     if (sv_resp_rq(m, &rq) != 0) {
         return SV_RESP_NOT_READY;
     }
-    if (sv_rq_ring_pop(rq.q, rq.ring, rq.size, rq.wqe_size, rq.max_sge,
-                       &wqe.w) != 0) {
+    if (sv_rq_ring_claim(rq.q, rq.ring, rq.size, rq.wqe_size, rq.max_sge,
+                         SV_RWQE_ID(sport->index, sport->gen, m->dqpn),
+                         &wqe.w, cl) != 0) {
         return SV_RESP_RNR;
     }
-    *wr_id = wqe.w.wr_id;
     for (i = 0; (i < wqe.w.num_sge) && (room < need); ++i) {
         struct ibv_sge *s = &wqe.sge[i];
 
@@ -220,8 +229,7 @@ static enum sv_resp sv_resp_recv(sv_msg_t *m, uint64_t need, uint64_t *wr_id,
         }
         if (sv_mr_lookup(m->peer, s->lkey, rq.pd_id, s->addr, s->length,
                          IBV_ACCESS_LOCAL_WRITE, &va) != 0) {
-            sv_resp_cqe(m, wqe.w.wr_id, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0,
-                        0);
+            sv_resp_cqe(m, cl, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0);
             sv_resp_qp_error(m, 0);
             return SV_RESP_OP_ERR;
         }
@@ -232,7 +240,7 @@ static enum sv_resp sv_resp_recv(sv_msg_t *m, uint64_t need, uint64_t *wr_id,
         ++n;
     }
     if (room < need) {
-        sv_resp_cqe(m, wqe.w.wr_id, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0);
+        sv_resp_cqe(m, cl, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0);
         sv_resp_qp_error(m, 0);
         return SV_RESP_INV_REQ;
     }
@@ -312,16 +320,16 @@ enum sv_resp sv_resp_write_check(sv_msg_t *m, uint64_t *va)
 enum sv_resp sv_resp_write_done(sv_msg_t *m)
 {
     struct iovec riov[SV_MAX_SGE];
-    uint64_t wr_id = 0;
+    sv_rq_claimed_t cl;
     enum sv_resp r;
     int rcnt;
 
     if ((m->w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) || m->partial) {
         return SV_RESP_OK;
     }
-    r = sv_resp_recv(m, 0, &wr_id, riov, &rcnt);
+    r = sv_resp_recv(m, 0, &cl, riov, &rcnt);
     if (r == SV_RESP_OK) {
-        sv_resp_cqe(m, wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+        sv_resp_cqe(m, &cl, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
                     (uint32_t)m->len, 1);
     }
     return r;
@@ -352,7 +360,8 @@ enum sv_resp sv_resp_send(sv_msg_t *m)
     const sv_swqe_t *w = m->w;
     int ud = (m->sqp->qp.qp_type == IBV_QPT_UD);
     struct iovec riov[SV_MAX_SGE], liov[SV_MAX_SGE + 2];
-    uint64_t wr_id = 0, need = m->len + (ud ? SV_GRH_LEN : 0);
+    uint64_t need = m->len + (ud ? SV_GRH_LEN : 0);
+    sv_rq_claimed_t cl;
     struct ibv_grh grh;
     enum sv_resp r;
     int rcnt = 0, lcnt = m->liovcnt;
@@ -363,7 +372,7 @@ enum sv_resp sv_resp_send(sv_msg_t *m)
     if (ud && (SV_LOAD_RELAXED(&m->dqp->qkey) != w->qkey)) {
         return SV_RESP_NOT_READY;        /* Q_Key violation: dropped */
     }
-    r = sv_resp_recv(m, need, &wr_id, riov, &rcnt);
+    r = sv_resp_recv(m, need, &cl, riov, &rcnt);
     if (r != SV_RESP_OK) {
         return r;
     }
@@ -388,19 +397,21 @@ enum sv_resp sv_resp_send(sv_msg_t *m)
         if (r == SV_RESP_LOCAL) {
             /* the claimed WQE cannot be given back (other senders share
              * the queue): it completes as aborted, the QP stays up */
-            sv_resp_cqe(m, wr_id, IBV_WC_REM_ABORT_ERR, IBV_WC_RECV, 0, 0);
+            sv_resp_cqe(m, &cl, IBV_WC_REM_ABORT_ERR, IBV_WC_RECV, 0, 0);
             return r;
         }
         if (r == SV_RESP_ACCESS) {
-            sv_resp_cqe(m, wr_id, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0);
+            sv_resp_cqe(m, &cl, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0);
             sv_resp_qp_error(m, 0);
             return SV_RESP_OP_ERR;
         }
         if (r != SV_RESP_OK) {
+            /* the target is gone: nobody polls this WQE */
+            sv_rq_ring_finish(&cl, SV_RWQE_LOST(m->dqpn));
             return r;
         }
     }
-    sv_resp_cqe(m, wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)need,
+    sv_resp_cqe(m, &cl, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)need,
                 w->opcode == IBV_WR_SEND_WITH_IMM);
     return SV_RESP_OK;
 }

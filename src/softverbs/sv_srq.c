@@ -1,5 +1,5 @@
 /*
- * Shared receive queues: a receive ring in the port segment that senders
+ * Shared receive queues: a receive queue (sv_rq.c) in the port segment that
  * consume from, like a QP's own receive queue.
  */
 #ifndef _GNU_SOURCE
@@ -16,7 +16,6 @@ struct ibv_srq *sv_srq_create(struct ibv_pd *ibpd,
                               struct ibv_srq_init_attr *attr)
 {
     sv_port_t *port = sv_ctx_of(ibpd->context)->port;
-    uint32_t idx = 0, size, max_sge;
     sv_srq_shm_t *e = NULL;
     sv_srq_t *srq;
     int ret, slot;
@@ -32,58 +31,46 @@ struct ibv_srq *sv_srq_create(struct ibv_pd *ibpd,
         errno = ENOMEM;
         return NULL;
     }
-    max_sge         = attr->attr.max_sge ? attr->attr.max_sge : 1;
-    size            = sv_roundup_pow2(attr->attr.max_wr);
-    srq->ring_bytes = (size_t)size * sv_rwqe_size(max_sge);
-    srq->ring_off   = sv_heap_alloc(port->index, srq->ring_bytes);
-    if (srq->ring_off == 0) {
-        ret = ENOMEM;
-        goto err_free;
-    }
     pthread_mutex_lock(&port->lock);
-    slot = sv_slot_take((void *const*)port->srq, 0, SV_MAX_SRQ,
-                        &port->next_srq);
+    slot = sv_slots_take(&port->srq_slots, srq);
     if (slot < 0) {
         pthread_mutex_unlock(&port->lock);
         ret = ENOMEM;
-        goto err_heap;
+        goto err_free;
     }
-    idx            = slot;
-    e              = &port->seg->srq[idx];
-    port->srq[idx] = srq;
+    e = &port->seg->srq[slot];
     pthread_mutex_unlock(&port->lock);
 
-    pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
-    srq->port    = port;
-    srq->idx     = idx;
-    srq->shm     = e;
-    srq->ring    = (char*)port->seg + srq->ring_off;
-    srq->max_wr  = size;
-    srq->max_sge = max_sge;
-    srq->pd      = sv_pd_of(ibpd);
-    memset(&e->q, 0, sizeof(e->q));
-    e->q.size     = size;
-    e->q.max_sge  = max_sge;
-    e->q.wqe_size = sv_rwqe_size(max_sge);
-    e->q.ring_off = srq->ring_off;
-    e->q.limit    = 0;     /* armed by ibv_modify_srq(IBV_SRQ_LIMIT) */
-    e->pd_id      = srq->pd->id;
+    memset(e, 0, sizeof(*e));
+    ret = sv_rq_init(&srq->rq, port->index, &e->q, attr->attr.max_wr,
+                     attr->attr.max_sge);
+    if (ret != 0) {
+        goto err_slot;
+    }
+    srq->port  = port;
+    srq->idx   = slot;
+    srq->shm   = e;
+    srq->pd    = sv_pd_of(ibpd);
+    e->pd_id   = srq->pd->id;
     SV_STORE(&e->valid, 1);
 
     srq->srq.context    = ibpd->context;
     srq->srq.srq_context = attr->srq_context;
     srq->srq.pd         = ibpd;
-    srq->srq.handle     = idx;
+    srq->srq.handle     = slot;
     pthread_mutex_init(&srq->srq.mutex, NULL);
     pthread_cond_init(&srq->srq.cond, NULL);
-    attr->attr.max_wr  = size;
-    attr->attr.max_sge = max_sge;
+    attr->attr.max_wr  = srq->rq.size;
+    attr->attr.max_sge = srq->rq.max_sge;
     __atomic_fetch_add(&srq->pd->nobjs, 1, __ATOMIC_RELAXED);
     sv_port_get_obj(port);
+    __atomic_store_n(&srq->ready, 1, __ATOMIC_RELEASE);
     return &srq->srq;
 
-err_heap:
-    sv_heap_free(port->index, srq->ring_off, srq->ring_bytes);
+err_slot:
+    pthread_mutex_lock(&port->lock);
+    sv_slots_put(&port->srq_slots, slot);
+    pthread_mutex_unlock(&port->lock);
 err_free:
     free(srq);
     errno = ret;
@@ -101,9 +88,10 @@ int sv_srq_modify(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
         return EINVAL;       /* no resize (IBV_DEVICE_SRQ_RESIZE unset) */
     }
     if (mask & IBV_SRQ_LIMIT) {
-        if (attr->srq_limit > srq->max_wr) {
+        if (attr->srq_limit > srq->rq.size) {
             return EINVAL;
         }
+        __atomic_store_n(&srq->limit, attr->srq_limit, __ATOMIC_RELAXED);
         SV_STORE(&srq->shm->q.limit, attr->srq_limit);
         if ((attr->srq_limit > 0) && !srq->armed) {
             srq->armed = 1;
@@ -117,9 +105,9 @@ int sv_srq_query(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
     sv_srq_t *srq = sv_srq_of(ibsrq);
 
-    attr->max_wr    = srq->max_wr;
-    attr->max_sge   = srq->max_sge;
-    attr->srq_limit = SV_LOAD(&srq->shm->q.limit);
+    attr->max_wr    = srq->rq.size;
+    attr->max_sge   = srq->rq.max_sge;
+    attr->srq_limit = __atomic_load_n(&srq->limit, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -131,19 +119,16 @@ int sv_srq_destroy(struct ibv_srq *ibsrq)
     if (__atomic_load_n(&srq->nqps, __ATOMIC_RELAXED) > 0) {
         return EBUSY;
     }
-    SV_STORE(&srq->shm->valid, 0);
     pthread_mutex_lock(&port->lock);
     if (srq->armed) {
         srq->armed = 0;
         __atomic_fetch_sub(&port->srq_armed, 1, __ATOMIC_RELEASE);
     }
+    sv_slots_put(&port->srq_slots, srq->idx);
     pthread_mutex_unlock(&port->lock);
-    pthread_mutex_lock(&port->lock);
-    port->srq[srq->idx] = NULL;
-    pthread_mutex_unlock(&port->lock);
-    sv_heap_free(port->index, srq->ring_off, srq->ring_bytes);
+    SV_STORE(&srq->shm->valid, 0);
+    sv_rq_cleanup(&srq->rq, port->index);
     __atomic_fetch_sub(&srq->pd->nobjs, 1, __ATOMIC_RELAXED);
-    pthread_spin_destroy(&srq->lock);
     free(srq);
     sv_port_put_obj(port);
     return 0;
@@ -153,39 +138,13 @@ int sv_srq_post_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
                      struct ibv_recv_wr **bad)
 {
     sv_srq_t *srq = sv_srq_of(ibsrq);
-    sv_rq_ring_t *q = &srq->shm->q;
-    uint32_t wqe_size = q->wqe_size, n = 0;
-    uint64_t tail;
-    sv_rwqe_t *s;
-    int ret = 0;
+    sv_port_stats_t *st = sv_port_stats(srq->port->index);
+    uint32_t n = 0;
+    int ret;
 
-    pthread_spin_lock(&srq->lock);
-    tail = q->tail;
-    for (; wr != NULL; wr = wr->next, ++n) {
-        if ((wr->num_sge < 0) || ((uint32_t)wr->num_sge > srq->max_sge)) {
-            ret = EINVAL;
-            break;
-        }
-        if (tail - SV_LOAD(&q->head) >= srq->max_wr) {
-            ret = ENOMEM;
-            break;
-        }
-        s = (sv_rwqe_t*)((char*)srq->ring +
-                         (size_t)(tail & (srq->max_wr - 1)) * wqe_size);
-        s->wr_id   = wr->wr_id;
-        s->num_sge = wr->num_sge;
-        if (wr->num_sge > 0) {
-            memcpy(s->sge, wr->sg_list, wr->num_sge * sizeof(*s->sge));
-        }
-        ++tail;
-    }
-    SV_STORE(&q->tail, tail);
-    pthread_spin_unlock(&srq->lock);
-    SV_ADD(&sv_port_stats(srq->port->index)->recv_doorbells, 1);
-    SV_ADD(&sv_port_stats(srq->port->index)->recv_wrs, n);
-    if (ret != 0) {
-        *bad = wr;
-    }
+    ret = sv_rq_post(&srq->rq, wr, bad, &n);
+    SV_ADD(&st->recv_doorbells, 1);
+    SV_ADD(&st->recv_wrs, n);
     return ret;
 }
 
@@ -194,7 +153,6 @@ int sv_srq_post_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 void sv_srq_check_limits(sv_port_t *port)
 {
     sv_srq_t *srq;
-    sv_rq_ring_t *q;
     unsigned i;
 
     pthread_mutex_lock(&port->lock);
@@ -203,14 +161,40 @@ void sv_srq_check_limits(sv_port_t *port)
         if ((srq == NULL) || !srq->armed) {
             continue;
         }
-        q = &srq->shm->q;
-        if (SV_LOAD(&q->tail) - SV_LOAD(&q->head) < SV_LOAD(&q->limit)) {
+        if (sv_rq_unclaimed(&srq->rq) < srq->limit) {
             srq->armed = 0;
-            SV_STORE(&q->limit, 0);
+            srq->limit = 0;
+            SV_STORE(&srq->shm->q.limit, 0);
             __atomic_fetch_sub(&port->srq_armed, 1, __ATOMIC_RELEASE);
             sv_device_async_event(sv_ctx_of(srq->srq.context),
                                   IBV_EVENT_SRQ_LIMIT_REACHED, &srq->srq);
         }
     }
     pthread_mutex_unlock(&port->lock);
+}
+
+/* A lost WQE's error completion goes to the QP its message was for, or to
+ * any QP of the SRQ if that one is gone (or the claim word was garbage);
+ * with no QP left on the SRQ nobody can take it: it is just freed. */
+static int sv_srq_lost(void *arg, uint32_t qp_idx, uint32_t wqe, uint32_t seq)
+{
+    sv_srq_t *srq = arg;
+    sv_port_t *port = srq->port;
+    sv_qp_t *qp = (qp_idx < SV_MAX_QP) ? port->qp[qp_idx] : NULL;
+    unsigned i;
+
+    for (i = SV_FIRST_QP_IDX; (i < SV_MAX_QP) &&
+         ((qp == NULL) || (qp->srq != srq) || !qp->ready); ++i) {
+        qp = port->qp[i];
+    }
+    if ((qp == NULL) || (qp->srq != srq) || !qp->ready) {
+        return 1;
+    }
+    return sv_comp_recv_error(qp, wqe, seq, IBV_WC_REM_ABORT_ERR);
+}
+
+/* Called with port->lock held. */
+void sv_srq_reap(sv_srq_t *srq)
+{
+    sv_rq_reap(&srq->rq, sv_srq_lost, srq);
 }

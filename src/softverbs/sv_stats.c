@@ -107,7 +107,8 @@ void sv_stats_dump(FILE *f, int all_ports)
                             sv_fabric_pid_alive(e->pid, e->starttime) ?
                             "open" : "dead", e->pid);
         if (all_ports) {
-            fprintf(f, "port.%u.comm %s\n", i, e->comm);
+            fprintf(f, "port.%u.comm %.*s\n", i, (int)sizeof(e->comm),
+                    e->comm);
         }
     }
     n = sv_model_num_paths();

@@ -22,6 +22,44 @@ typedef struct sv_device {
     unsigned          index;
 } sv_device_t;
 
+/* A port's table of one kind of object, indexed by the number peers know
+ * it by (QP number, CQ or SRQ index, MR key). Next-fit: a freed slot is not
+ * reused at once, so a stale number held by a peer rarely meets a new
+ * object. The caller holds the port lock. */
+typedef struct sv_slots {
+    void   **obj;      /* [first, first + count) are the table */
+    uint32_t first, count;
+    uint32_t next;     /* where the next search starts */
+} sv_slots_t;
+
+static inline void sv_slots_init(sv_slots_t *s, void *table, uint32_t first,
+                                 uint32_t count)
+{
+    *s = (sv_slots_t){ .obj = table, .first = first, .count = count,
+                       .next = first };
+}
+
+/* Put `obj` in a free slot: its index, or -1 when the table is full. */
+static inline int sv_slots_take(sv_slots_t *s, void *obj)
+{
+    uint32_t i, idx;
+
+    for (i = 0; i < s->count; ++i) {
+        idx = s->first + (s->next - s->first + i) % s->count;
+        if (s->obj[idx] == NULL) {
+            s->obj[idx] = obj;
+            s->next     = idx + 1;
+            return (int)idx;
+        }
+    }
+    return -1;
+}
+
+static inline void sv_slots_put(sv_slots_t *s, uint32_t idx)
+{
+    s->obj[idx] = NULL;
+}
+
 /* A device opened in this process: one fabric port, shared by contexts. */
 typedef struct sv_port {
     unsigned          index;      /* fabric port, LID - 1 */
@@ -31,16 +69,19 @@ typedef struct sv_port {
     int               nobjs;      /* live objects: keep the segment */
     int               fd;
     sv_seg_t         *seg;
-    pthread_mutex_t   lock;       /* tables and cursors below */
-    uint32_t          next_qp, next_mr, next_cq, next_srq;
+    pthread_mutex_t   lock;       /* tables and counters below */
     uint32_t          next_pd, next_token;
     struct sv_qp     *qp[SV_MAX_QP];
     struct sv_cq     *cq[SV_MAX_CQ];
     struct sv_srq    *srq[SV_MAX_SRQ];
+    struct sv_mr     *mr[SV_MAX_MR];
+    sv_slots_t        qp_slots, cq_slots, srq_slots, mr_slots;
     uint8_t           mr_gen[SV_MAX_MR];
     uint32_t          err_seen;   /* last seg->err_pending handled */
     uint32_t          npending;   /* QPs with deferred send work */
     uint32_t          srq_armed;  /* SRQs with a limit armed */
+    uint32_t          nprogress;  /* progress calls, to pace sv_port_tend */
+    uint64_t          tend_ns;    /* sv_port_tend's last pass */
     pthread_mutex_t   pend_lock;
     struct sv_qp     *pend_list;
 } sv_port_t;
@@ -79,10 +120,13 @@ typedef struct sv_cq {
     struct ibv_cq_ex   ex;         /* starts like struct ibv_cq */
     sv_port_t         *port;
     uint32_t           idx;
+    int                ready;      /* set up: others may use it */
     uint32_t           token;      /* tells events of a reused index apart */
     sv_cq_ring_t      *q;
     sv_cqe_t          *ring;
     uint32_t           size;
+    uint32_t           chan_id;    /* completion channel (0: none) */
+    uint64_t           head;       /* consumer index (shm has a copy) */
     uint64_t           ring_off;
     size_t             ring_bytes;
     uint64_t           wc_flags;
@@ -95,24 +139,55 @@ typedef struct sv_cq {
     uint64_t           empty_polls;
 } sv_cq_t;
 
+/* A receive WQE as its owner posted it: private, never read back from
+ * shared memory. */
+typedef struct sv_rq_rec {
+    uint64_t wr_id;
+    uint64_t len;          /* bytes its SGEs hold */
+    uint32_t seq;          /* ring index it was posted at, low 32 bits */
+    uint8_t  posted;       /* outstanding: its completion not polled yet */
+    uint8_t  aged;         /* seen claimed by the last reaper pass */
+} sv_rq_rec_t;
+
+/* The owner's side of a receive queue (a QP's own, or an SRQ's). */
+typedef struct sv_rq {
+    sv_rq_ring_t      *q;          /* shared: indexes and sizes, for senders */
+    void              *ring;       /* shared: slots, then the pool */
+    uint64_t           ring_off;
+    size_t             ring_bytes;
+    uint32_t           size, max_sge, wqe_size;
+    uint64_t           tail;       /* the ring index published last */
+    sv_rq_rec_t       *rec;        /* one per pool entry */
+    uint32_t          *free;       /* stack of free pool entries */
+    uint32_t           nfree;
+    uint32_t          *order;      /* pool entry of each ring slot */
+    pthread_spinlock_t lock;
+} sv_rq_t;
+
 typedef struct sv_srq {
     struct ibv_srq     srq;
     sv_port_t         *port;
     uint32_t           idx;
+    int                ready;      /* set up: others may use it */
     sv_srq_shm_t      *shm;
-    void              *ring;
-    uint64_t           ring_off;
-    size_t             ring_bytes;
-    uint32_t           max_wr, max_sge;
-    pthread_spinlock_t lock;
+    sv_rq_t            rq;
+    uint32_t           limit;      /* armed limit (private copy) */
     sv_pd_t           *pd;
     int                nqps;
     int                armed;      /* limit event pending */
 } sv_srq_t;
 
+/* A send work request as posted: what its completion reports (private). */
+typedef struct sv_sq_rec {
+    uint64_t wr_id;
+    uint32_t len;
+    uint32_t opcode;       /* enum ibv_wr_opcode */
+} sv_sq_rec_t;
+
 /* A send work request, as executed or as kept for a later retry. */
 typedef struct sv_swqe {
     uint64_t              wr_id;
+    uint64_t              seq;        /* SQ index */
     uint32_t              opcode;     /* enum ibv_wr_opcode */
     uint32_t              flags;      /* enum ibv_send_flags */
     uint32_t              imm;        /* network order */
@@ -140,6 +215,7 @@ typedef struct sv_qp {
         struct ibv_qp_ex qpx;
     };
     uint32_t           comp_mask;     /* SV_QP_EX: qpx is valid */
+    int                ready;         /* set up: others may use it */
     sv_port_t         *port;
     uint32_t           idx;
     sv_qp_shm_t       *shm;
@@ -149,12 +225,11 @@ typedef struct sv_qp {
     struct ibv_qp_cap  cap;
     int                sq_sig_all;
     struct ibv_qp_attr attr;          /* what ibv_query_qp reports */
-    uint64_t           rq_ring_off;
-    size_t             rq_ring_bytes;
-    void              *rq_ring;
-    pthread_spinlock_t sq_lock, rq_lock;
+    sv_rq_t            rq;            /* own receive queue (no SRQ) */
+    pthread_spinlock_t sq_lock;
     uint64_t           sq_posted, sq_retired;
-    uint32_t           sq_unsig;      /* unsignaled WRs since last CQE */
+    sv_sq_rec_t       *sq_rec;        /* by SQ index & sq_mask */
+    uint32_t           sq_mask;
     uint64_t           sq_last_ts;
     /* connection (RC/UC) */
     unsigned           dport;
@@ -182,25 +257,6 @@ typedef struct sv_qp {
 #define sv_cq_of(_c)   ((sv_cq_t*)(_c))
 #define sv_qp_of(_q)   ((sv_qp_t*)(_q))
 #define sv_srq_of(_s)  ((sv_srq_t*)(_s))
-
-/* Next-fit search of a free slot in table[first, first + count), from
- * *cursor on: a freed slot is not reused at once, so a stale number held by
- * a peer rarely meets a new object. Caller holds port->lock. Returns the
- * index (and moves the cursor past it), or -1 when the table is full. */
-static inline int sv_slot_take(void *const *table, uint32_t first,
-                               uint32_t count, uint32_t *cursor)
-{
-    uint32_t i, idx;
-
-    for (i = 0; i < count; ++i) {
-        idx = first + (*cursor - first + i) % count;
-        if (table[idx] == NULL) {
-            *cursor = idx + 1;
-            return (int)idx;
-        }
-    }
-    return -1;
-}
 
 static inline uint32_t sv_qpn(unsigned port, uint32_t idx)
 {
@@ -247,7 +303,12 @@ int  sv_device_query_rt_values(struct ibv_context *ctx,
 int  sv_device_is(struct ibv_device *dev);
 int  sv_port_get_obj(sv_port_t *port);
 void sv_port_put_obj(sv_port_t *port);
+
+/* sv_port.c: a port's upkeep */
 void sv_port_progress(sv_port_t *port);
+/* Lost receive WQEs and overwritten shared fields, paced (force: on every
+ * call, still at most every 100 ms). */
+void sv_port_tend(sv_port_t *port, int force);
 
 /* sv_pd / sv_mr.c */
 struct ibv_pd *sv_pd_alloc(struct ibv_context *ctx);
@@ -274,6 +335,7 @@ int  sv_cq_get_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
 void sv_cq_ack_events(struct ibv_cq *cq, unsigned n);
 void sv_cq_signal(pid_t pid, uint32_t chan_id, uint32_t cq_idx,
                   uint32_t token);
+void sv_cq_heal(sv_cq_t *cq);
 
 /* sv_srq.c */
 struct ibv_srq *sv_srq_create(struct ibv_pd *pd,
@@ -284,6 +346,31 @@ int  sv_srq_destroy(struct ibv_srq *srq);
 int  sv_srq_post_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
                       struct ibv_recv_wr **bad);
 void sv_srq_check_limits(sv_port_t *port);
+void sv_srq_reap(sv_srq_t *srq);
+
+/* sv_rq.c: the owner's side of a receive queue */
+int  sv_rq_init(sv_rq_t *rq, unsigned port, sv_rq_ring_t *q, uint32_t max_wr,
+                uint32_t max_sge);
+void sv_rq_cleanup(sv_rq_t *rq, unsigned port);
+int  sv_rq_post(sv_rq_t *rq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad,
+                uint32_t *nposted);
+/* A completion naming pool entry `wqe` posted at `seq` is polled: frees the
+ * entry; 0 and its wr_id and length, or -1 if it names nothing outstanding. */
+int  sv_rq_polled(sv_rq_t *rq, uint32_t wqe, uint32_t seq, uint64_t *wr_id,
+                  uint64_t *len);
+void sv_rq_reset(sv_rq_t *rq);
+uint64_t sv_rq_unclaimed(sv_rq_t *rq);
+/* Writes the error completion of a lost or flushed WQE (for the owner's QP
+ * index `qp`, SV_RWQE_QP_MASK + 1 if unknown): 0 if it did, -1 if it
+ * cannot now (try again later), 1 if no QP can take it (entry freed). */
+typedef int (*sv_rq_lost_fn)(void *arg, uint32_t qp, uint32_t wqe,
+                             uint32_t seq);
+/* Complete every outstanding WQE nobody claimed, oldest first, claimed
+ * with `id` (the owner's): found from the private records, whatever the
+ * shared indexes say. */
+unsigned sv_rq_flush(sv_rq_t *rq, uint32_t id, sv_rq_lost_fn fn, void *arg);
+/* Complete with an error every WQE whose claimer died. */
+unsigned sv_rq_reap(sv_rq_t *rq, sv_rq_lost_fn fn, void *arg);
 
 /* sv_qp.c */
 struct ibv_qp *sv_qp_create(struct ibv_context *ctx,
@@ -297,6 +384,7 @@ int  sv_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 void sv_qp_to_err(sv_qp_t *qp, int sq_locked);
 void sv_req_batch_free(sv_qp_t *qp);
 void sv_qp_flush_rq(sv_qp_t *qp);
+void sv_qp_reap(sv_qp_t *qp);
 void sv_qp_wr_init(sv_qp_t *qp);
 sv_qp_t *sv_qp_lookup(sv_port_t *port, uint32_t qpn);
 
@@ -356,7 +444,21 @@ int  sv_comp_push(sv_peer_t *peer, unsigned port, unsigned cq_idx,
                   sv_cqe_t *cqe, int solicited);
 void sv_comp_send(sv_qp_t *qp, const sv_swqe_t *w, enum ibv_wc_status st,
                   uint64_t ts);
-void sv_comp_recv_flush(sv_qp_t *qp, uint64_t wr_id);
+int  sv_comp_recv_error(sv_qp_t *qp, uint32_t wqe, uint32_t seq,
+                        enum ibv_wc_status st);
+
+static inline enum ibv_wc_opcode sv_wc_opcode(uint32_t wr_opcode)
+{
+    switch (wr_opcode) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+        return IBV_WC_RDMA_WRITE;
+    case IBV_WR_RDMA_READ:
+        return IBV_WC_RDMA_READ;
+    default:
+        return IBV_WC_SEND;
+    }
+}
 
 /* sv_stats.c */
 void sv_stats_port_closed(unsigned port, unsigned dev);

@@ -149,6 +149,9 @@ typedef struct svt_case {
     const char *doc;
 } svt_case_t;
 
+/* Run the sub-test argv[1] of `cases` (sv_test_run.c): the program's main. */
+int svt_main(int argc, char **argv, const svt_case_t *cases, unsigned ncases);
+
 /* Sub-tests, one file per group. */
 void svt_rc_write(svt_t *t);
 void svt_rc_write_imm(svt_t *t);
@@ -170,5 +173,6 @@ void svt_qp_state_field(svt_t *t);
 void svt_unmapped_src(svt_t *t);
 void svt_batch(svt_t *t);
 void svt_batch_loss(svt_t *t);
+void svt_comp_channel(svt_t *t);
 
 #endif

@@ -147,6 +147,7 @@ static ucs_status_t uh_err_handler(void *arg, uct_ep_h ep,
                                    ucs_status_t status)
 {
     if (!uh.ep_error) {
+        uh.err_ep        = ep;
         uh.ep_error_time = uh_now();
         uh.ep_status     = status;
         uh.ep_error      = 1;
@@ -263,7 +264,7 @@ void uh_exchange_info(void)
     memset(&me, 0, sizeof(me));
     if (uh.iface == NULL) {     /* a peer without UCX (a raw verbs one) */
         uh_sock_open();
-        uh_xfer(&me, sizeof(me), 1);
+        uh_xfer(&uh.raw_me, sizeof(uh.raw_me), 1);
         uh_xfer(&uh.peer, sizeof(uh.peer), 0);
         return;
     }

@@ -34,6 +34,7 @@ typedef struct {
     int                 buf_mmap;    /* buffer from mmap, not the heap */
     int                 destroy_on_error; /* the error handler destroys
                                              the failed ep */
+    uh_peer_t           raw_me;      /* what a peer without UCX sends */
 
     /* filled by uh_setup() and uh_exchange() */
     uct_component_h     component;
@@ -50,7 +51,8 @@ typedef struct {
     uh_peer_t           peer;
     int                 sock;
 
-    /* the iface's error handler */
+    /* the iface's error handler (the first error) */
+    uct_ep_h            err_ep;
     volatile int        ep_error;
     ucs_status_t        ep_status;
     double              ep_error_time;

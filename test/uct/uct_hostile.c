@@ -47,19 +47,13 @@
 #define HV_RX_DEPTH    64
 #define HV_RX_SIZE     (4096 + 40)
 #define HV_PSN         0x123
+#define HV_SERVE_RX    (HV_BUF / 4)   /* the serve conn's receive buffers */
+#define HV_SERVE_SLOT  256
 #define AM_LEGIT       1          /* iface A -> B, checks the PUT before */
 #define AM_HOSTILE     3          /* from the hostile, counted */
 #define LEGIT_SLOT     (64u << 10)
 #define LEGIT_MIN      50         /* honest rounds while under attack */
 
-/* uccl's address layout (uccl_iface.h): device = lid(2) is_global(1)
- * rsvd(1) gid(16); iface = control QPN(4) */
-typedef struct {
-    uint16_t lid;
-    uint8_t  is_global;
-    uint8_t  rsvd;
-    uint8_t  gid[16];
-} hv_dev_addr_t;
 
 
 /* ---------------------------------------------------------------------- */
@@ -147,7 +141,7 @@ static void victim_legit(uh_req_t *req, unsigned *sent)
     if ((*sent > 0) && !req->done) {
         return;
     }
-    if (uh.ep_error) {
+    if (uh.ep_error && (uh.err_ep == v.ep_ab)) {
         uh_die("the honest ep failed: %s", ucs_status_string(uh.ep_status));
     }
     memset(uh.buf + off, m.value, m.len);
@@ -172,6 +166,74 @@ static void victim_legit(uh_req_t *req, unsigned *sent)
     ++*sent;
 }
 
+/* GET bcopy from the hostile (it serves it, see case_serve): it must
+ * complete with the bytes the hostile has, whatever else it tries */
+#define SERVE_LEN    64
+#define SERVE_OFF    256
+static uint8_t serve_val(unsigned i)
+{
+    return (uint8_t)(i * 3 + 1);
+}
+
+static struct {
+    uct_ep_h          ep;
+    uct_rkey_bundle_t rkey;
+    uh_req_t          req;
+    uint8_t           data[SERVE_LEN];
+    uint8_t           *dst;
+    int               started;
+} vg;
+
+static void victim_get(void)
+{
+    uct_ep_params_t params = {
+        .field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                      UCT_EP_PARAM_FIELD_DEV_ADDR |
+                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
+        .iface      = uh.iface,
+        .dev_addr   = (void*)uh.peer.dev,
+        .iface_addr = (void*)uh.peer.iface
+    };
+    ucs_status_t status;
+
+    if (!vg.started) {
+        uh_check(uct_ep_create(&params, &vg.ep), "ep to the hostile");
+        uh_check(uct_rkey_unpack(uh.component, uh.peer.rkey, &vg.rkey),
+                 "hostile rkey");
+        vg.started = 1;
+    }
+    if (vg.started == 2) {
+        return;
+    }
+    vg.dst = vg.data;
+    uh_req_init(&vg.req);
+    status = uct_ep_get_bcopy(vg.ep, uh_unpack, &vg.dst, SERVE_LEN,
+                              uh.peer.buf_addr + SERVE_OFF, vg.rkey.rkey,
+                              &vg.req.comp);
+    if (status == UCS_INPROGRESS) {
+        vg.started = 2;
+    } else if (status != UCS_ERR_NO_RESOURCE) {
+        uh_die("get from the hostile: %s", ucs_status_string(status));
+    }
+}
+
+/* 1 if the GET from the hostile completed with its bytes */
+static int victim_get_ok(void)
+{
+    unsigned i;
+
+    if ((vg.started != 2) || !vg.req.done ||
+        (vg.req.comp.status != UCS_OK)) {
+        return 0;
+    }
+    for (i = 0; i < SERVE_LEN; ++i) {
+        if (vg.data[i] != serve_val(i)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static void victim(void)
 {
     uint8_t packed[UH_ADDR_MAX];
@@ -190,6 +252,7 @@ static void victim(void)
     do {
         uh_progress();
         victim_legit(&req, &sent);
+        victim_get();
         n = recv(uh.sock, result, sizeof(result[0]), MSG_PEEK | MSG_DONTWAIT);
     } while (n < (ssize_t)sizeof(result[0]));
     uh_xfer(result, sizeof(result[0]), 0);
@@ -197,21 +260,28 @@ static void victim(void)
         uh_progress();
     }
 
-    printf("victim: %u honest rounds (%u bad), %u hostile AMs%s\n",
-           v.rounds, v.legit_bad, v.hostile_ams,
-           v.hostile_order_bad ? " OUT OF ORDER" : "");
+    printf("victim: %u honest rounds (%u bad), %u hostile AMs%s, GET from "
+           "the hostile %s\n", v.rounds, v.legit_bad, v.hostile_ams,
+           v.hostile_order_bad ? " OUT OF ORDER" : "",
+           victim_get_ok() ? "right" : "WRONG or not complete");
     result[0] = v.rounds;
     result[1] = v.legit_bad;
     result[2] = v.hostile_ams;
-    result[3] = v.hostile_order_bad;
+    result[3] = v.hostile_order_bad | (!victim_get_ok() << 1);
     uh_xfer(result, sizeof(result), 1);
+    if (vg.started) {
+        uct_ep_destroy(vg.ep);
+        uct_rkey_release(uh.component, &vg.rkey);
+    }
     uct_ep_destroy(v.ep_ab);
     uct_iface_close(v.iface_b);
     uct_rkey_release(uh.component, &v.rkey);
-    if ((v.rounds < LEGIT_MIN) || v.legit_bad || v.hostile_order_bad) {
+    if ((v.rounds < LEGIT_MIN) || v.legit_bad || v.hostile_order_bad ||
+        !victim_get_ok()) {
         uh_die("honest traffic suffered: %u rounds, %u bad, hostile AMs "
-               "%s", v.rounds, v.legit_bad,
-               v.hostile_order_bad ? "out of order" : "in order");
+               "%s, GET from the hostile %s", v.rounds, v.legit_bad,
+               v.hostile_order_bad ? "out of order" : "in order",
+               victim_get_ok() ? "right" : "wrong");
     }
 }
 
@@ -230,7 +300,7 @@ typedef struct {
     uint8_t            *buf;      /* HV_BUF: send area, then rx buffers */
     uint16_t           lid;
     union ibv_gid      gid;
-    hv_dev_addr_t      peer_dev;
+    uct_uccl_device_addr_t peer_dev;
     uint32_t           peer_ctl_qpn;
     unsigned           rs;        /* random state */
 } hv_t;
@@ -288,7 +358,6 @@ static void hv_open(void)
                      .max_send_sge = 1, .max_recv_sge = 1 }
     };
     struct ibv_qp_attr attr = { .port_num = 1, .qkey = UCT_UCCL_WIRE_QKEY };
-    struct ibv_ah_attr ah   = { .port_num = 1 };
     struct ibv_device **devs;
     struct ibv_port_attr port;
     char name[64];
@@ -324,6 +393,12 @@ static void hv_open(void)
     attr.sq_psn = 0;
     hv_qp_to(hv.ud, IBV_QPS_RTS, IBV_QP_SQ_PSN, &attr);
     hv_post_recvs();
+}
+
+/* the victim's address, after the exchange */
+static void hv_open_peer(void)
+{
+    struct ibv_ah_attr ah = { .port_num = 1 };
 
     memcpy(&hv.peer_dev, uh.peer.dev, sizeof(hv.peer_dev));
     memcpy(&hv.peer_ctl_qpn, uh.peer.iface, sizeof(hv.peer_ctl_qpn));
@@ -425,15 +500,19 @@ static size_t hv_conn_req(const hv_conn_t *c, void *buf, uint32_t ctl_qpn)
     return p->hdr.length;
 }
 
-/* the victim's REP to conn c, or NULL within a second */
-static const uct_uccl_conn_pkt_t *hv_wait_rep(const hv_conn_t *c)
+/* A conn packet of `type` for conn id `id` (echoing `token` in a REP; a
+ * REQ: any) from the victim within `secs`, or NULL; a copy */
+static const uct_uccl_conn_pkt_t *hv_wait_conn(uint8_t type, uint32_t id,
+                                               uint64_t token, double secs)
 {
+    static uint8_t copy[4096];
     const uct_uccl_conn_pkt_t *p;
-    double deadline = uh_now() + 1;
+    double deadline = uh_now() + secs;
     struct ibv_recv_wr rwr, *rbad;
     struct ibv_sge sge;
     struct ibv_wc wc;
     uint8_t *rx;
+    int match;
 
     while (uh_now() < deadline) {
         if ((ibv_poll_cq(hv.cq, 1, &wc) <= 0) ||
@@ -448,23 +527,29 @@ static const uct_uccl_conn_pkt_t *hv_wait_rep(const hv_conn_t *c)
         rwr.wr_id   = wc.wr_id;
         rwr.sg_list = &sge;
         rwr.num_sge = 1;
-        if ((wc.status == IBV_WC_SUCCESS) && (wc.byte_len > 40) &&
-            (uct_uccl_wire_ctl_check(p, wc.byte_len - 40) == UCS_OK) &&
-            (p->hdr.type == UCT_UCCL_CTL_CONN_REP) &&
-            (p->dst_conn_id == c->id) && (p->echo_token == c->token)) {
-            static uint8_t copy[4096];
-
+        match = (wc.status == IBV_WC_SUCCESS) && (wc.byte_len > 40) &&
+                (uct_uccl_wire_ctl_check(p, wc.byte_len - 40) == UCS_OK) &&
+                (p->hdr.type == type) &&
+                ((type == UCT_UCCL_CTL_CONN_REQ) ||
+                 ((p->dst_conn_id == id) && (p->echo_token == token)));
+        if (match) {
             memcpy(copy, p, wc.byte_len - 40);
-            (void)ibv_post_recv(hv.ud, &rwr, &rbad);
-            return (const void*)copy;
         }
         (void)ibv_post_recv(hv.ud, &rwr, &rbad);
+        if (match) {
+            return (const void*)copy;
+        }
     }
     return NULL;
 }
 
-/* a uccl conn to the victim, as its initiator; 0 if it did not answer */
-static int hv_connect(hv_conn_t *c)
+static const uct_uccl_conn_pkt_t *hv_wait_rep(const hv_conn_t *c)
+{
+    return hv_wait_conn(UCT_UCCL_CTL_CONN_REP, c->id, c->token, 1);
+}
+
+/* conn c's UC QPs, in INIT, with a fresh id, token and first CSN */
+static void hv_conn_qps(hv_conn_t *c)
 {
     struct ibv_qp_init_attr init = {
         .qp_type = IBV_QPT_UC,
@@ -472,8 +557,6 @@ static int hv_connect(hv_conn_t *c)
                      .max_send_sge = 2, .max_recv_sge = 1 }
     };
     struct ibv_qp_attr attr;
-    const uct_uccl_conn_pkt_t *rep;
-    uint8_t req[4096];
     unsigned i;
 
     init.send_cq = init.recv_cq = hv.cq;
@@ -489,19 +572,22 @@ static int hv_connect(hv_conn_t *c)
         hv_qp_to(c->qp[i], IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT |
                  IBV_QP_ACCESS_FLAGS, &attr);
     }
-    hv_ctl_send(req, hv_conn_req(c, req, hv.ud->qp_num));
-    rep = hv_wait_rep(c);
-    if (rep == NULL) {
-        return 0;
-    }
-    c->peer_id    = rep->src_conn_id;
-    c->peer_token = rep->token;
-    c->num_paths  = rep->num_paths;
+}
+
+/* conn c's QPs to the victim's, as its conn packet p names them */
+static void hv_conn_rts(hv_conn_t *c, const uct_uccl_conn_pkt_t *p)
+{
+    struct ibv_qp_attr attr;
+    unsigned i;
+
+    c->peer_id    = p->src_conn_id;
+    c->peer_token = p->token;
+    c->num_paths  = (p->num_paths < HV_PATHS) ? p->num_paths : HV_PATHS;
     for (i = 0; i < c->num_paths; ++i) {
         memset(&attr, 0, sizeof(attr));
         attr.path_mtu         = IBV_MTU_4096;
-        attr.dest_qp_num      = rep->qpn[i];
-        attr.rq_psn           = rep->psn;
+        attr.dest_qp_num      = p->qpn[i];
+        attr.rq_psn           = p->psn;
         attr.ah_attr.dlid     = hv.peer_dev.lid;
         attr.ah_attr.port_num = 1;
         hv_qp_to(c->qp[i], IBV_QPS_RTR, IBV_QP_AV | IBV_QP_PATH_MTU |
@@ -509,6 +595,21 @@ static int hv_connect(hv_conn_t *c)
         attr.sq_psn = HV_PSN;
         hv_qp_to(c->qp[i], IBV_QPS_RTS, IBV_QP_SQ_PSN, &attr);
     }
+}
+
+/* a uccl conn to the victim, as its initiator; 0 if it did not answer */
+static int hv_connect(hv_conn_t *c)
+{
+    const uct_uccl_conn_pkt_t *rep;
+    uint8_t req[4096];
+
+    hv_conn_qps(c);
+    hv_ctl_send(req, hv_conn_req(c, req, hv.ud->qp_num));
+    rep = hv_wait_rep(c);
+    if (rep == NULL) {
+        return 0;
+    }
+    hv_conn_rts(c, rep);
     return 1;
 }
 
@@ -704,29 +805,196 @@ static void case_flood(void)
     }
 }
 
+/* The victim connects to us and GETs SERVE_LEN bytes (victim_get). A GET
+ * request that names a reply key gets garbage written around the reply
+ * address (the victim's own memory, if it exposed any); otherwise a
+ * GET_DATA of the wrong length, then the right one. */
+static void hv_serve_reply(hv_conn_t *c, const uct_uccl_get_req_t *req)
+{
+    uct_uccl_get_data_t *d = (void*)hv.buf;
+    unsigned i;
+
+    memset(d, 0, sizeof(*d));
+    d->type   = UCT_UCCL_KIND_GET_DATA;
+    d->op_id  = req->op_id;
+    d->length = SERVE_LEN - 1;                  /* not what it asked */
+    memset(d + 1, 0xbd, SERVE_LEN);
+    hv_data_send(c, c->csn++, UCT_UCCL_KIND_GET_DATA,
+                 sizeof(*d) + d->length);
+    d->length = SERVE_LEN;
+    for (i = 0; i < SERVE_LEN; ++i) {
+        ((uint8_t*)(d + 1))[i] = serve_val(i);
+    }
+    hv_data_send(c, c->csn++, UCT_UCCL_KIND_GET_DATA,
+                 sizeof(*d) + d->length);
+}
+
+/* garbage written with the victim's reply key around its reply address */
+static void hv_serve_attack(hv_conn_t *c, const uct_uccl_get_req_t *req)
+{
+    struct ibv_sge sge = { .addr = (uintptr_t)hv.buf, .length = 4096,
+                           .lkey = hv.mr->lkey };
+    struct ibv_send_wr wr = {
+        .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+        .send_flags = IBV_SEND_SIGNALED,
+        .wr.rdma = { .remote_addr = req->reply_addr - 2048,
+                     .rkey = req->reply_rkey }
+    }, *bad;
+
+    memset(hv.buf, 0xa5, 4096);
+    printf("hostile: the victim exposed key 0x%x: writing over %p\n",
+           req->reply_rkey, (void*)(uintptr_t)wr.wr.rdma.remote_addr);
+    if (ibv_post_send(c->qp[0], &wr, &bad) == 0) {
+        hv_wait_send();
+    }
+}
+
+/* the GET request the victim sends on conn c, copied to req; its CSN */
+static int hv_serve_wait_get(hv_conn_t *c, uct_uccl_get_req_t *req,
+                             uint32_t *csn)
+{
+    double deadline = uh_now() + 10;
+    struct ibv_wc wc;
+    uint32_t imm;
+    unsigned i;
+
+    while (uh_now() < deadline) {
+        if ((ibv_poll_cq(hv.cq, 1, &wc) <= 0) ||
+            (wc.opcode != IBV_WC_RECV) || (wc.status != IBV_WC_SUCCESS) ||
+            !(wc.wc_flags & IBV_WC_WITH_IMM)) {
+            continue;
+        }
+        imm = uct_uccl_imm_from_wire(wc.imm_data);
+        for (i = 0; i < c->num_paths; ++i) {
+            if ((wc.qp_num == c->qp[i]->qp_num) &&
+                (uct_uccl_imm_kind(imm) == UCT_UCCL_KIND_GET_REQ) &&
+                (wc.byte_len >= sizeof(*req))) {
+                memcpy(req, hv.buf + HV_SERVE_RX +
+                       wc.wr_id * HV_SERVE_SLOT, sizeof(*req));
+                *csn = uct_uccl_imm_csn(imm);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* our REP to the victim's REQ vreq, for conn c */
+static void hv_conn_rep(const hv_conn_t *c, const uct_uccl_conn_pkt_t *vreq)
+{
+    uint8_t buf[4096];
+    uct_uccl_conn_pkt_t *p = (void*)buf;
+    size_t len             = uct_uccl_wire_conn_size(c->num_paths);
+
+    (void)hv_conn_req(c, buf, hv.ud->qp_num);
+    uct_uccl_wire_hdr_init(&p->hdr, UCT_UCCL_CTL_CONN_REP, len);
+    p->num_paths   = c->num_paths;
+    p->dst_conn_id = vreq->src_conn_id;
+    p->echo_token  = vreq->token;
+    hv_ctl_send(buf, len);
+}
+
+/* an ACK of everything up to and with csn, on conn c */
+static void hv_serve_ack(const hv_conn_t *c, uint32_t csn)
+{
+    uint64_t pkt[8];
+    uct_uccl_ack_t *a = (void*)pkt;
+
+    memset(pkt, 0, sizeof(pkt));
+    uct_uccl_wire_hdr_init(&a->hdr, UCT_UCCL_CTL_ACK,
+                           uct_uccl_wire_ack_size(0));
+    a->dst_conn_id = c->peer_id;
+    a->token       = c->peer_token;
+    a->cum_csn     = uct_uccl_seq_add(csn, 1);
+    a->echo_csn    = csn;
+    hv_ctl_send(a, a->hdr.length);
+}
+
+static void case_serve(void)
+{
+    const uct_uccl_conn_pkt_t *vreq;
+    struct ibv_recv_wr wr, *bad;
+    uct_uccl_get_req_t req;
+    hv_conn_t c = {};
+    struct ibv_sge sge;
+    uint32_t csn;
+    unsigned i;
+
+    vreq = hv_wait_conn(UCT_UCCL_CTL_CONN_REQ, 0, 0, 10);
+    if (vreq == NULL) {
+        uh_die("serve: the victim did not connect");
+    }
+    hv_conn_qps(&c);
+    hv_conn_rts(&c, vreq);
+    for (i = 0; i < c.num_paths * 4; ++i) {
+        sge = (struct ibv_sge){ .addr = (uintptr_t)hv.buf + HV_SERVE_RX +
+                                        i * HV_SERVE_SLOT,
+                                .length = HV_SERVE_SLOT,
+                                .lkey = hv.mr->lkey };
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id   = i;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        (void)ibv_post_recv(c.qp[i / 4], &wr, &bad);
+    }
+    hv_conn_rep(&c, vreq);
+    if (!hv_serve_wait_get(&c, &req, &csn)) {
+        uh_die("serve: no GET request from the victim");
+    }
+    hv_serve_ack(&c, csn);
+    if (req.reply_rkey != 0) {
+        hv_serve_attack(&c, &req);
+    } else {
+        printf("hostile: the victim's GET exposes no memory\n");
+        hv_serve_reply(&c, &req);
+    }
+}
+
+/* serve comes first and always runs: the victim's GET waits for it */
 static const struct {
     const char *name;
     void       (*run)(void);
 } cases[] = {
+    { "serve", case_serve },
     { "am_id", case_am_id }, { "garbage", case_garbage },
     { "hold", case_hold }, { "forge", case_forge },
     { "get_done", case_get_done }, { "get_huge", case_get_huge },
     { "flood", case_flood }
 };
 
+/* our address as uccl's would be (device, control QPN, packed rkey of
+ * the buffer) for the victim's ep to us */
+static void hv_fill_me(void)
+{
+    uct_uccl_device_addr_t dev = { .lid = hv.lid };
+    uct_uccl_packed_rkey_t rkey = { .rkey  = hv.mr->rkey,
+                                    .magic = UCT_UCCL_RKEY_MAGIC };
+
+    memcpy(dev.gid, hv.gid.raw, sizeof(dev.gid));
+    memcpy(uh.raw_me.dev, &dev, sizeof(dev));
+    uh.raw_me.dev_len = sizeof(dev);
+    memcpy(uh.raw_me.iface, &hv.ud->qp_num, sizeof(uint32_t));
+    uh.raw_me.iface_len = sizeof(uint32_t);
+    memcpy(uh.raw_me.rkey, &rkey, sizeof(rkey));
+    uh.raw_me.rkey_len = sizeof(rkey);
+    uh.raw_me.buf_addr = (uintptr_t)hv.buf;
+}
+
 static void hostile(const char *which)
 {
     uint32_t result[4] = { 0 };
     unsigned i;
 
-    uh_exchange_info();
     hv.rs = uh.seed;
     hv_open();
+    hv_fill_me();
+    uh_exchange_info();
+    hv_open_peer();
     if (!hv_connect(&hv_main)) {
         uh_die("the victim did not answer the hostile's first conn");
     }
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
-        if ((which != NULL) && !strstr(which, cases[i].name)) {
+        if ((i > 0) && (which != NULL) && !strstr(which, cases[i].name)) {
             continue;
         }
         printf("hostile: %s\n", cases[i].name);
@@ -739,7 +1007,9 @@ static void hostile(const char *which)
     uh_xfer(result, sizeof(result), 0);
     printf("hostile: the victim made %u honest rounds (%u bad), took %u of "
            "our AMs%s\n", result[0], result[1], result[2],
-           result[3] ? ", OUT OF ORDER" : ", in order");
+           (result[3] & 1) ? ", OUT OF ORDER" : ", in order");
+    printf("hostile: the victim's GET from us %s\n",
+           (result[3] & 2) ? "FAILED" : "completed with our bytes");
     if ((result[0] < LEGIT_MIN) || result[1] || result[3]) {
         uh_die("the victim's honest traffic suffered");
     }

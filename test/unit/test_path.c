@@ -2,11 +2,13 @@
  * Path selection: power of two choices prefers low-RTT paths in the
  * proportions P2C predicts, penalised paths are used less and recover as
  * the penalty decays, small messages stick, and everything is a function
- * of the seed.
+ * of the seed. The QP budget grants paths so that many peers shrink them,
+ * down to one, before a conn cannot be made.
  */
 #include "unit_test.h"
 
 #include <uct/uccl/uccl_path.h>
+#include <uct/uccl/uccl_budget.h>
 
 #include <string.h>
 
@@ -177,9 +179,41 @@ static void test_small_and_edges(void)
     uct_uccl_paths_cleanup(&ps);
 }
 
+/* conns to distinct peers on one device, both sides counted (as in one
+ * process): every one gets a path while QPs are left, the paths shrink as
+ * they go, and nothing is granted beyond the budget */
+static void test_budget(void)
+{
+    const unsigned budget = 1000, peers = 64, want = 32;
+    unsigned used = 1, i, active, passive, prev = want; /* 1: control QP */
+
+    UT_EQ(uct_uccl_budget_grant(0, want), 0);
+    UT_EQ(uct_uccl_budget_grant(100, 0), 0);
+    UT_EQ(uct_uccl_budget_grant(16382, want), want);
+    UT_EQ(uct_uccl_budget_grant(1000, want), 1000 / UCT_UCCL_BUDGET_SHARE);
+    UT_EQ(uct_uccl_budget_grant(UCT_UCCL_BUDGET_SHARE - 1, want), 1);
+    UT_EQ(uct_uccl_budget_grant(1, want), 1);
+
+    for (i = 0; i < peers; ++i) {
+        used   += 1; /* the peer's control QP */
+        active  = uct_uccl_budget_grant(budget - used, want);
+        used   += active;
+        passive = uct_uccl_budget_grant(budget - used, active);
+        used   += passive;
+        UT_TRUE((active >= 1) && (passive >= 1) && (passive <= active));
+        UT_TRUE(active <= prev);
+        prev = active;
+    }
+    UT_TRUE(used <= budget);
+    UT_EQ(prev, 1);
+    printf("  budget: %u peers in %u QPs, the last with one path\n", peers,
+           used);
+}
+
 int main(int argc, char **argv)
 {
     ut_init(argc, argv, "test_path");
+    test_budget();
     test_determinism();
     test_p2c();
     test_penalty();

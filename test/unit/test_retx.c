@@ -834,9 +834,26 @@ static void test_sim_dead_peer(void)
     sim_cleanup(&s);
 }
 
+static void purge_none_cb(void *arg, uint32_t csn, uct_uccl_tx_entry_t *e)
+{
+    UT_FAIL("a tracker never set up purged csn %u", csn);
+}
+
+/* a conn that failed before its tracker was set up is destroyed too */
+static void test_purge_unset(void)
+{
+    uct_uccl_tracker_t t;
+
+    memset(&t, 0, sizeof(t));
+    uct_uccl_tracker_purge(&t, purge_none_cb, NULL);
+    uct_uccl_tracker_cleanup(&t);
+    printf("  purge: a tracker never set up holds nothing\n");
+}
+
 int main(int argc, char **argv)
 {
     ut_init(argc, argv, "test_retx");
+    test_purge_unset();
     test_holes();
     test_reorder_distance();
     test_path_order();

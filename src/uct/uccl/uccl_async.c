@@ -219,6 +219,29 @@ void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op)
     ++iface->async.deferred;
 }
 
+/* The completions of conn's operations that wait in the queue, now: an ep
+ * destroy completes its operations before it returns (UCX's rule), while
+ * the queue's other entries keep their turn */
+void uct_uccl_async_report_ops_of(uct_uccl_iface_t *iface,
+                                  const uct_uccl_conn_t *conn)
+{
+    UCS_LIST_HEAD(ops);
+    uct_uccl_op_t *op, *tmp;
+
+    ucs_list_for_each_safe(op, tmp, &iface->async.ops, list) {
+        if (op->owner == conn) {
+            ucs_list_del(&op->list);
+            ucs_list_add_tail(&ops, &op->list);
+            --iface->async.deferred;
+        }
+    }
+    /* a callback may destroy other eps: the list is a local one */
+    while (!ucs_list_is_empty(&ops)) {
+        op = ucs_list_extract_head(&ops, uct_uccl_op_t, list);
+        uct_uccl_op_report(op);
+    }
+}
+
 void uct_uccl_async_defer_err(uct_uccl_conn_t *conn)
 {
     if (!conn->err_deferred) {
@@ -372,10 +395,16 @@ static ucs_status_t uct_uccl_async_ep_create(const uct_ep_params_t *params,
 
 static void uct_uccl_async_ep_destroy(uct_ep_h tl_ep)
 {
+    uct_uccl_iface_t *iface    = ucs_derived_of(tl_ep->iface,
+                                                uct_uccl_iface_t);
     ucs_async_context_t *async = uct_uccl_async_ctx(tl_ep->iface);
+    const uct_uccl_conn_t *conn;
 
     UCS_ASYNC_BLOCK(async);
+    conn = ucs_derived_of(tl_ep, uct_uccl_ep_t)->conn;
     UCS_CLASS_DELETE_FUNC_NAME(uct_uccl_ep_t)(tl_ep);
+    /* its operations were canceled: they complete before we return */
+    uct_uccl_async_report_ops_of(iface, conn);
     UCS_ASYNC_UNBLOCK(async);
 }
 

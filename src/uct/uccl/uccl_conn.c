@@ -770,6 +770,20 @@ static void uct_uccl_conn_handle_rep(uct_uccl_iface_t *iface,
     uct_uccl_tx_check_flush(conn); /* flushes requested while connecting */
 }
 
+/* The peer's side of the conn is gone. Operations outstanding, or a
+ * keepalive probe (uct_ep_check), cannot complete: the conn fails now. An
+ * idle conn fails at its next operation or check, while a flush of what
+ * completed before succeeds, as over a connected QP whose peer vanished. */
+static void uct_uccl_conn_peer_closed(uct_uccl_conn_t *conn)
+{
+    if (!uct_uccl_tx_is_flushed(conn) ||
+        !ucs_queue_is_empty(&conn->pending_q) || (conn->ka_start != 0)) {
+        uct_uccl_conn_fail(conn, UCS_ERR_CONNECTION_RESET);
+    } else {
+        conn->peer_closed = 1;
+    }
+}
+
 static void uct_uccl_conn_handle_disconnect(uct_uccl_iface_t *iface,
                                             const uct_uccl_disconnect_t *pkt,
                                             const uct_uccl_ctl_src_t *src)
@@ -786,11 +800,12 @@ static void uct_uccl_conn_handle_disconnect(uct_uccl_iface_t *iface,
                   "closed" : "failed", conn->id);
         uct_uccl_conn_destroy(conn);
     } else if (pkt->reason != UCS_OK) {
-        /* the serving side failed (a broken QP, say): tell UCX now rather
-         * than after the peer timeout */
-        ucs_diag("uccl: peer failed conn %u: %s", conn->id,
+        /* the serving side failed (a broken QP, say) or its iface closed:
+         * UCX hears it now or at the next operation, not after the peer
+         * timeout */
+        ucs_diag("uccl: peer closed conn %u: %s", conn->id,
                  ucs_status_string((ucs_status_t)pkt->reason));
-        uct_uccl_conn_fail(conn, UCS_ERR_CONNECTION_RESET);
+        uct_uccl_conn_peer_closed(conn);
     }
 }
 
@@ -820,6 +835,10 @@ ucs_status_t uct_uccl_conn_check(uct_uccl_conn_t *conn)
 
     /* set-up has its own timer; a failed conn was reported already */
     if ((conn->state != UCT_UCCL_CONN_CONNECTED) || (conn->ka_start != 0)) {
+        return UCS_OK;
+    }
+    if (conn->peer_closed) {
+        (void)uct_uccl_conn_fail_later(conn);
         return UCS_OK;
     }
 
@@ -985,6 +1004,15 @@ void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status)
          * runs when the engine is done (uccl_async.c) */
         uct_uccl_async_defer_err(conn);
     }
+}
+
+/* An operation found the peer gone (peer_closed): the conn fails, UCX
+ * hears of it from the next progress call (not from inside the operation,
+ * whose ep the error callback may destroy) */
+ucs_status_t uct_uccl_conn_fail_later(uct_uccl_conn_t *conn)
+{
+    uct_uccl_conn_fail(conn, UCS_ERR_CONNECTION_RESET);
+    return conn->fail_status;
 }
 
 void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now)

@@ -25,6 +25,9 @@ uct_uccl_ep_check(uct_uccl_conn_t *conn, unsigned nchunks)
     if (ucs_unlikely(conn->state == UCT_UCCL_CONN_FAILED)) {
         return conn->fail_status;
     }
+    if (ucs_unlikely(conn->peer_closed)) {
+        return uct_uccl_conn_fail_later(conn);
+    }
     /* keep the order of what waits in the pending queue */
     if (ucs_unlikely(!conn->in_dispatch &&
                      !ucs_queue_is_empty(&conn->pending_q))) {
@@ -101,7 +104,9 @@ ucs_status_t uct_uccl_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     }
 
     *(uint64_t*)chunk->data = header;
-    memcpy(chunk->data + sizeof(header), payload, length);
+    if (length > 0) { /* payload may be NULL */
+        memcpy(chunk->data + sizeof(header), payload, length);
+    }
     chunk->length       = length + sizeof(header);
     chunk->hdr.am.length = chunk->length;
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, chunk->length);
@@ -183,7 +188,9 @@ ucs_status_t uct_uccl_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    memcpy(chunk->data, header, header_length);
+    if (header_length > 0) { /* header may be NULL */
+        memcpy(chunk->data, header, header_length);
+    }
     chunk->extra_len     = header_length;
     chunk->length        = length;
     chunk->laddr         = (length > 0) ? (uintptr_t)iov->buffer : 0;
@@ -234,7 +241,9 @@ ucs_status_t uct_uccl_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     if (ucs_unlikely(chunk == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    memcpy(chunk->data, buffer, length);
+    if (length > 0) { /* buffer may be NULL */
+        memcpy(chunk->data, buffer, length);
+    }
     chunk->length = length;
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
     uct_uccl_tx_enqueue(conn, chunk);
@@ -546,6 +555,7 @@ ucs_status_t uct_uccl_ep_flush(uct_ep_h tl_ep, unsigned flags,
         if (op == NULL) {
             return UCS_ERR_NO_RESOURCE;
         }
+        op->owner      = conn;
         op->type       = UCT_UCCL_OP_FLUSH;
         op->pending    = 1;
         op->status     = UCS_OK;

@@ -105,9 +105,11 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      "inf too, or longer than its longest computation).",
      ucs_offsetof(uct_uccl_iface_config_t, idle_timeout), UCS_CONFIG_TYPE_TIME},
 
-    {"MAX_PEERS", "1024",
+    {"MAX_PEERS", "4096",
      "Connections other ifaces may open to this iface (each holds QPs and\n"
-     "buffers); a request beyond it is refused, and the peer's ep fails.",
+     "buffers); a request beyond it is refused, and the peer's ep fails.\n"
+     "UCX expects thousands of eps to one connect-to-iface iface (its own\n"
+     "tests open 2048); the device's QPs bound them too.",
      ucs_offsetof(uct_uccl_iface_config_t, max_peers), UCS_CONFIG_TYPE_UINT},
 
     {"RX_MAX_BUFS", "4096",
@@ -259,10 +261,12 @@ static void uct_uccl_tx_obj_init(ucs_mpool_t *mp, void *obj, void *chunk)
 
 static void uct_uccl_rx_obj_init(ucs_mpool_t *mp, void *obj, void *chunk)
 {
+    uct_uccl_iface_t *iface      = *(uct_uccl_iface_t**)ucs_mpool_priv(mp);
     uct_uccl_mp_chunk_hdr_t *hdr = (uct_uccl_mp_chunk_hdr_t*)chunk - 1;
     uct_uccl_rx_desc_t *desc     = obj;
 
     desc->lkey = hdr->mr->lkey;
+    desc->pad  = iface->config.rx_pad;
 }
 
 static ucs_mpool_ops_t uct_uccl_tx_mp_ops = {
@@ -954,24 +958,39 @@ static void uct_uccl_iface_dump_all(uct_uccl_iface_t *iface)
 }
 
 /* The AM handler's data is the payload in our receive buffer: aligned as
- * the user asked (am_alignment, am_align_offset), by default the buffer
- * starts on a cache line */
-static ucs_status_t uct_uccl_iface_rx_align(const uct_iface_params_t *params,
-                                            size_t buf_size, size_t *align_p,
-                                            size_t *offset_p)
+ * the user asked (am_alignment, with am_align_offset: the byte at that
+ * offset is aligned; an offset without an alignment is an error, one past
+ * the buffer is ignored, as in UCX's transports), else to 8 bytes. The
+ * buffer's data starts on the alignment and the SEND lands `pad` bytes
+ * into it. */
+static ucs_status_t uct_uccl_iface_rx_layout(uct_uccl_iface_t *iface,
+                                             const uct_iface_params_t *params)
 {
-    size_t payload = ucs_offsetof(uct_uccl_rx_desc_t, data) +
-                     UCT_UCCL_RX_PAD + sizeof(uct_uccl_am_hdr_t);
+    size_t align  = UCT_UCCL_RX_ALIGN;
+    size_t offset = 0;
 
-    if ((params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) &&
-        ((params->am_alignment == 0) || !ucs_is_pow2(params->am_alignment))) {
-        ucs_error("uccl: AM alignment %zu is not a power of 2",
-                  params->am_alignment);
+    if (params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) {
+        align = params->am_alignment;
+        if ((align == 0) || !ucs_is_pow2(align)) {
+            ucs_error("uccl: AM alignment %zu is not a power of 2", align);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        offset = UCT_IFACE_PARAM_VALUE(params, am_align_offset,
+                                       AM_ALIGN_OFFSET, 0ul);
+        if (offset >= iface->config.rx_buf_size) {
+            ucs_diag("uccl: AM alignment offset %zu ignored: the buffer has "
+                     "%zu bytes", offset, iface->config.rx_buf_size);
+            offset = 0;
+        }
+    } else if (params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET) {
+        ucs_error("uccl: an AM alignment offset needs an alignment");
         return UCS_ERR_INVALID_PARAM;
     }
 
-    return uct_iface_param_am_alignment(params, buf_size, 0, payload,
-                                        align_p, offset_p);
+    iface->config.rx_align = ucs_max(align, UCS_SYS_CACHE_LINE_SIZE);
+    iface->config.rx_pad   = (align - ((sizeof(uct_uccl_am_hdr_t) + offset) %
+                                       align)) % align;
+    return UCS_OK;
 }
 
 static void uct_uccl_iface_signal_init(void)
@@ -1000,7 +1019,6 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     struct ibv_srq_init_attr srq_attr = {};
     const char *dev_name, *colon;
     unsigned port_num, tx_max, tx_grow;
-    size_t rx_align, rx_align_offset;
     ucs_status_t status;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_uccl_iface_tl_ops,
@@ -1089,6 +1107,13 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
                                  1;
     self->config.srq_size      = ucs_min(config->srq_size,
                                          md->caps.max_srq_wr);
+    /* parked messages leave an SRQ's worth of buffers to refill it and
+     * one more for deferred AMs and GET data: the message they wait for
+     * can always arrive */
+    self->config.rx_held_max   = (config->rx_max_bufs >
+                                  2 * self->config.srq_size) ?
+                                 config->rx_max_bufs -
+                                 2 * self->config.srq_size : 0;
     self->config.rx_window     = config->srq_flow ?
                                  ucs_min(config->sack_window,
                                          self->config.srq_size) :
@@ -1151,17 +1176,17 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
         goto err_tx_mp;
     }
 
-    status = uct_uccl_iface_rx_align(params, self->config.rx_buf_size,
-                                     &rx_align, &rx_align_offset);
+    status = uct_uccl_iface_rx_layout(self, params);
     if (status != UCS_OK) {
         goto err_hdr_mp;
     }
 
     status = uct_uccl_iface_mpool_init(self, &self->rx_mp,
                                        sizeof(uct_uccl_rx_desc_t) +
-                                       UCT_UCCL_RX_PAD +
+                                       self->config.rx_pad +
                                        self->config.rx_buf_size,
-                                       rx_align_offset, rx_align,
+                                       ucs_offsetof(uct_uccl_rx_desc_t, data),
+                                       self->config.rx_align,
                                        UCT_UCCL_SRQ_BATCH,
                                        config->rx_max_bufs,
                                        &uct_uccl_rx_mp_ops, "uccl_rx");

@@ -102,19 +102,6 @@ typedef struct uct_uccl_ctl_src {
 } uct_uccl_ctl_src_t;
 
 
-/* Addresses exchanged by UCX */
-typedef struct UCS_S_PACKED uct_uccl_device_addr {
-    uint16_t                lid;
-    uint8_t                 is_global;
-    uint8_t                 rsvd;
-    uint8_t                 gid[16];
-} uct_uccl_device_addr_t;
-
-typedef struct UCS_S_PACKED uct_uccl_iface_addr {
-    uint32_t                ctl_qpn;
-} uct_uccl_iface_addr_t;
-
-
 /* Registered memory for the pools (one MR per mpool chunk) */
 typedef struct uct_uccl_mp_chunk_hdr {
     struct ibv_mr           *mr;
@@ -173,21 +160,22 @@ struct uct_uccl_chunk {
 };
 
 
-/* SRQ receive buffer. A SEND lands at data + UCT_UCCL_RX_PAD so that the
- * payload after an AM header is 8-byte aligned for the AM handler. */
+/* SRQ receive buffer. A SEND lands at data + pad: the payload after an AM
+ * header is then aligned for the AM handler (8 bytes, or the iface's
+ * am_alignment and am_align_offset); data itself starts on a cache line
+ * or on that alignment. */
 typedef struct uct_uccl_rx_desc {
     ucs_queue_elem_t        queue;       /* iface's deferred AMs */
     uint32_t                lkey;
-    uint32_t                rsvd;
+    uint32_t                pad;         /* iface's config.rx_pad */
     char                    data[] UCS_V_ALIGNED(8);
 } uct_uccl_rx_desc_t;
 
-#define UCT_UCCL_RX_PAD \
-    ((8 - (sizeof(uct_uccl_am_hdr_t) % 8)) % 8)
+#define UCT_UCCL_RX_ALIGN         8      /* AM payload, by default */
 
 static inline void *uct_uccl_rx_data(uct_uccl_rx_desc_t *desc)
 {
-    return desc->data + UCT_UCCL_RX_PAD;
+    return desc->data + desc->pad;
 }
 
 
@@ -202,6 +190,8 @@ typedef enum {
 /* An operation with a user completion */
 struct uct_uccl_op {
     ucs_list_link_t         list;        /* conn's outstanding ops */
+    const void              *owner;      /* its conn (compared, never
+                                            followed: it may be gone) */
     ucs_list_link_t         get_link;    /* GET: conn's GETs, in order */
     uint32_t                gseq;        /* GET: its place in that order */
     uct_uccl_op_type_t      type;
@@ -291,6 +281,8 @@ struct uct_uccl_conn {
     uint8_t                 ack_pending; /* on the iface ACK list */
     uint8_t                 ack_busy;    /* the next ACK says busy */
     uint8_t                 err_deferred; /* on the iface's async errs */
+    uint8_t                 peer_closed; /* the peer's side is gone: fail at
+                                            the next operation */
     ucs_status_t            fail_status;
 
     /* peer */
@@ -445,6 +437,8 @@ struct uct_uccl_iface {
     unsigned                tx_outstanding; /* WRs on the send CQ */
     uint64_t                next_timer;
     unsigned                num_passive; /* conns peers opened to us */
+    unsigned                rx_held;     /* receive buffers parked for
+                                            their order, all conns */
     unsigned                busy;        /* in progress or a purge: new
                                             chunks wait for the scheduler */
     int                     dump_seen;   /* SIGUSR2 dump requests served */
@@ -469,10 +463,13 @@ struct uct_uccl_iface {
         size_t              chunk_size;
         size_t              seg_size;
         size_t              rx_buf_size;
+        size_t              rx_pad;      /* uct_uccl_rx_desc_t.pad */
+        size_t              rx_align;    /* of uct_uccl_rx_desc_t.data */
         unsigned            tx_queue_len;
         unsigned            tx_ring_mask;    /* path sent[] ring size - 1 */
         unsigned            srq_size;
         unsigned            rx_window;   /* chunks a peer may have in flight */
+        unsigned            rx_held_max; /* rx_held bound (RX_MAX_BUFS) */
         unsigned            cq_size;
         unsigned            max_queued;
         unsigned            max_peers;
@@ -563,6 +560,7 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
 void uct_uccl_conn_destroy(uct_uccl_conn_t *conn);
 ucs_status_t uct_uccl_conn_start(uct_uccl_conn_t *conn);
 void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status);
+ucs_status_t uct_uccl_conn_fail_later(uct_uccl_conn_t *conn);
 void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
                               size_t len, const uct_uccl_ctl_src_t *src);
 uct_uccl_conn_t *uct_uccl_conn_bound(uct_uccl_iface_t *iface, uint32_t id,
@@ -609,6 +607,8 @@ void uct_uccl_async_dispatch(uct_uccl_iface_t *iface);
 void uct_uccl_async_defer_am(uct_uccl_iface_t *iface,
                              uct_uccl_rx_desc_t *desc);
 void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op);
+void uct_uccl_async_report_ops_of(uct_uccl_iface_t *iface,
+                                  const uct_uccl_conn_t *conn);
 void uct_uccl_async_defer_err(uct_uccl_conn_t *conn);
 void uct_uccl_async_conn_cleanup(uct_uccl_conn_t *conn);
 unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface);

@@ -9,6 +9,7 @@
 #define UCT_UCCL_MD_H_
 
 #include "uccl_budget.h"
+#include "uccl_wire.h"
 
 #include <ucs_glue/ucs_glue.h>
 
@@ -93,15 +94,6 @@ typedef struct uct_uccl_rcache_region {
     ucs_rcache_region_t     super;
     uct_uccl_mem_t          memh;
 } uct_uccl_rcache_region_t;
-
-
-/* Packed remote key as it travels to the peer */
-typedef struct UCS_S_PACKED uct_uccl_packed_rkey {
-    uint32_t                rkey;
-    uint32_t                magic;     /* catches a foreign rkey buffer */
-} uct_uccl_packed_rkey_t;
-
-#define UCT_UCCL_RKEY_MAGIC    0x6b637275u /* "urck" */
 
 
 extern uct_component_t uct_uccl_component;

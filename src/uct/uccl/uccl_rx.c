@@ -84,9 +84,8 @@ static void uct_uccl_rx_am_invoke(uct_uccl_iface_t *iface,
 
 /* A background pass calls the handlers registered with UCT_CB_FLAG_ASYNC
  * (UCX promises them to be called without progress: UCP's wireup handler is
- * one); any other AM waits for the user's next progress call, behind the
- * ones deferred before it. Like UCX's ud transport, an async handler's AM
- * may so overtake a deferred one. */
+ * one); any other AM waits for the user's next progress call, and so does
+ * an async one behind it: AMs are handled in order. */
 void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface, uct_uccl_rx_desc_t *desc)
 {
     const uct_uccl_am_hdr_t *hdr = (const void*)uct_uccl_rx_data(desc);
@@ -132,6 +131,7 @@ static void uct_uccl_rx_order_release(uct_uccl_conn_t *conn)
     uct_uccl_rx_desc_t *desc;
 
     while ((desc = uct_uccl_order_pop(&conn->order, conn->sack.cum)) != NULL) {
+        --conn->iface->rx_held;
         uct_uccl_rx_ordered_deliver(conn, desc);
     }
 }
@@ -154,6 +154,7 @@ static void uct_uccl_rx_ordered(uct_uccl_conn_t *conn,
         uct_uccl_conn_fail(conn, UCS_ERR_NO_MEMORY);
         return;
     }
+    ++conn->iface->rx_held;
     ++conn->stats.am_held;
 }
 
@@ -172,6 +173,14 @@ static int uct_uccl_rx_may_take(uct_uccl_conn_t *conn, const void *hdr,
         return 0;
     }
     if (!uct_uccl_order_may_take(&conn->order, csn, conn->sack.cum)) {
+        ++iface->stats.order_full;
+        return 0;
+    }
+    /* the iface's receive buffers are shared: what all conns park must
+     * leave room for the message each of them waits for (that one, the
+     * first missing, is taken anyway) */
+    if ((iface->rx_held >= iface->config.rx_held_max) &&
+        (csn != conn->sack.cum)) {
         ++iface->stats.order_full;
         return 0;
     }
@@ -245,7 +254,9 @@ static int uct_uccl_rx_retx(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc,
         return 0;
     }
 
-    memcpy((void*)retx->remote_addr, retx + 1, retx->length);
+    if (retx->length > 0) { /* an empty one may name no address */
+        memcpy((void*)retx->remote_addr, retx + 1, retx->length);
+    }
     ++conn->stats.chunks_rx;
     return 1;
 }
@@ -514,6 +525,7 @@ static void uct_uccl_rx_desc_drop(void *arg, void *desc)
 void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn)
 {
     if (conn->sack_valid) {
+        conn->iface->rx_held -= conn->order.held;
         uct_uccl_order_drain(&conn->order, uct_uccl_rx_desc_drop, NULL);
     }
 }

@@ -303,6 +303,10 @@ void uct_uccl_tracker_purge(uct_uccl_tracker_t *t,
     uct_uccl_tx_entry_t *e;
     uint32_t csn;
 
+    if (t->ent == NULL) {
+        return; /* never set up (its conn failed first): holds nothing */
+    }
+
     for (csn = t->una; csn != t->nxt; csn = uct_uccl_seq_add(csn, 1)) {
         e = &t->ent[csn & t->mask];
         if (e->desc != NULL) {

@@ -134,6 +134,7 @@ uct_uccl_op_t *uct_uccl_op_get(uct_uccl_conn_t *conn, uct_uccl_op_type_t type,
         return NULL;
     }
 
+    op->owner      = conn;
     op->type       = type;
     op->pending    = 0;
     op->status     = UCS_OK;

@@ -427,6 +427,32 @@ uct_uccl_wire_batch_next(const uct_uccl_ctl_hdr_t *rec)
 }
 
 /*
+ * What UCX carries to the peer for us: the device and iface addresses
+ * (uct_iface_get_device_address / get_address) and a packed memory key.
+ */
+typedef struct UCS_S_PACKED uct_uccl_device_addr {
+    uint16_t lid;
+    uint8_t  is_global;
+    uint8_t  rsvd;
+    uint8_t  gid[16];
+} uct_uccl_device_addr_t;
+
+typedef struct UCS_S_PACKED uct_uccl_iface_addr {
+    uint32_t ctl_qpn;    /* the iface's UD control QP */
+} uct_uccl_iface_addr_t;
+
+#define UCT_UCCL_RKEY_MAGIC    0x6b637275u /* "urck" */
+typedef struct UCS_S_PACKED uct_uccl_packed_rkey {
+    uint32_t rkey;
+    uint32_t magic;      /* UCT_UCCL_RKEY_MAGIC: catches a foreign key */
+} uct_uccl_packed_rkey_t;
+
+_Static_assert(sizeof(uct_uccl_device_addr_t) == 20, "device addr size");
+_Static_assert(sizeof(uct_uccl_iface_addr_t) == 4, "iface addr size");
+_Static_assert(sizeof(uct_uccl_packed_rkey_t) == 8, "packed rkey size");
+
+
+/*
  * Validate a control packet of `len` received bytes (GRH already skipped).
  * Checks the common header (known type, version, length <= len and at least
  * the type's fixed size), type-specific sizes and fields (magic, path count
