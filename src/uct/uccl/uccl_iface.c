@@ -1129,7 +1129,6 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     self->config.dupack_thresh = config->dupack_thresh;
     self->config.reorder_thresh = config->reorder_thresh;
     self->config.ack_every     = ucs_max(config->ack_every, 1);
-    self->config.cc            = uct_uccl_cc_find(config->cc.name)->name;
     self->config.pace_res      = ucs_time_from_sec(config->cc.pace_res);
     self->config.path_burst    = config->path_burst;
     self->config.ack_delay_ns  = config->ack_delay * 1e9;
@@ -1143,6 +1142,7 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     if (status != UCS_OK) {
         return status;
     }
+    self->config.cc = uct_uccl_cc_find(config->cc.name)->name;
     status = ucs_twheel_init(&self->pace_wheel, self->config.pace_res,
                              ucs_get_time());
     if (status != UCS_OK) {
