@@ -108,3 +108,9 @@ add_test(NAME uct_cc_timely_rate
          COMMAND ${UCCL_SRCDIR}/test/uct/cc_rate.sh ${UCT_PORT} 100 8000 2000)
 set_tests_properties(uct_cc_timely_rate PROPERTIES LABELS "uct" TIMEOUT 300
                      ENVIRONMENT "UCCL_RUN=${UCCL_RUN};SOFTVERBS_FABRIC=t_cc_rate")
+
+# UCX_UCCL_CC from the user: good names open the iface, bad ones and bad
+# values are refused with one error, never a crash
+add_test(NAME uct_cc_config COMMAND ${UCCL_SRCDIR}/test/uct/cc_config.sh)
+set_tests_properties(uct_cc_config PROPERTIES LABELS "uct" TIMEOUT 300
+                     ENVIRONMENT "UCCL_RUN=${UCCL_RUN};SOFTVERBS_FABRIC=t_cc_config")
