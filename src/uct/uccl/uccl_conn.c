@@ -1087,11 +1087,12 @@ static void uct_uccl_conn_dump_cc(uct_uccl_conn_t *conn, FILE *stream)
     uct_uccl_cc_query(&conn->cc, &cs);
     fprintf(stream, " cc %s cc_cwnd %lu cc_rate_mbps %lu cc_srtt_us %.1f "
             "cc_min_rtt_us %.1f cc_target_us %.1f cc_incr %lu cc_decr %lu "
-            "cc_paced %lu cc_lost_bytes %lu cc_timeouts %lu",
+            "cc_paced %lu cc_samples %lu cc_lost_bytes %lu cc_timeouts %lu",
             (conn->cc.ops != NULL) ? conn->cc.ops->name : "none",
             cs.cwnd_bytes, cs.rate_bps / 1000000, cs.srtt_ns / 1e3,
             cs.min_rtt_ns / 1e3, cs.target_ns / 1e3, cs.increases,
-            cs.decreases, conn->stats.cc_paced, cs.lost_bytes, cs.timeouts);
+            cs.decreases, conn->stats.cc_paced, conn->stats.cc_samples,
+            cs.lost_bytes, cs.timeouts);
 }
 
 void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)

@@ -265,6 +265,7 @@ typedef struct uct_uccl_conn_stats {
     uint64_t                sq_full;
     uint64_t                am_held;     /* AMs that waited for order */
     uint64_t                cc_paced;    /* sends the pacing held back */
+    uint64_t                cc_samples;  /* RTT samples given to the cc */
 } uct_uccl_conn_stats_t;
 
 

@@ -843,6 +843,7 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
         ucs_list_del(&chunk->zlink);
         /* the NIC's ACK is not seen: the RTT sample is post to completion */
         now = uct_uccl_now_ns();
+        conn->stats.cc_samples += (now > chunk->sent_ns);
         uct_uccl_cc_on_ack(&conn->cc, chunk->length,
                            (now > chunk->sent_ns) ? now - chunk->sent_ns : 0,
                            now);
@@ -1035,6 +1036,7 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
     iface->stats.bad_ack += (info.bad_bits > 0);
     /* the fabric's part of the sample; none when the peer's CQ wait may
      * have been all of it */
+    conn->stats.cc_samples += (info.rtt_ns > info.rx_wait_ns);
     uct_uccl_cc_on_ack(&conn->cc, info.acked_bytes,
                        (info.rtt_ns > info.rx_wait_ns) ?
                        info.rtt_ns - info.rx_wait_ns : 0, now);
