@@ -9,3 +9,10 @@ add_test(NAME bench_uccl_clean
          COMMAND ${UCCL_SRCDIR}/test/bench/uccl_clean.sh ${UCCL_BUILDDIR})
 set_tests_properties(bench_uccl_clean PROPERTIES LABELS "bench"
                      TIMEOUT 3600)
+# the congestion control scenarios (issue 14): incast, ECMP, a path down
+# or slow, loss; every UCX_UCCL_CC algorithm beside rc_verbs
+add_test(NAME bench_cc_scenarios
+         COMMAND ${UCCL_SRCDIR}/test/bench/cc_scenarios.sh ${UCCL_BUILDDIR}
+                 ${UCCL_BUILDDIR}/cc_scenarios)
+set_tests_properties(bench_cc_scenarios PROPERTIES LABELS "bench"
+                     TIMEOUT 3600)

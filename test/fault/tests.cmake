@@ -155,3 +155,25 @@ math(EXPR FLT_PORT "${FLT_PORT} + 1")
 add_test(NAME fault_uc_loss_timeouts
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 8 5000 am_lat)
 flt_env(fault_uc_loss_timeouts SOFTVERBS_LOSS=0.01)
+
+# congestion control (UCX_UCCL_CC) under 1% loss, every byte checked: the
+# losses are repaired, and the algorithm saw them (swift cuts its window
+# on a fast retransmit; timely paces every send and reacts to the RTT
+# samples and timeouts the losses bring). RC: the RTT samples of send
+# completions reach the algorithm.
+foreach(cc swift timely)
+    if(cc STREQUAL "swift")
+        set(reacted cc_decr)
+    else()
+        set(reacted "cc_decr cc_paced")
+    endif()
+    flt_verify(fault_uc_cc_${cc}_loss_verify data "-n 100 -S 41"
+               UCX_UCCL_MODE=uc UCX_UCCL_CC=${cc} SOFTVERBS_LOSS=0.01
+               UCX_UCCL_STATS_DUMP=y
+               "UCCL_EXPECT_CLIENT_COUNTERS=retx ${reacted}"
+               UCCL_EXPECT_SV_COUNTERS=msg_drops)
+    flt_verify(fault_rc_cc_${cc}_loss_verify data "-n 100 -S 42"
+               UCX_UCCL_MODE=rc UCX_UCCL_CC=${cc} SOFTVERBS_LOSS=0.01
+               UCX_UCCL_STATS_DUMP=y UCCL_EXPECT_CLIENT_COUNTERS=cc_samples
+               UCCL_EXPECT_SV_COUNTERS=rc_resends)
+endforeach()

@@ -88,3 +88,30 @@ uct_verify_test(uct_uc_verify_small_queues data uct UCX_UCCL_MODE=uc
 uct_verify_test(uct_rc_verify_small_queues data uct UCX_UCCL_MODE=rc
                 UCX_UCCL_TX_QUEUE_LEN=2 UCX_UCCL_NUM_PATHS=1
                 UCX_UCCL_MAX_QUEUED=8 UCX_UCCL_SRQ_SIZE=64)
+
+# every congestion control algorithm carries the data test on a clean
+# fabric, and RTT samples reached it (UC: send to ACK; RC: post to
+# completion)
+foreach(mode uc rc)
+    foreach(cc swift timely)
+        set(UCT_VERIFY_ARGS -n 100 -S 43)
+        uct_verify_test(uct_${mode}_cc_${cc}_verify data uct
+                        UCX_UCCL_MODE=${mode} UCX_UCCL_CC=${cc}
+                        UCX_UCCL_STATS_DUMP=y
+                        UCCL_EXPECT_CLIENT_COUNTERS=cc_samples)
+    endforeach()
+endforeach()
+
+# pacing is enforced: timely limited to 100 Mbit/s (its lowest rate too) sends an AM stream at no
+# more than that, waiting on the pacing timer; the fixed window is faster
+math(EXPR UCT_PORT "${UCT_PORT} + 1")
+add_test(NAME uct_cc_timely_rate
+         COMMAND ${UCCL_SRCDIR}/test/uct/cc_rate.sh ${UCT_PORT} 100 8000 2000)
+set_tests_properties(uct_cc_timely_rate PROPERTIES LABELS "uct" TIMEOUT 300
+                     ENVIRONMENT "UCCL_RUN=${UCCL_RUN};SOFTVERBS_FABRIC=t_cc_rate")
+
+# UCX_UCCL_CC from the user: good names open the iface, bad ones and bad
+# values are refused with one error, never a crash
+add_test(NAME uct_cc_config COMMAND ${UCCL_SRCDIR}/test/uct/cc_config.sh)
+set_tests_properties(uct_cc_config PROPERTIES LABELS "uct" TIMEOUT 300
+                     ENVIRONMENT "UCCL_RUN=${UCCL_RUN};SOFTVERBS_FABRIC=t_cc_config")

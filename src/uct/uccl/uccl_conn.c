@@ -181,12 +181,8 @@ static ucs_status_t uct_uccl_conn_paths_state_init(uct_uccl_conn_t *conn)
         return status;
     }
 
-    memset(&ccparams, 0, sizeof(ccparams));
-    ccparams.window_bytes = iface->config.cc_window;
-    ccparams.chunk_size   = iface->config.chunk_size;
-    ccparams.mtu          = uct_uccl_mtu_bytes(iface->config.mtu);
-    ccparams.num_paths    = conn->num_paths;
-    ccparams.min_window_bytes = iface->config.chunk_size;
+    ccparams           = iface->config.cc_params;
+    ccparams.num_paths = conn->num_paths;
     status = uct_uccl_cc_init(&conn->cc, iface->config.cc, &ccparams);
     if (status != UCS_OK) {
         ucs_error("uccl: congestion control '%s' failed to start: %s",
@@ -254,6 +250,15 @@ static ucs_status_t uct_uccl_conn_paths_create(uct_uccl_conn_t *conn,
     return UCS_OK;
 }
 
+/* The pacing time of a held-back conn came: back to the scheduler */
+static void uct_uccl_conn_pace_cb(ucs_wtimer_t *timer)
+{
+    uct_uccl_conn_t *conn = ucs_container_of(timer, uct_uccl_conn_t,
+                                             pace_timer);
+
+    uct_uccl_iface_sched_add(conn->iface, conn);
+}
+
 /* A conn with `want_paths` data QPs at most (fewer when the device's QPs
  * run short, see uccl_budget.h) */
 ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
@@ -291,6 +296,7 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     ucs_list_head_init(&conn->zombies);
     ucs_list_head_init(&conn->rc_inflight);
     ucs_list_head_init(&conn->gets);
+    ucs_wtimer_init(&conn->pace_timer, uct_uccl_conn_pace_cb);
 
     status = uct_uccl_rto_init(&conn->rto, &iface->config.rto);
     if (status != UCS_OK) {
@@ -415,6 +421,7 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
     if (conn->in_sched) {
         ucs_list_del(&conn->sched);
     }
+    ucs_wtimer_remove(&iface->pace_wheel, &conn->pace_timer);
     if (conn->ack_pending) {
         ucs_list_del(&conn->ack_link);
     }
@@ -1070,6 +1077,22 @@ void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason)
                                   &pkt, sizeof(pkt));
 }
 
+/* The congestion control's state and counters, on the conn's line */
+static void uct_uccl_conn_dump_cc(uct_uccl_conn_t *conn, FILE *stream)
+{
+    uct_uccl_cc_stats_t cs;
+
+    uct_uccl_cc_query(&conn->cc, &cs);
+    fprintf(stream, " cc %s cc_cwnd %lu cc_rate_mbps %lu cc_srtt_us %.1f "
+            "cc_min_rtt_us %.1f cc_target_us %.1f cc_incr %lu cc_decr %lu "
+            "cc_paced %lu cc_samples %lu cc_lost_bytes %lu cc_timeouts %lu",
+            (conn->cc.ops != NULL) ? conn->cc.ops->name : "none",
+            cs.cwnd_bytes, cs.rate_bps / 1000000, cs.srtt_ns / 1e3,
+            cs.min_rtt_ns / 1e3, cs.target_ns / 1e3, cs.increases,
+            cs.decreases, conn->stats.cc_paced, conn->stats.cc_samples,
+            cs.lost_bytes, cs.timeouts);
+}
+
 void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
 {
     const uct_uccl_conn_stats_t *s = &conn->stats;
@@ -1079,7 +1102,7 @@ void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
             "tail_probes %lu timeouts %lu retx_bytes %lu retx_obsolete %lu "
             "retx_direct %lu tail_marks %lu dup_rx %lu acks_tx %lu "
             "acks_rx %lu sq_full %lu am_held %lu srtt_us %.1f rto_us %.1f "
-            "cwnd %lu inflight %u queued %u ops %lu zombies %lu\n",
+            "cwnd %lu inflight %u queued %u ops %lu zombies %lu",
             getpid(), conn->id, conn->passive ? " (passive)" : "",
             conn->remote_id,
             (conn->state == UCT_UCCL_CONN_CONNECTED) ? "connected" :
@@ -1094,4 +1117,6 @@ void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
                        uct_uccl_tracker_outstanding(&conn->tracker),
             conn->tx_queued, ucs_list_length(&conn->ops),
             ucs_list_length(&conn->zombies));
+    uct_uccl_conn_dump_cc(conn, stream);
+    fputc('\n', stream);
 }

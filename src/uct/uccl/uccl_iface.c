@@ -160,16 +160,8 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      "ACKs are coalesced to one per connection per progress call.",
      ucs_offsetof(uct_uccl_iface_config_t, ack_every), UCS_CONFIG_TYPE_UINT},
 
-    {"CC", "fixed",
-     "Congestion control algorithm, chosen at run time by name:\n"
-     "  fixed - a constant window of CC_WINDOW bytes, no pacing.",
-     ucs_offsetof(uct_uccl_iface_config_t, cc), UCS_CONFIG_TYPE_STRING},
-
-    {"CC_WINDOW", "2m",
-     "Bytes in flight per connection allowed by the fixed window (and the\n"
-     "initial window of adaptive algorithms).",
-     ucs_offsetof(uct_uccl_iface_config_t, cc_window),
-     UCS_CONFIG_TYPE_MEMUNITS},
+    {"", "", NULL, ucs_offsetof(uct_uccl_iface_config_t, cc),
+     UCS_CONFIG_TYPE_TABLE(uct_uccl_cc_config_table)},
 
     {"PATH_BURST", "16",
      "Consecutive chunks sent on a path before the next path choice: they\n"
@@ -657,8 +649,8 @@ void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
 }
 
 /* Deficit round robin: each conn with work posts up to a quantum, then
- * goes to the back; a conn that could not use its quantum (window, send
- * queues) leaves the list until an ACK or completion brings it back. */
+ * goes to the back; a conn the pacing holds back leaves the list until its
+ * timer (pace_wheel) or an ACK brings it back. */
 static unsigned uct_uccl_iface_transmit(uct_uccl_iface_t *iface)
 {
     unsigned count = 0, nconns;
@@ -669,7 +661,7 @@ static unsigned uct_uccl_iface_transmit(uct_uccl_iface_t *iface)
         conn = ucs_list_extract_head(&iface->sched, uct_uccl_conn_t, sched);
         conn->in_sched = 0;
         count         += uct_uccl_tx_pump(conn, iface->config.drr_quantum);
-        if (conn->tx_queued > 0) {
+        if ((conn->tx_queued > 0) && !uct_uccl_conn_is_paced(conn)) {
             uct_uccl_iface_sched_add(iface, conn);
         }
         uct_uccl_ep_dispatch_pending(conn);
@@ -711,9 +703,12 @@ static unsigned uct_uccl_iface_poll_send(uct_uccl_iface_t *iface)
 static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
 {
     struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
+    uint64_t now       = uct_uccl_now_ns();
     unsigned total = 0;
     int i, n;
 
+    iface->rx_since_ns = (iface->rx_poll_ns != 0) ? iface->rx_poll_ns : now;
+    iface->rx_poll_ns  = now;
     do {
         n = ibv_poll_cq(iface->recv_cq, UCT_UCCL_CQ_BATCH, wcs);
         if (n < 0) {
@@ -769,6 +764,7 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
     /* ACKs first: a transmit may copy megabytes (on softverbs the post
      * itself moves the data), and the peer would take the wait for loss */
     count += uct_uccl_rx_flush_acks(iface, now);
+    ucs_twheel_sweep(&iface->pace_wheel, ucs_get_time());
     count += uct_uccl_iface_transmit(iface);
     uct_uccl_rx_refill(iface);
     --iface->busy;
@@ -1025,19 +1021,15 @@ uct_uccl_iface_config_check(const uct_uccl_iface_config_t *config)
         (config->rx_max_bufs < config->srq_size) ||
         !ucs_is_pow2(config->sack_window) || (config->sack_window < 64) ||
         (config->sack_window > UCT_UCCL_WIRE_SACK_MAX_BITS) ||
-        (config->cc_window < 1) || (config->path_burst < 1)) {
+        (config->cc.window < 1) || (config->cc.pace_res <= 0) ||
+        (config->path_burst < 1)) {
         ucs_error("uccl: invalid configuration (NUM_PATHS 1..%d, CHUNK_SIZE "
                   ">= 1k, SEG_SIZE >= 256, TX_QUEUE_LEN >= 2, "
                   "SRQ_SIZE >= %d, CQ_SIZE and RX_MAX_BUFS >= SRQ_SIZE, "
-                  "SACK_WINDOW power of 2 in 64..%d)",
+                  "SACK_WINDOW power of 2 in 64..%d, CC_WINDOW >= 1, "
+                  "CC_PACE_RES > 0)",
                   UCT_UCCL_WIRE_MAX_PATHS, 2 * UCT_UCCL_SRQ_BATCH,
                   UCT_UCCL_WIRE_SACK_MAX_BITS);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    if (uct_uccl_cc_find(config->cc) == NULL) {
-        ucs_error("uccl: unknown congestion control '%s' (UCX_UCCL_CC)",
-                  config->cc);
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;
@@ -1106,13 +1098,30 @@ static void uct_uccl_iface_config_set(uct_uccl_iface_t *iface,
     c->dupack_thresh   = config->dupack_thresh;
     c->reorder_thresh  = config->reorder_thresh;
     c->ack_every       = ucs_max(config->ack_every, 1);
-    c->cc_window       = config->cc_window;
-    c->cc              = uct_uccl_cc_find(config->cc)->name;
+    c->pace_res        = ucs_time_from_sec(config->cc.pace_res);
     c->path_burst      = config->path_burst;
     c->ack_delay_ns    = config->ack_delay * 1e9;
     c->drr_quantum     = config->drr_quantum;
     c->stats_dump      = config->stats_dump;
     c->mtu             = iface->port->mtu;
+}
+
+/* The congestion control every conn starts with, and the pacing wheel */
+static ucs_status_t
+uct_uccl_iface_cc_init(uct_uccl_iface_t *iface,
+                       const uct_uccl_iface_config_t *config)
+{
+    ucs_status_t status;
+
+    status = uct_uccl_cc_config_params(&config->cc, config->chunk_size,
+                                       uct_uccl_mtu_bytes(iface->config.mtu),
+                                       &iface->config.cc_params);
+    if (status != UCS_OK) {
+        return status;
+    }
+    iface->config.cc = uct_uccl_cc_find(config->cc.name)->name;
+    return ucs_twheel_init(&iface->pace_wheel, iface->config.pace_res,
+                           ucs_get_time());
 }
 
 /* The engine's memory pools: bcopy chunks, zcopy chunk headers, receive
@@ -1291,6 +1300,11 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     }
     uct_uccl_iface_config_set(self, config);
 
+    status = uct_uccl_iface_cc_init(self, config);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     ucs_list_head_init(&self->conns);
     ucs_list_head_init(&self->sched);
     ucs_list_head_init(&self->ack_list);
@@ -1346,6 +1360,7 @@ err_pools:
 err:
     ucs_ptr_array_cleanup(&self->conn_ids, 0);
     kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);
+    ucs_twheel_cleanup(&self->pace_wheel);
     return status;
 }
 
@@ -1379,6 +1394,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
     uct_uccl_iface_pools_cleanup(self);
     ucs_ptr_array_cleanup(&self->conn_ids, 0);
     kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);
+    ucs_twheel_cleanup(&self->pace_wheel);
 }
 
 UCS_CLASS_DEFINE(uct_uccl_iface_t, uct_base_iface_t);

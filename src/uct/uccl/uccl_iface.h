@@ -19,6 +19,7 @@
 #include "uccl_path.h"
 #include "uccl_order.h"
 #include "cc/uccl_cc.h"
+#include "uccl_cc_cfg.h"
 
 #include <ucs/datastruct/khash.h>
 #include <ucs/datastruct/list.h>
@@ -26,6 +27,7 @@
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/ptr_array.h>
 #include <ucs/time/time.h>
+#include <ucs/time/timer_wheel.h>
 
 #define UCT_UCCL_GRH_LEN          40
 #define UCT_UCCL_GRH_SGID         8      /* source GID offset in a GRH */
@@ -83,8 +85,7 @@ typedef struct uct_uccl_iface_config {
     unsigned                dupack_thresh;
     unsigned                reorder_thresh;
     unsigned                ack_every;
-    char                    *cc;
-    size_t                  cc_window;       /* bytes */
+    uct_uccl_cc_config_t    cc;              /* UCX_UCCL_CC* */
     unsigned                path_burst;
     double                  ack_delay;
     size_t                  drr_quantum;
@@ -146,6 +147,7 @@ struct uct_uccl_chunk {
     uint32_t                rkey;        /* PUT/GET_RESP/READ target */
     uint32_t                src_rkey;    /* GET_RESP: our rkey of laddr */
     uint64_t                raddr;
+    uint64_t                sent_ns;     /* RC: posted at (RTT sample) */
     struct ibv_send_wr      wr;
     struct ibv_sge          sge[3];
     union {
@@ -262,6 +264,8 @@ typedef struct uct_uccl_conn_stats {
     uint64_t                acks_rx;
     uint64_t                sq_full;
     uint64_t                am_held;     /* AMs that waited for order */
+    uint64_t                cc_paced;    /* sends the pacing held back */
+    uint64_t                cc_samples;  /* RTT samples given to the cc */
 } uct_uccl_conn_stats_t;
 
 
@@ -316,6 +320,7 @@ struct uct_uccl_conn {
     uint32_t                serve_chunks; /* reply chunks being sent */
     ucs_list_link_t         gets;        /* GET ops not complete, in order */
     uct_uccl_cc_t           cc;
+    ucs_wtimer_t            pace_timer;  /* on the iface's pace_wheel */
     uct_uccl_put_guard_t    put_guard[UCT_UCCL_PUT_GUARD];
     uint8_t                 fence;       /* wait for all acked before next */
     uint64_t                last_progress; /* ns: una last moved */
@@ -338,6 +343,7 @@ struct uct_uccl_conn {
     uint32_t                echo_csn;
     uint8_t                 echo_path;
     uint64_t                echo_time;
+    uint64_t                echo_wait;   /* ns it may have sat in our CQ */
     uint64_t                ack_due;     /* ns: send the owed ACK by then */
     uct_uccl_order_t        order;       /* AMs, GET requests: in order
                                             (UC, with sack) */
@@ -436,6 +442,10 @@ struct uct_uccl_iface {
     ucs_list_link_t         ack_list;    /* conns owing an ACK */
     unsigned                tx_outstanding; /* WRs on the send CQ */
     uint64_t                next_timer;
+    uint64_t                rx_poll_ns;  /* the receive CQ's last poll */
+    uint64_t                rx_since_ns; /* what that poll found arrived
+                                            after this (the poll before) */
+    ucs_twheel_t            pace_wheel;  /* paced conns wait here */
     unsigned                num_passive; /* conns peers opened to us */
     unsigned                rx_held;     /* receive buffers parked for
                                             their order, all conns */
@@ -482,8 +492,9 @@ struct uct_uccl_iface {
         unsigned            dupack_thresh;
         unsigned            reorder_thresh;
         unsigned            ack_every;
-        size_t              cc_window;
         const char          *cc;
+        uct_uccl_cc_params_t cc_params;  /* every conn starts from them */
+        ucs_time_t          pace_res;    /* pace_wheel's resolution */
         unsigned            path_burst;
         uint64_t            ack_delay_ns;
         size_t              drr_quantum;
@@ -508,6 +519,12 @@ struct uct_uccl_iface {
 static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_now_ns(void)
 {
     return ucs_time_to_nsec(ucs_get_time());
+}
+
+/* Held back by the pacing: its timer brings it back to the scheduler */
+static UCS_F_ALWAYS_INLINE int uct_uccl_conn_is_paced(uct_uccl_conn_t *conn)
+{
+    return conn->pace_timer.is_active;
 }
 
 /* Largest active message (its 8-byte header included, as UCT counts it):

@@ -277,6 +277,7 @@ static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
     conn->echo_csn  = csn;
     conn->echo_path = path;
     conn->echo_time = now;
+    conn->echo_wait = now - ucs_min(now, iface->rx_since_ns);
     if (!conn->ack_pending) {
         conn->ack_due = now + iface->config.ack_delay_ns;
     }
@@ -495,6 +496,7 @@ static size_t uct_uccl_rx_ack_pack(uct_uccl_conn_t *conn, uct_uccl_ack_t *ack,
     ack->echo_csn    = conn->echo_csn;
     ack->echo_path   = conn->echo_path;
     ack->rx_delay_ns = ucs_min(now - conn->echo_time, UINT32_MAX);
+    ack->rx_wait_ns  = ucs_min(conn->echo_wait, UINT32_MAX);
     ack->credit      = 0;
     ack->flags       = conn->ack_busy ? UCT_UCCL_ACK_F_BUSY : 0;
     conn->ack_busy   = 0;

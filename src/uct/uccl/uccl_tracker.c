@@ -149,7 +149,8 @@ ucs_status_t uct_uccl_tracker_ack(uct_uccl_tracker_t *t,
             if (info->rtt_ns > ack->rx_delay_ns) {
                 info->rtt_ns -= ack->rx_delay_ns;
             }
-            info->rtt_path = e->path;
+            info->rtt_path   = e->path;
+            info->rx_wait_ns = ack->rx_wait_ns;
         }
     }
 

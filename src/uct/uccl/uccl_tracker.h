@@ -76,6 +76,7 @@ typedef struct uct_uccl_ack_info {
     uint32_t bad_bits;      /* SACK bits beyond nxt, ignored */
     uint64_t acked_bytes;
     uint64_t rtt_ns;        /* RTT sample, 0 if none (Karn: no resent) */
+    uint64_t rx_wait_ns;    /* of the sample: the peer's CQ wait */
     uint16_t rtt_path;      /* path of the sample */
     uint8_t  una_advanced;
     uint8_t  dupack;        /* this ACK counted as duplicate */

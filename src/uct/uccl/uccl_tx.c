@@ -606,6 +606,23 @@ static inline int uct_uccl_conn_window_open(uct_uccl_conn_t *conn,
                       !uct_uccl_tracker_full(&conn->tracker);
 }
 
+/* Refused only for its pacing time: the timer wheel brings the conn back
+ * to the scheduler then, and nothing polls it meanwhile. The wheel is
+ * brought up to date first, since its slots count from its last sweep. */
+static void uct_uccl_tx_pace_wait(uct_uccl_conn_t *conn, uint64_t now)
+{
+    ucs_twheel_t *wheel = &conn->iface->pace_wheel;
+    ucs_time_t delta;
+
+    if (uct_uccl_conn_is_paced(conn)) {
+        return;
+    }
+    ucs_twheel_sweep(wheel, ucs_get_time());
+    delta = ucs_time_from_sec((conn->cc.next_send_ns - now) * 1e-9);
+    (void)ucs_wtimer_add(wheel, &conn->pace_timer, ucs_max(delta, wheel->res));
+    ++conn->stats.cc_paced;
+}
+
 /* The last chunk of a chain has nothing after it on its path to show that
  * it was lost: with nothing more to send, its loss would wait for the tail
  * probe (twice an RTT that the chain's own transfer inflates) and, never
@@ -677,6 +694,9 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
         chunk = ucs_queue_head_elem_non_empty(&conn->tx_queue,
                                               uct_uccl_chunk_t, queue);
         if (!uct_uccl_conn_window_open(conn, chunk->length, now)) {
+            if (now < conn->cc.next_send_ns) {
+                uct_uccl_tx_pace_wait(conn, now);
+            }
             break;
         }
         if (ucs_unlikely((chunk->flags & UCT_UCCL_CHUNK_F_FENCE) ||
@@ -697,12 +717,18 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
         --conn->tx_queued;
 
         if (conn->rc) {
+            chunk->sent_ns = now;
             chunk->csn = conn->rc_csn;
             conn->rc_csn = uct_uccl_seq_add(conn->rc_csn, 1);
             ++conn->rc_outstanding;
             conn->rc_writes += uct_uccl_chunk_is_rc_write(chunk);
             ucs_list_add_tail(&conn->rc_inflight, &chunk->zlink);
         } else {
+            if (uct_uccl_tracker_outstanding(&conn->tracker) == 0) {
+                /* the peer owed nothing: its silence counts from now (a
+                 * paced sender is idle between chunks) */
+                conn->last_progress = now;
+            }
             chunk->csn    = uct_uccl_tracker_add(&conn->tracker, chunk->length,
                                                  path->index, now, chunk);
             chunk->flags |= UCT_UCCL_CHUNK_F_TRACKED;
@@ -765,6 +791,7 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
                                     enum ibv_wc_status status, uint32_t qp_num)
 {
     uct_uccl_conn_t *conn = chunk->conn;
+    uint64_t now;
 
     if (conn == NULL) {
         /* its conn is gone; only this WR kept it alive */
@@ -800,7 +827,12 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
         --conn->rc_outstanding;
         conn->rc_writes -= uct_uccl_chunk_is_rc_write(chunk);
         ucs_list_del(&chunk->zlink);
-        uct_uccl_cc_on_ack(&conn->cc, chunk->length, 0, uct_uccl_now_ns());
+        /* the NIC's ACK is not seen: the RTT sample is post to completion */
+        now = uct_uccl_now_ns();
+        conn->stats.cc_samples += (now > chunk->sent_ns);
+        uct_uccl_cc_on_ack(&conn->cc, chunk->length,
+                           (now > chunk->sent_ns) ? now - chunk->sent_ns : 0,
+                           now);
         uct_uccl_chunk_wr_done(chunk);
         uct_uccl_chunk_done(conn, chunk, UCS_OK);
         uct_uccl_conn_kick(conn);
@@ -988,7 +1020,12 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
 
     ++conn->stats.acks_rx;
     iface->stats.bad_ack += (info.bad_bits > 0);
-    uct_uccl_cc_on_ack(&conn->cc, info.acked_bytes, info.rtt_ns, now);
+    /* the fabric's part of the sample; none when the peer's CQ wait may
+     * have been all of it */
+    conn->stats.cc_samples += (info.rtt_ns > info.rx_wait_ns);
+    uct_uccl_cc_on_ack(&conn->cc, info.acked_bytes,
+                       (info.rtt_ns > info.rx_wait_ns) ?
+                       info.rtt_ns - info.rx_wait_ns : 0, now);
     if (info.rtt_ns > 0) {
         uct_uccl_rto_sample(&conn->rto, info.rtt_ns);
         if (info.rtt_path < conn->num_paths) {

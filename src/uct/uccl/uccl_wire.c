@@ -180,7 +180,7 @@ static ucs_status_t uct_uccl_wire_ack_check(const uct_uccl_ack_t *ack)
     if ((ack->hdr.length != uct_uccl_wire_ack_size(ack->sack_words)) ||
         (ack->sack_words > UCT_UCCL_WIRE_SACK_MAX_WORDS) ||
         (ack->flags & ~UCT_UCCL_ACK_F_BUSY) ||
-        ack->rsvd || !uct_uccl_wire_seq_ok(ack->cum_csn) ||
+        !uct_uccl_wire_seq_ok(ack->cum_csn) ||
         !uct_uccl_wire_seq_ok(ack->echo_csn)) {
         return UCS_ERR_INVALID_PARAM;
     }

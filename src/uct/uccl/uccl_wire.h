@@ -293,6 +293,13 @@ typedef struct UCS_S_PACKED uct_uccl_conn_pkt {
  *  echo_csn/echo_path: the newest arrival that triggered this ACK; the
  *            sender takes the RTT from its own send time of that chunk,
  *            minus rx_delay_ns (time it waited at the receiver).
+ *  rx_wait_ns: how long the echoed chunk may have waited in the
+ *            receiver's CQ before the receiver polled it (at most the
+ *            time since its previous poll). The congestion control
+ *            subtracts it too: a receiver that runs its engine now and
+ *            then is not a congested fabric. The RTO does not (it must
+ *            cover the peer's whole response time). Any value is safe:
+ *            it is clamped to the sample.
  *  credit:   receiver-granted bytes for receiver-driven cc (0: none).
  *  token:    the data sender's conn token (see the conn packet).
  *  flags:    UCT_UCCL_ACK_F_BUSY: the receiver is alive but refused a chunk
@@ -311,7 +318,7 @@ typedef struct UCS_S_PACKED uct_uccl_ack {
     uint8_t  echo_path;
     uint8_t  flags;        /* UCT_UCCL_ACK_F_* */
     uint16_t sack_words;   /* <= UCT_UCCL_WIRE_SACK_MAX_WORDS */
-    uint32_t rsvd;         /* zero; keeps sack[] 8-byte aligned */
+    uint32_t rx_wait_ns;   /* also keeps sack[] 8-byte aligned */
     uint64_t sack[];
 } uct_uccl_ack_t;
 

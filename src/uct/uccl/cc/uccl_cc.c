@@ -9,6 +9,9 @@
 
 static const uct_uccl_cc_ops_t *const uct_uccl_cc_algs[] = {
     &uct_uccl_cc_fixed_ops,
+    &uct_uccl_cc_swift_ops,
+    &uct_uccl_cc_timely_ops,
+    &uct_uccl_cc_eqds_ops,
 };
 
 #define UCT_UCCL_CC_NUM_ALGS \
@@ -62,4 +65,19 @@ void uct_uccl_cc_cleanup(uct_uccl_cc_t *cc)
         cc->ops->cleanup(cc);
     }
     cc->ops = NULL;
+}
+
+void uct_uccl_cc_query(const uct_uccl_cc_t *cc, uct_uccl_cc_stats_t *stats)
+{
+    memset(stats, 0, sizeof(*stats));
+    if (cc->ops == NULL) {
+        return;
+    }
+    if (cc->ops->query != NULL) {
+        cc->ops->query(cc, stats);
+    }
+    stats->cwnd_bytes  = cc->cwnd_bytes;
+    stats->acked_bytes = cc->acked_bytes;
+    stats->lost_bytes  = cc->lost_bytes;
+    stats->timeouts    = cc->timeouts;
 }

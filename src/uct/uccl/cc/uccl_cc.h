@@ -3,16 +3,23 @@
  * is chosen by name at run time (UCX_UCCL_CC) from a static registry.
  *
  * The hot path never makes an indirect call to ask whether it may send:
- * algorithms keep `cwnd_bytes` (window) and `next_send_ns` (pacing, 0 =
- * window only) up to date in their event callbacks, and the UCT layer reads
- * them through uct_uccl_cc_can_send(). Event callbacks are optional (NULL
- * means "ignored") and are told about:
- *   sender:   on_send, on_ack (bytes acked, RTT sample, now), on_loss
- *             (fast retransmit), on_timeout (RTO), on_credit (EQDS grant);
- *   receiver: rx_on_data (bytes arrived) and rx_credit (credit to put in
- *             the next ACK, for receiver-driven schemes such as EQDS).
- * Delay-based (Swift), rate-based with pacing (Timely) and receiver-driven
- * (EQDS) algorithms fit these hooks; their state lives in cc->priv.
+ * algorithms keep `cwnd_bytes` (window or credit) and `next_send_ns`
+ * (pacing, 0 = window only) up to date in their event callbacks, and the
+ * UCT layer reads them through uct_uccl_cc_can_send(). Event callbacks are
+ * optional (NULL means "ignored") and are told about:
+ *   sender:   on_send, on_ack (bytes acked, RTT sample, the receiver's own
+ *             queueing time, now), on_loss (fast retransmit), on_timeout
+ *             (RTO), on_credit (cumulative grant from a receiver-driven
+ *             peer), tx_request (what to ask such a peer for);
+ *   receiver: rx_on_data (bytes arrived), rx_on_request (what the peer
+ *             asks for), rx_credit (cumulative grant to put in the next
+ *             ACK) and rx_attach (join the iface's credit pacer).
+ * Window (fixed), delay-based (swift), rate-based (timely) and
+ * receiver-driven (eqds) algorithms fit these hooks; their state lives in
+ * cc->priv and their defaults in uccl_cc_def.h.
+ *
+ * Units: bytes, nanoseconds, bits per second. A zero parameter means "the
+ * default" (uccl_cc_def.h); a negative one, where allowed, means "off".
  */
 #ifndef UCT_UCCL_CC_H_
 #define UCT_UCCL_CC_H_
@@ -23,6 +30,41 @@
 #include <stdint.h>
 
 typedef struct uct_uccl_cc uct_uccl_cc_t;
+typedef struct uct_uccl_cc_eqds_pacer uct_uccl_cc_eqds_pacer_t;
+
+typedef struct uct_uccl_cc_swift_params {
+    uint64_t base_target_ns; /* fabric delay target before scaling */
+    uint64_t hop_scale_ns;   /* target added per hop (params.hops) */
+    uint64_t fs_range_ns;    /* most that flow scaling adds */
+    double   fs_min_cwnd;    /* packets: the window given all of fs_range */
+    double   fs_max_cwnd;    /* packets: the window given none of it */
+    double   ai;             /* additive increase, packets per RTT */
+    double   beta;           /* decrease gain on (delay - target) / delay */
+    double   max_mdf;        /* largest decrease per RTT (fraction) */
+    double   loss_mdf;       /* decrease on fast retransmit; < 0: none */
+    uint64_t host_target_ns; /* endpoint (receiver queueing) target */
+    uint32_t retx_reset;     /* RTOs in a row that reset to min window */
+} uct_uccl_cc_swift_params_t;
+
+typedef struct uct_uccl_cc_timely_params {
+    uint64_t t_low_ns;       /* below: additive increase */
+    uint64_t t_high_ns;      /* above: decrease by the excess */
+    uint64_t min_rtt_ns;     /* gradient scale; 0: base_rtt or least seen */
+    uint64_t ai_bps;         /* additive step; 0: link rate / 1000 */
+    uint64_t min_rate_bps;
+    double   beta;           /* decrease gain */
+    double   ewma;           /* weight of a new RTT difference */
+    double   max_mdf;        /* largest decrease per update (fraction) */
+    double   window_gain;    /* window = gain x rate x RTT */
+    int32_t  hai_thresh;     /* increases in a row before HAI; < 0: off */
+    uint32_t hai_mult;       /* HAI step, in additive steps */
+} uct_uccl_cc_timely_params_t;
+
+typedef struct uct_uccl_cc_eqds_params {
+    uint64_t spec_bytes;     /* speculative credit; 0: one BDP */
+    uint64_t credit_cap;     /* most credit a sender holds at once */
+    uint64_t demand_cap;     /* most a sender asks for ahead of sending */
+} uct_uccl_cc_eqds_params_t;
 
 typedef struct uct_uccl_cc_params {
     uint64_t window_bytes;  /* fixed window / initial window; 0: derive */
@@ -34,7 +76,49 @@ typedef struct uct_uccl_cc_params {
     uint64_t link_bps;      /* line rate, bits/s (0: unknown) */
     uint64_t min_window_bytes;
     uint64_t max_window_bytes; /* 0: no cap */
+    uint32_t mss;           /* packet payload; 0: mtu, else the default */
+    uint32_t hops;          /* switch hops to the peer (0: unknown) */
+    uct_uccl_cc_swift_params_t  swift;
+    uct_uccl_cc_timely_params_t timely;
+    uct_uccl_cc_eqds_params_t   eqds;
 } uct_uccl_cc_params_t;
+
+/* One ACK as the sender sees it */
+typedef struct uct_uccl_cc_ack {
+    uint64_t acked_bytes;
+    uint64_t rtt_ns;          /* end-to-end sample; 0: no sample */
+    uint64_t remote_delay_ns; /* how long the data waited in the receiver
+                               * (reported in the ACK); 0: unknown */
+    uint64_t now;
+} uct_uccl_cc_ack_t;
+
+/* A sender's request to a receiver-driven peer. Both are cumulative byte
+ * counts as 32-bit serial numbers, so a lost, repeated or reordered
+ * request is harmless: */
+typedef struct uct_uccl_cc_request {
+    uint32_t want;  /* grants needed for all sent and queued */
+    uint32_t spec;  /* bytes sent, or about to be, without a grant */
+} uct_uccl_cc_request_t;
+
+/* Per-conn counters and state, for the stats and for tests */
+typedef struct uct_uccl_cc_stats {
+    uint64_t cwnd_bytes;
+    uint64_t rate_bps;        /* sending rate (window / RTT if window-based) */
+    uint64_t srtt_ns;         /* smoothed delay the algorithm reacts to */
+    uint64_t min_rtt_ns;
+    uint64_t target_ns;       /* current delay target (swift) */
+    uint64_t pacing_ns;       /* gap before the next chunk; 0: none */
+    uint64_t increases;
+    uint64_t decreases;
+    uint64_t credit_bytes;    /* credit available to send (eqds) */
+    uint64_t spec_bytes;      /* speculative credit issued so far */
+    uint64_t spec_sent_bytes; /* of it, sent */
+    uint64_t granted_bytes;   /* credit granted: received as sender */
+    uint64_t rx_granted_bytes; /* credit granted: given as receiver */
+    uint64_t acked_bytes;
+    uint64_t lost_bytes;
+    uint64_t timeouts;
+} uct_uccl_cc_stats_t;
 
 typedef struct uct_uccl_cc_ops {
     const char *name;
@@ -47,26 +131,38 @@ typedef struct uct_uccl_cc_ops {
 
     /* sender events */
     void (*on_send)(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now);
-    void (*on_ack)(uct_uccl_cc_t *cc, uint64_t acked_bytes, uint64_t rtt_ns,
-                   uint64_t now);
+    void (*on_ack)(uct_uccl_cc_t *cc, const uct_uccl_cc_ack_t *ack);
     void (*on_loss)(uct_uccl_cc_t *cc, uint64_t lost_bytes, uint64_t now);
     void (*on_timeout)(uct_uccl_cc_t *cc, uint64_t now);
-    void (*on_credit)(uct_uccl_cc_t *cc, uint32_t credit, uint64_t now);
+    void (*on_credit)(uct_uccl_cc_t *cc, uint32_t granted, uint64_t now);
+    void (*tx_request)(uct_uccl_cc_t *cc, uint64_t backlog_bytes,
+                       uct_uccl_cc_request_t *req);
 
     /* receiver events */
     void (*rx_on_data)(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now);
+    void (*rx_on_request)(uct_uccl_cc_t *cc,
+                          const uct_uccl_cc_request_t *req, uint64_t now);
     uint32_t (*rx_credit)(uct_uccl_cc_t *cc, uint64_t now);
+    void (*rx_attach)(uct_uccl_cc_t *cc, uct_uccl_cc_eqds_pacer_t *pacer,
+                      void *arg);
+
+    void (*query)(const uct_uccl_cc_t *cc, uct_uccl_cc_stats_t *stats);
 } uct_uccl_cc_ops_t;
+
+/* cwnd_bytes is a hard limit (credit): nothing goes beyond it, not even
+ * one send when nothing is in flight */
+#define UCT_UCCL_CC_F_STRICT 0x1u
 
 struct uct_uccl_cc {
     const uct_uccl_cc_ops_t *ops;
     uint64_t cwnd_bytes;      /* may send while inflight < cwnd */
     uint64_t inflight_bytes;  /* sent, not yet acked or declared lost */
     uint64_t next_send_ns;    /* pacing: no send before this; 0 = none */
+    uint32_t flags;           /* UCT_UCCL_CC_F_* */
     uint64_t acked_bytes;     /* statistics */
     uint64_t lost_bytes;
     uint64_t timeouts;
-    uint64_t priv[16];        /* algorithm state */
+    uint64_t priv[28];        /* algorithm state */
 };
 
 /* Algorithm by name (case-sensitive); NULL if unknown */
@@ -80,16 +176,20 @@ ucs_status_t uct_uccl_cc_init(uct_uccl_cc_t *cc, const char *name,
                               const uct_uccl_cc_params_t *params);
 void uct_uccl_cc_cleanup(uct_uccl_cc_t *cc);
 
+/* The counters above; fields an algorithm does not keep are 0 */
+void uct_uccl_cc_query(const uct_uccl_cc_t *cc, uct_uccl_cc_stats_t *stats);
+
 /* May `bytes` more go out now? A window always admits one send when
- * nothing is in flight, so a chunk larger than cwnd cannot deadlock. */
+ * nothing is in flight, so a chunk larger than cwnd cannot deadlock; a
+ * credit (UCT_UCCL_CC_F_STRICT) admits only what it covers. */
 static UCS_F_ALWAYS_INLINE int
 uct_uccl_cc_can_send(const uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now)
 {
     if (ucs_unlikely(now < cc->next_send_ns)) {
         return 0;
     }
-    return (cc->inflight_bytes == 0) ||
-           (cc->inflight_bytes + bytes <= cc->cwnd_bytes);
+    return (cc->inflight_bytes + bytes <= cc->cwnd_bytes) ||
+           ((cc->inflight_bytes == 0) && !(cc->flags & UCT_UCCL_CC_F_STRICT));
 }
 
 static UCS_F_ALWAYS_INLINE void
@@ -101,15 +201,29 @@ uct_uccl_cc_on_send(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now)
     }
 }
 
+static inline void uct_uccl_cc_on_ack_ex(uct_uccl_cc_t *cc,
+                                         const uct_uccl_cc_ack_t *ack)
+{
+    cc->inflight_bytes -= (ack->acked_bytes < cc->inflight_bytes) ?
+                          ack->acked_bytes : cc->inflight_bytes;
+    cc->acked_bytes    += ack->acked_bytes;
+    if (cc->ops->on_ack != NULL) {
+        cc->ops->on_ack(cc, ack);
+    }
+}
+
+/* An ACK without the receiver's queueing time */
 static inline void uct_uccl_cc_on_ack(uct_uccl_cc_t *cc, uint64_t acked_bytes,
                                       uint64_t rtt_ns, uint64_t now)
 {
-    cc->inflight_bytes -= (acked_bytes < cc->inflight_bytes) ?
-                          acked_bytes : cc->inflight_bytes;
-    cc->acked_bytes    += acked_bytes;
-    if (cc->ops->on_ack != NULL) {
-        cc->ops->on_ack(cc, acked_bytes, rtt_ns, now);
-    }
+    uct_uccl_cc_ack_t ack = {
+        .acked_bytes     = acked_bytes,
+        .rtt_ns          = rtt_ns,
+        .remote_delay_ns = 0,
+        .now             = now
+    };
+
+    uct_uccl_cc_on_ack_ex(cc, &ack);
 }
 
 /* Fast retransmit of lost_bytes: they stay in flight (resent) */
@@ -130,12 +244,33 @@ static inline void uct_uccl_cc_on_timeout(uct_uccl_cc_t *cc, uint64_t now)
     }
 }
 
-static inline void uct_uccl_cc_on_credit(uct_uccl_cc_t *cc, uint32_t credit,
+/* The peer's cumulative grant (low 32 bits, as carried in an ACK of a
+ * receiver-driven peer; repeats and reordering are harmless). Call it
+ * before on_ack for the same ACK, and only when the ACK carries credit. */
+static inline void uct_uccl_cc_on_credit(uct_uccl_cc_t *cc, uint32_t granted,
                                          uint64_t now)
 {
     if (cc->ops->on_credit != NULL) {
-        cc->ops->on_credit(cc, credit, now);
+        cc->ops->on_credit(cc, granted, now);
     }
+}
+
+/* What to ask a receiver-driven peer for (see uct_uccl_cc_request_t).
+ * backlog_bytes: queued and not yet passed to on_send. Send it when a burst
+ * starts and again now and then while can_send() refuses for want of
+ * credit (the answer to a request repairs lost grants). Returns 0 with
+ * *req zeroed when the algorithm is not receiver-driven. */
+static inline int uct_uccl_cc_tx_request(uct_uccl_cc_t *cc,
+                                         uint64_t backlog_bytes,
+                                         uct_uccl_cc_request_t *req)
+{
+    req->want = 0;
+    req->spec = 0;
+    if (cc->ops->tx_request == NULL) {
+        return 0;
+    }
+    cc->ops->tx_request(cc, backlog_bytes, req);
+    return 1;
 }
 
 static inline void uct_uccl_cc_rx_on_data(uct_uccl_cc_t *cc, uint32_t bytes,
@@ -146,13 +281,46 @@ static inline void uct_uccl_cc_rx_on_data(uct_uccl_cc_t *cc, uint32_t bytes,
     }
 }
 
-/* credit for the next ACK; 0 when the algorithm is not receiver-driven */
+/* A request of the peer (uct_uccl_cc_tx_request at its side); answer it
+ * with rx_credit */
+static inline void
+uct_uccl_cc_rx_on_request(uct_uccl_cc_t *cc, const uct_uccl_cc_request_t *req,
+                          uint64_t now)
+{
+    if (cc->ops->rx_on_request != NULL) {
+        cc->ops->rx_on_request(cc, req, now);
+    }
+}
+
+/* Does this conn's receiver side grant credit (put it in its ACKs)? */
+static inline int uct_uccl_cc_rx_driven(const uct_uccl_cc_t *cc)
+{
+    return cc->ops->rx_credit != NULL;
+}
+
+/* Cumulative credit granted to the peer (low 32 bits) for the next ACK;
+ * 0 when the algorithm is not receiver-driven */
 static inline uint32_t uct_uccl_cc_rx_credit(uct_uccl_cc_t *cc, uint64_t now)
 {
     return (cc->ops->rx_credit != NULL) ? cc->ops->rx_credit(cc, now) : 0;
 }
 
+/* Let the iface's pacer grant this conn's peer (receiver-driven
+ * algorithms; a no-op for the others). arg comes back from the pacer's
+ * tick. The cc must not move while attached; cleanup detaches. */
+static inline void uct_uccl_cc_rx_attach(uct_uccl_cc_t *cc,
+                                         uct_uccl_cc_eqds_pacer_t *pacer,
+                                         void *arg)
+{
+    if (cc->ops->rx_attach != NULL) {
+        cc->ops->rx_attach(cc, pacer, arg);
+    }
+}
+
 /* the registered algorithms */
 extern const uct_uccl_cc_ops_t uct_uccl_cc_fixed_ops;
+extern const uct_uccl_cc_ops_t uct_uccl_cc_swift_ops;
+extern const uct_uccl_cc_ops_t uct_uccl_cc_timely_ops;
+extern const uct_uccl_cc_ops_t uct_uccl_cc_eqds_ops;
 
 #endif

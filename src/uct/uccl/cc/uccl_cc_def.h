@@ -1,0 +1,61 @@
+/*
+ * Congestion control defaults: every parameter's value when the caller
+ * leaves it 0 (see uct_uccl_cc_params_t), in one place. The UCX_UCCL_CC_*
+ * variables default to these.
+ */
+#ifndef UCT_UCCL_CC_DEF_H_
+#define UCT_UCCL_CC_DEF_H_
+
+/* --- common --- */
+#define UCT_UCCL_CC_DEF_MSS            4096u      /* bytes: one packet */
+#define UCT_UCCL_CC_DEF_LINK_BPS       100000000000ull /* 100 Gbit/s */
+#define UCT_UCCL_CC_DEF_BASE_RTT_NS    10000ull   /* unloaded RTT guess */
+#define UCT_UCCL_CC_DEF_MAX_WINDOW     (8ull << 20)
+/* weight of a new sample in the smoothed RTT */
+#define UCT_UCCL_CC_SRTT_GAIN          0.125
+/* A paced sender late by at most this many gaps keeps its schedule */
+#define UCT_UCCL_CC_PACE_CATCHUP       1
+/* no gap or RTT is longer than this (bounds pacing after bad samples) */
+#define UCT_UCCL_CC_MAX_DELAY_NS       1000000000ull
+
+/* --- swift (SIGCOMM 2020) --- */
+#define UCT_UCCL_CC_SWIFT_BASE_TARGET_NS 50000ull
+#define UCT_UCCL_CC_SWIFT_HOP_SCALE_NS   1000ull
+#define UCT_UCCL_CC_SWIFT_FS_RANGE_NS    250000ull
+#define UCT_UCCL_CC_SWIFT_FS_MIN_CWND    0.1      /* packets */
+#define UCT_UCCL_CC_SWIFT_FS_MAX_CWND    100.0    /* packets */
+#define UCT_UCCL_CC_SWIFT_AI             1.0      /* packets per RTT */
+#define UCT_UCCL_CC_SWIFT_BETA           0.8
+#define UCT_UCCL_CC_SWIFT_MAX_MDF        0.5
+#define UCT_UCCL_CC_SWIFT_HOST_TARGET_NS 100000ull
+#define UCT_UCCL_CC_SWIFT_RETX_RESET     1u
+#define UCT_UCCL_CC_SWIFT_MIN_WINDOW     512ull   /* bytes (1/8 packet) */
+#define UCT_UCCL_CC_SWIFT_INIT_WINDOW    (1ull << 20)
+
+/* --- timely (SIGCOMM 2015, and its authors' published rate code) --- */
+#define UCT_UCCL_CC_TIMELY_T_LOW_NS      50000ull
+#define UCT_UCCL_CC_TIMELY_T_HIGH_NS     500000ull
+#define UCT_UCCL_CC_TIMELY_AI_DIV        1000u    /* step = link / this */
+#define UCT_UCCL_CC_TIMELY_MIN_RATE_BPS  100000000ull /* 100 Mbit/s */
+#define UCT_UCCL_CC_TIMELY_BETA          0.8
+#define UCT_UCCL_CC_TIMELY_EWMA          0.02
+#define UCT_UCCL_CC_TIMELY_MAX_MDF       0.5
+#define UCT_UCCL_CC_TIMELY_WINDOW_GAIN   2.0
+#define UCT_UCCL_CC_TIMELY_HAI_THRESH    5
+#define UCT_UCCL_CC_TIMELY_HAI_MULT      5u
+#define UCT_UCCL_CC_TIMELY_MIN_RTT_NS    1000ull  /* floor of the scale */
+#define UCT_UCCL_CC_TIMELY_MIN_WINDOW    4096ull
+
+/* --- eqds (NSDI 2022) --- */
+#define UCT_UCCL_CC_EQDS_SPEC_BYTES      (64ull << 10) /* BDP unknown */
+#define UCT_UCCL_CC_EQDS_CREDIT_CAP      (4ull << 20)
+#define UCT_UCCL_CC_EQDS_DEMAND_CAP      (16ull << 20)
+/* the pacer, per receiving iface */
+#define UCT_UCCL_CC_EQDS_QUANTUM         65536u   /* bytes per grant: a chunk */
+#define UCT_UCCL_CC_EQDS_MAX_BURST       (2u * UCT_UCCL_CC_EQDS_QUANTUM)
+#define UCT_UCCL_CC_EQDS_RATE_FRAC       0.95     /* of the link: headers */
+#define UCT_UCCL_CC_EQDS_MAX_QUANTUM     (1u << 20)
+/* unscheduled arrivals push grants back by at most this much */
+#define UCT_UCCL_CC_EQDS_MAX_CHARGE_NS   10000000ull
+
+#endif

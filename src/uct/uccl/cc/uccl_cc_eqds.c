@@ -1,0 +1,301 @@
+/*
+ * EQDS (Olteanu et al., NSDI 2022): receiver-driven credit.
+ *
+ * Sender. It may send only what its credit covers (UCT_UCCL_CC_F_STRICT):
+ * speculative credit of about one BDP (and at least one chunk, so a burst
+ * can start before its request is answered), plus what the receiver
+ * grants; speculative credit is spent first. A request (uct_uccl_cc_
+ * request_t) asks for `want`, the cumulative grant needed for everything
+ * sent and queued (backlog capped at demand_cap), and tells `spec`, the
+ * bytes sent or about to be sent on speculative credit. The receiver
+ * answers with its cumulative grant. All are 32-bit serial numbers: a
+ * lost, repeated or reordered one is harmless. A sender that has drained
+ * (all acknowledged, nothing queued at its last request) gets its
+ * speculative credit back, as a new flow would. Credit beyond credit_cap
+ * is dropped. Until the first grant shows that the peer is receiver-driven,
+ * ACKed bytes return their credit: a fixed window of the speculative size,
+ * so a peer that grants nothing cannot stall the conn.
+ *
+ * Receiver. The peer's demand is its want less what was granted. With an
+ * iface pacer attached, the pacer grants it round robin at the link rate,
+ * and the peer's speculative bytes are charged to the pacer as they are
+ * announced (they cross the link unscheduled); without one, each arrival
+ * is granted back (a window of the sender's speculative credit).
+ *
+ * The sender's accounting, all cumulative bytes: credit = spec_total +
+ * grant_total - sent_total, never negative (a send the transport forced
+ * past it is a debt the next credit pays).
+ */
+#include "uccl_cc_int.h"
+#include "uccl_cc_eqds_pacer.h"
+
+
+typedef struct uct_uccl_cc_eqds {
+    /* sender */
+    uint64_t spec;          /* speculative credit of a burst */
+    uint64_t cap;           /* most credit held */
+    uint64_t demand_cap;    /* most asked for beyond what was sent */
+    uint64_t spec_total;    /* speculative credit issued */
+    uint64_t spec_avail;    /* of it, not spent */
+    uint64_t spec_sent;     /* of it, spent */
+    uint64_t grant_seen;    /* the peer's cumulative grant */
+    uint64_t grant_total;   /* of it, what was credited (cap) */
+    uint64_t sent_total;    /* bytes sent against credit */
+    uint64_t want_total;    /* largest want asked for */
+    uint64_t spec_told;     /* largest spec told */
+    uint64_t backlog_end;   /* sent_total once the known backlog is out */
+    int      peer_grants;   /* the peer grants: credit is strict */
+    /* receiver */
+    uct_uccl_cc_eqds_sender_t rx;  /* the peer as the pacer sees it */
+    uint64_t rx_want;       /* the peer's cumulative want */
+    uint64_t rx_spec;       /* the peer's cumulative speculative bytes */
+    uint64_t rx_bytes;
+} uct_uccl_cc_eqds_t;
+
+
+/* credit left; negative: a debt */
+static int64_t uct_uccl_cc_eqds_raw(const uct_uccl_cc_eqds_t *e)
+{
+    return (int64_t)(e->spec_total + e->grant_total - e->sent_total);
+}
+
+static uint64_t uct_uccl_cc_eqds_credit(const uct_uccl_cc_eqds_t *e)
+{
+    int64_t raw = uct_uccl_cc_eqds_raw(e);
+
+    return (raw > 0) ? (uint64_t)raw : 0;
+}
+
+/* window = in flight + credit: can_send admits exactly the credit */
+static void uct_uccl_cc_eqds_publish(uct_uccl_cc_t *cc)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+
+    cc->cwnd_bytes = cc->inflight_bytes + uct_uccl_cc_eqds_credit(e);
+}
+
+/* speculative credit that the credit, as a whole, still covers */
+static void uct_uccl_cc_eqds_add_spec(uct_uccl_cc_eqds_t *e, uint64_t bytes)
+{
+    uint64_t credit;
+
+    e->spec_total += bytes;
+    credit         = uct_uccl_cc_eqds_credit(e);
+    e->spec_avail  = uct_uccl_cc_min_u64(e->spec_avail + bytes, credit);
+}
+
+/* a 32-bit serial number's advance over the low bits of *total */
+static uint32_t uct_uccl_cc_eqds_serial(uint64_t *total, uint32_t value)
+{
+    int32_t delta = (int32_t)(value - (uint32_t)*total);
+
+    if (delta <= 0) {
+        return 0;
+    }
+    *total += (uint32_t)delta;
+    return (uint32_t)delta;
+}
+
+static ucs_status_t uct_uccl_cc_eqds_init(uct_uccl_cc_t *cc,
+                                          const uct_uccl_cc_params_t *params)
+{
+    const uct_uccl_cc_eqds_params_t *p = &params->eqds;
+    uint64_t bdp                       = UCT_UCCL_CC_EQDS_SPEC_BYTES;
+    uint64_t chunk                     = (uint64_t)uct_uccl_cc_chunk(params);
+    uct_uccl_cc_eqds_t *e;
+
+    e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+    memset(e, 0, sizeof(*e));
+    if ((params->base_rtt_ns != 0) && (params->link_bps != 0)) {
+        bdp = (uint64_t)((double)params->base_rtt_ns * params->link_bps /
+                         8e9);
+    }
+    e->spec       = uct_uccl_cc_def_u64(p->spec_bytes, bdp);
+    e->spec       = (e->spec > chunk) ? e->spec : chunk;
+    e->cap        = uct_uccl_cc_def_u64(p->credit_cap,
+                                        UCT_UCCL_CC_EQDS_CREDIT_CAP);
+    if (p->credit_cap == 0) {
+        e->cap = (e->cap > 2 * e->spec) ? e->cap : 2 * e->spec;
+    }
+    e->demand_cap = uct_uccl_cc_def_u64(p->demand_cap,
+                                        UCT_UCCL_CC_EQDS_DEMAND_CAP);
+    /* requests and grants are 32-bit serial numbers */
+    if ((e->cap < e->spec) || (e->cap >= (1ull << 31)) ||
+        (e->demand_cap >= (1ull << 31))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    uct_uccl_cc_eqds_add_spec(e, e->spec);
+    cc->flags       &= ~UCT_UCCL_CC_F_STRICT;
+    cc->next_send_ns = 0;
+    uct_uccl_cc_eqds_publish(cc);
+    return UCS_OK;
+}
+
+static void uct_uccl_cc_eqds_cleanup(uct_uccl_cc_t *cc)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+
+    uct_uccl_cc_eqds_pacer_remove(&e->rx);
+}
+
+static void uct_uccl_cc_eqds_on_send(uct_uccl_cc_t *cc, uint32_t bytes,
+                                     uint64_t now)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+    uint64_t spec         = uct_uccl_cc_min_u64(bytes, e->spec_avail);
+
+    e->spec_avail -= spec;
+    e->spec_sent  += spec;
+    e->sent_total += bytes;
+    uct_uccl_cc_eqds_publish(cc);
+}
+
+static void uct_uccl_cc_eqds_on_ack(uct_uccl_cc_t *cc,
+                                    const uct_uccl_cc_ack_t *ack)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+    int64_t raw;
+
+    if (!e->peer_grants) {
+        uct_uccl_cc_eqds_add_spec(e, ack->acked_bytes);
+    }
+    raw = uct_uccl_cc_eqds_raw(e);
+    if ((cc->inflight_bytes == 0) && (e->sent_total >= e->backlog_end) &&
+        (raw < (int64_t)e->spec)) {
+        /* drained: the next burst starts like a new flow */
+        uct_uccl_cc_eqds_add_spec(e, (uint64_t)((int64_t)e->spec - raw));
+    }
+    uct_uccl_cc_eqds_publish(cc);
+}
+
+static void uct_uccl_cc_eqds_on_credit(uct_uccl_cc_t *cc, uint32_t granted,
+                                       uint64_t now)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+    uint64_t delta, credit;
+
+    if (!e->peer_grants) {
+        e->peer_grants = 1;
+        cc->flags     |= UCT_UCCL_CC_F_STRICT;
+    }
+    delta = uct_uccl_cc_eqds_serial(&e->grant_seen, granted);
+    if (delta > 0) {
+        credit          = uct_uccl_cc_eqds_credit(e);
+        e->grant_total += uct_uccl_cc_min_u64(delta, (credit < e->cap) ?
+                                                     e->cap - credit : 0);
+    }
+    uct_uccl_cc_eqds_publish(cc);
+}
+
+static void uct_uccl_cc_eqds_tx_request(uct_uccl_cc_t *cc,
+                                        uint64_t backlog_bytes,
+                                        uct_uccl_cc_request_t *req)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+    uint64_t backlog      = uct_uccl_cc_min_u64(backlog_bytes, e->demand_cap);
+    uint64_t spec         = e->spec_sent +
+                            uct_uccl_cc_min_u64(e->spec_avail, backlog);
+    int64_t want;
+
+    e->backlog_end = e->sent_total + backlog;
+    want           = (int64_t)(e->backlog_end - e->spec_total);
+    if (want > (int64_t)e->want_total) {
+        e->want_total = (uint64_t)want;
+    }
+    if (spec > e->spec_told) {
+        e->spec_told = spec;
+    }
+    req->want = (uint32_t)e->want_total;
+    req->spec = (uint32_t)e->spec_told;
+}
+
+/* the peer's demand from its want, to the pacer when there is one */
+static void uct_uccl_cc_eqds_rx_demand(uct_uccl_cc_eqds_t *e)
+{
+    uint64_t demand = (e->rx_want > e->rx.granted) ?
+                      e->rx_want - e->rx.granted : 0;
+
+    uct_uccl_cc_eqds_pacer_demand(&e->rx, uct_uccl_cc_min_u64(demand,
+                                                             e->demand_cap));
+}
+
+static void uct_uccl_cc_eqds_rx_on_request(uct_uccl_cc_t *cc,
+                                           const uct_uccl_cc_request_t *req,
+                                           uint64_t now)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+    uint32_t spec;
+
+    /* speculative bytes cross the link unscheduled: the pacer waits for
+     * them (a lie is bounded by the pacer's charge limit) */
+    spec = uct_uccl_cc_eqds_serial(&e->rx_spec, req->spec);
+    if ((spec > 0) && (e->rx.pacer != NULL)) {
+        uct_uccl_cc_eqds_pacer_charge(e->rx.pacer, spec, now);
+    }
+    if (uct_uccl_cc_eqds_serial(&e->rx_want, req->want) > 0) {
+        uct_uccl_cc_eqds_rx_demand(e);
+    }
+}
+
+static void uct_uccl_cc_eqds_rx_on_data(uct_uccl_cc_t *cc, uint32_t bytes,
+                                        uint64_t now)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+
+    e->rx_bytes += bytes;
+    if (e->rx.pacer == NULL) {
+        /* no pacer: what arrived is granted again, up to the demand */
+        e->rx.granted += uct_uccl_cc_min_u64(bytes, e->rx.demand);
+        uct_uccl_cc_eqds_rx_demand(e);
+    }
+}
+
+static uint32_t uct_uccl_cc_eqds_rx_credit(uct_uccl_cc_t *cc, uint64_t now)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+
+    return (uint32_t)e->rx.granted;
+}
+
+static void uct_uccl_cc_eqds_rx_attach(uct_uccl_cc_t *cc,
+                                       uct_uccl_cc_eqds_pacer_t *pacer,
+                                       void *arg)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+
+    uct_uccl_cc_eqds_pacer_remove(&e->rx);
+    if (pacer != NULL) {
+        uct_uccl_cc_eqds_pacer_add(pacer, &e->rx, arg);
+    }
+}
+
+static void uct_uccl_cc_eqds_query(const uct_uccl_cc_t *cc,
+                                   uct_uccl_cc_stats_t *stats)
+{
+    const uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_CPRIV(cc, uct_uccl_cc_eqds_t);
+
+    stats->credit_bytes     = uct_uccl_cc_eqds_credit(e);
+    stats->spec_bytes       = e->spec_total;
+    stats->spec_sent_bytes  = e->spec_sent;
+    stats->granted_bytes    = e->grant_total;
+    stats->rx_granted_bytes = e->rx.granted;
+}
+
+const uct_uccl_cc_ops_t uct_uccl_cc_eqds_ops = {
+    .name          = "eqds",
+    .desc          = "EQDS: receiver-driven credit, one BDP speculative, the "
+                     "receiver's pacer grants at its link rate round robin",
+    .priv_size     = sizeof(uct_uccl_cc_eqds_t),
+    .init          = uct_uccl_cc_eqds_init,
+    .cleanup       = uct_uccl_cc_eqds_cleanup,
+    .on_send       = uct_uccl_cc_eqds_on_send,
+    .on_ack        = uct_uccl_cc_eqds_on_ack,
+    .on_credit     = uct_uccl_cc_eqds_on_credit,
+    .tx_request    = uct_uccl_cc_eqds_tx_request,
+    .rx_on_data    = uct_uccl_cc_eqds_rx_on_data,
+    .rx_on_request = uct_uccl_cc_eqds_rx_on_request,
+    .rx_credit     = uct_uccl_cc_eqds_rx_credit,
+    .rx_attach     = uct_uccl_cc_eqds_rx_attach,
+    .query         = uct_uccl_cc_eqds_query,
+};

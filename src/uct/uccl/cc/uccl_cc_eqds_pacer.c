@@ -1,0 +1,204 @@
+/*
+ * EQDS receiver pacer (see uccl_cc_eqds_pacer.h).
+ */
+#include "uccl_cc_eqds_pacer.h"
+#include "uccl_cc_def.h"
+
+#include <string.h>
+
+
+/* t_next += the time `bytes` take at the grant rate, exactly: whole ns in
+ * t_next, the remainder in t_rem (units of 1 / rate_bps ns) */
+static void uct_uccl_cc_eqds_pacer_advance(uct_uccl_cc_eqds_pacer_t *pacer,
+                                           uint64_t bytes)
+{
+    unsigned __int128 num = (unsigned __int128)bytes * 8000000000ull +
+                            pacer->t_rem;
+
+    pacer->t_next += (uint64_t)(num / pacer->rate_bps);
+    pacer->t_rem   = (uint64_t)(num % pacer->rate_bps);
+}
+
+/* Budget missed while idle or late is kept up to one burst only */
+static void uct_uccl_cc_eqds_pacer_floor(uct_uccl_cc_eqds_pacer_t *pacer,
+                                         uint64_t now)
+{
+    if ((now >= pacer->burst_ns) && (pacer->t_next < now - pacer->burst_ns)) {
+        pacer->t_next = now - pacer->burst_ns;
+        pacer->t_rem  = 0;
+    }
+}
+
+ucs_status_t
+uct_uccl_cc_eqds_pacer_init(uct_uccl_cc_eqds_pacer_t *pacer,
+                            const uct_uccl_cc_eqds_pacer_params_t *params,
+                            uint64_t now)
+{
+    uint64_t link   = (params->link_bps != 0) ? params->link_bps :
+                                                UCT_UCCL_CC_DEF_LINK_BPS;
+    double frac     = (params->rate_frac != 0) ? params->rate_frac :
+                                                 UCT_UCCL_CC_EQDS_RATE_FRAC;
+    uint32_t burst;
+
+    memset(pacer, 0, sizeof(*pacer));
+    pacer->quantum = (params->quantum != 0) ? params->quantum :
+                                              UCT_UCCL_CC_EQDS_QUANTUM;
+    burst          = (params->max_burst != 0) ? params->max_burst :
+                                                UCT_UCCL_CC_EQDS_MAX_BURST;
+    if ((pacer->quantum > UCT_UCCL_CC_EQDS_MAX_QUANTUM) || !(frac > 0) ||
+        (frac > 1)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    pacer->rate_bps = (uint64_t)(link * frac);
+    if (pacer->rate_bps == 0) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    pacer->t_next   = now;
+    uct_uccl_cc_eqds_pacer_advance(pacer, burst);
+    pacer->burst_ns = pacer->t_next - now;
+    pacer->t_next   = now;
+    pacer->t_rem    = 0;
+    return UCS_OK;
+}
+
+static void uct_uccl_cc_eqds_pacer_activate(uct_uccl_cc_eqds_sender_t *s)
+{
+    uct_uccl_cc_eqds_pacer_t *pacer = s->pacer;
+    uct_uccl_cc_eqds_sender_t *c    = pacer->cursor;
+
+    if (c == NULL) {
+        s->next = s->prev = s;
+        pacer->cursor     = s;
+    } else {
+        /* just before the cursor: served last in the current round */
+        s->next       = c;
+        s->prev       = c->prev;
+        c->prev->next = s;
+        c->prev       = s;
+    }
+    s->active = 1;
+    ++pacer->num_active;
+}
+
+static void uct_uccl_cc_eqds_pacer_deactivate(uct_uccl_cc_eqds_sender_t *s)
+{
+    uct_uccl_cc_eqds_pacer_t *pacer = s->pacer;
+
+    if (s->next == s) {
+        pacer->cursor = NULL;
+    } else {
+        s->prev->next = s->next;
+        s->next->prev = s->prev;
+        if (pacer->cursor == s) {
+            pacer->cursor = s->next;
+        }
+    }
+    s->next = s->prev = NULL;
+    s->active = 0;
+    --pacer->num_active;
+}
+
+void uct_uccl_cc_eqds_pacer_cleanup(uct_uccl_cc_eqds_pacer_t *pacer)
+{
+    while (pacer->cursor != NULL) {
+        uct_uccl_cc_eqds_pacer_remove(pacer->cursor);
+    }
+}
+
+void uct_uccl_cc_eqds_pacer_add(uct_uccl_cc_eqds_pacer_t *pacer,
+                                uct_uccl_cc_eqds_sender_t *sender, void *arg)
+{
+    sender->pacer  = pacer;
+    sender->arg    = arg;
+    sender->next   = sender->prev = NULL;
+    sender->active = 0;
+    sender->tick   = 0;
+    ++pacer->num_senders;
+    if (sender->demand > 0) {
+        uct_uccl_cc_eqds_pacer_activate(sender);
+    }
+}
+
+void uct_uccl_cc_eqds_pacer_remove(uct_uccl_cc_eqds_sender_t *sender)
+{
+    if (sender->pacer == NULL) {
+        return;
+    }
+    if (sender->active) {
+        uct_uccl_cc_eqds_pacer_deactivate(sender);
+    }
+    --sender->pacer->num_senders;
+    sender->pacer = NULL;
+}
+
+void uct_uccl_cc_eqds_pacer_demand(uct_uccl_cc_eqds_sender_t *sender,
+                                   uint64_t demand)
+{
+    sender->demand = demand;
+    if (sender->pacer == NULL) {
+        return;
+    }
+    if ((demand > 0) && !sender->active) {
+        uct_uccl_cc_eqds_pacer_activate(sender);
+    } else if ((demand == 0) && sender->active) {
+        uct_uccl_cc_eqds_pacer_deactivate(sender);
+    }
+}
+
+void uct_uccl_cc_eqds_pacer_charge(uct_uccl_cc_eqds_pacer_t *pacer,
+                                   uint64_t bytes, uint64_t now)
+{
+    uint64_t limit = now + UCT_UCCL_CC_EQDS_MAX_CHARGE_NS;
+
+    if (bytes == 0) {
+        return;
+    }
+    pacer->charged_bytes += bytes;
+    uct_uccl_cc_eqds_pacer_floor(pacer, now);
+    /* in steps, so a huge count cannot overflow the product */
+    while ((bytes > 0) && (pacer->t_next < limit)) {
+        uint64_t step = (bytes < UCT_UCCL_CC_EQDS_MAX_QUANTUM) ?
+                        bytes : UCT_UCCL_CC_EQDS_MAX_QUANTUM;
+
+        uct_uccl_cc_eqds_pacer_advance(pacer, step);
+        bytes -= step;
+    }
+    if (pacer->t_next > limit) {
+        pacer->t_next = limit;
+        pacer->t_rem  = 0;
+    }
+}
+
+unsigned uct_uccl_cc_eqds_pacer_tick(uct_uccl_cc_eqds_pacer_t *pacer,
+                                     uint64_t now,
+                                     uct_uccl_cc_eqds_sender_t **out,
+                                     unsigned max_out)
+{
+    uct_uccl_cc_eqds_sender_t *s;
+    unsigned n = 0;
+    uint64_t g;
+
+    ++pacer->tick;
+    uct_uccl_cc_eqds_pacer_floor(pacer, now);
+    while ((pacer->cursor != NULL) && (pacer->t_next <= now)) {
+        s = pacer->cursor;
+        if (s->tick != pacer->tick) {
+            if (n == max_out) {
+                break;
+            }
+            out[n++] = s;
+            s->tick  = pacer->tick;
+        }
+        g = (s->demand < pacer->quantum) ? s->demand : pacer->quantum;
+        s->demand            -= g;
+        s->granted           += g;
+        pacer->granted_bytes += g;
+        uct_uccl_cc_eqds_pacer_advance(pacer, g);
+        pacer->cursor = s->next;
+        if (s->demand == 0) {
+            uct_uccl_cc_eqds_pacer_deactivate(s);
+        }
+    }
+    return n;
+}

@@ -1,0 +1,310 @@
+#!/bin/sh
+#
+# Benchmark (label bench): the congestion control scenarios of issue 14,
+# side by side on the same softverbs fabric, for UCX_TLS=uccl,self with
+# each UCX_UCCL_CC algorithm and for UCX's rc_verbs,ud_verbs,self:
+#
+#   incast      N bulk senders stream to one receiver while a probe
+#               ping-pongs 64 B with it: the probe's round-trip p50/p99/p999
+#               and the aggregate goodput, on a lossless fabric (queues
+#               grow, like PFC) ...
+#   incast_buf  ... and with finite buffers (tail drops counted);
+#   ecmp        N flows over 4 core paths of 1/4 of the capacity each:
+#               flows of one QP collide, sprayed ones should not;
+#   outage      one of 8 paths drops everything for a second mid-transfer:
+#               a goodput timeline;
+#   slow        one of 8 paths at a tenth of the others' rate;
+#   loss        random loss 0, 0.1, 1, 5%: goodput and probe latency.
+#
+#   cc_scenarios.sh BUILDDIR [OUTDIR]
+#
+# Writes OUTDIR/cc_scenarios.md (the tables, also printed), timelines,
+# PNG plots when gnuplot is installed (Debian: gnuplot-nox), and every
+# process's output and softverbs stats in OUTDIR/raw.
+# Every process gets one device (SOFTVERBS_DEVICES=1), so all traffic to
+# the receiver crosses its one modelled link. Rates are low (default: 1
+# Gbit/s links, 0.25 Gbit/s core paths in ecmp) so that the modelled fabric,
+# not the two shared cores, is the bottleneck: the receiver takes 125 MB/s.
+#
+# CC_CONFIGS ("fixed swift timely rc_verbs"), CC_SCENARIOS (all),
+# CC_SENDERS (4), CC_SECONDS (3), CC_SIZE (262144), CC_WINDOW (4 messages
+# in flight per sender), CC_LINK_GBPS (1), CC_BUF (128k), BENCH_TIMEOUT
+# (120 s per process).
+set -u
+build=${1:?usage: $0 BUILDDIR [OUTDIR]}
+out=${2:-$build/cc_scenarios}
+run=$build/contrib/uccl-run
+prog=$build/test/bench/cc_incast
+tmo=${BENCH_TIMEOUT:-120}
+configs=${CC_CONFIGS:-fixed swift timely rc_verbs}
+scenarios=${CC_SCENARIOS:-incast incast_buf ecmp outage slow loss}
+nbulk=${CC_SENDERS:-4}
+secs=${CC_SECONDS:-3}
+size=${CC_SIZE:-262144}
+win=${CC_WINDOW:-4}
+link=${CC_LINK_GBPS:-1}
+buf=${CC_BUF:-128k}
+# every process's output and stats stay in OUTDIR/raw
+tmp=$out/raw
+rm -rf "$tmp"
+mkdir -p "$tmp" || exit 1
+. "$(dirname "$0")/bench_lib.sh"
+bench_port_init
+[ -x "$prog" ] || { echo "cc_scenarios: $prog not built" >&2; exit 1; }
+
+tls_of() {
+    case $1 in
+        rc_verbs) echo "UCX_TLS=rc_verbs,ud_verbs,self" ;;
+        *)        echo "UCX_TLS=uccl,self UCX_UCCL_CC=$1" ;;
+    esac
+}
+
+# key FILE KEY: the value of "KEY value" in FILE (empty if none)
+key() {
+    awk -v k="$2" '$1 == k {print $2; exit}' "$1" 2>/dev/null
+}
+
+# drops FILE: tail drops in a softverbs stats file (paths and rx links)
+drops() {
+    awk '$1 ~ /^path\.[0-9]+\.drops$/ || $1 ~ /^port\.[0-9]+\.rx_drops$/ \
+         {s += $2} END {print s + 0}' "$1" 2>/dev/null
+}
+
+# incast NAME CFG BULK FABRIC_ENV...: one receiver, BULK senders and a
+# probe on a fresh fabric (run in this shell: it moves the port). Leaves
+# $tmp/NAME.CFG.{srv,probe,bulkI,stats} and $out/NAME.CFG.timeline.
+incast() {
+    _n=$1 _c=$2 _b=$3
+    shift 3
+    bench_next_port
+    _f=$tmp/$_n.$_c
+    _env="$(tls_of "$_c") SOFTVERBS_DEVICES=1 SOFTVERBS_FABRIC=cc$$_$port $*"
+    # shellcheck disable=SC2086
+    env $_env SOFTVERBS_STATS="$_f.stats" timeout "$tmo" "$run" "$prog" \
+        server -p $port -n $((_b + 1)) -s "$size" -i 5 -T "$tmo" \
+        -o "$out/$_n.$_c.timeline" >"$_f.srv" 2>&1 &
+    _pid=$!
+    if uccl_wait_listen "$port" $_pid; then
+        _i=0
+        while [ $_i -lt "$_b" ]; do
+            # shellcheck disable=SC2086
+            env $_env SOFTVERBS_STATS="$_f.stats$_i" timeout "$tmo" "$run" \
+                "$prog" bulk -p $port \
+                -s "$size" -w "$win" -t "$secs" -T "$tmo" \
+                >"$_f.bulk$_i" 2>&1 &
+            _i=$((_i + 1))
+        done
+        # shellcheck disable=SC2086
+        env $_env timeout "$tmo" "$run" "$prog" probe -p $port -t "$secs" \
+            -T "$tmo" >"$_f.probe" 2>&1
+    fi
+    wait
+    rm -f "/dev/shm/softverbs.cc$$_$port" "/dev/shm/softverbs.cc$$_$port".*
+    [ -n "$(key "$_f.srv" goodput_gbps)" ] ||
+        echo "cc_scenarios: $_n $_c failed: $(tail -n 2 "$_f.srv" \
+              "$_f.probe" 2>/dev/null | tr '\n' ' ')" >&2
+}
+
+# row NAME CFG CAPACITY: probe percentiles, goodput, share, drops
+row() {
+    _f=$tmp/$1.$2
+    _g=$(key "$_f.srv" goodput_gbps)
+    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$2" \
+        "$(key "$_f.probe" rtt_p50_us)" "$(key "$_f.probe" rtt_p99_us)" \
+        "$(key "$_f.probe" rtt_p999_us)" "${_g:-FAIL}" \
+        "$(bench_ratio "$_g" "$3")" "$(drops "$_f.stats")"
+}
+
+header() {
+    echo
+    echo "$1"
+    echo
+    echo "| config | probe p50 (us) | p99 (us) | p999 (us) | goodput" \
+         "(Gbit/s) | of capacity | drops |"
+    echo "|---|---|---|---|---|---|---|"
+}
+
+# per-flow spread: slowest / fastest sender
+spread() {
+    awk '$1 ~ /^client[0-9]+_gbps$/ {v = $2 + 0;
+             if (n++ == 0 || v < lo) lo = v; if (v > hi) hi = v}
+         END {if (hi > 0) printf "%.2f", lo / hi; else print "n/a"}' \
+        "$tmp/$1.$2.srv"
+}
+
+# mean goodput of a timeline between two times (ms)
+tl_mean() {
+    awk -v a="$2" -v b="$3" '!/^#/ && $1 >= a && $1 < b {s += $2; n++}
+         END {if (n) printf "%.3f", s / n; else print "n/a"}' "$1" 2>/dev/null
+}
+
+plot() {
+    command -v gnuplot >/dev/null 2>&1 || return 0
+    gnuplot 2>/dev/null
+}
+
+md=$tmp/md
+: >"$md"
+say() { echo "$*" | tee -a "$md"; }
+
+say "# Congestion control scenarios (softverbs, $(date -u +%Y-%m-%dT%H:%MZ))"
+say
+say "Configs: $configs. $nbulk bulk senders of ${size}-byte tagged messages," \
+    "$win in flight each, and one 64 B ping-pong probe, for $secs s, into" \
+    "one receiver; links $link Gbit/s (every process one device)."
+say "uccl: UCX_TLS=uccl,self UCX_UCCL_CC=<config>; rc_verbs:" \
+    "UCX_TLS=rc_verbs,ud_verbs,self."
+
+for s in $scenarios; do
+    case $s in
+    incast|incast_buf)
+        e="SOFTVERBS_LINK_GBPS=$link"
+        [ "$s" = incast_buf ] && e="$e SOFTVERBS_BUF_BYTES=$buf"
+        for c in $configs; do incast "$s" "$c" "$nbulk" $e; done
+        if [ "$s" = incast ]; then
+            header "## Incast, lossless ($e)" | tee -a "$md"
+        else
+            header "## Incast, finite buffers ($e)" | tee -a "$md"
+        fi
+        for c in $configs; do row "$s" "$c" "$link" | tee -a "$md"; done
+        ;;
+    ecmp)
+        # 4 core paths of a quarter of the edge rate each
+        core=$(awk -v l="$link" 'BEGIN {printf "%g", l / 4}')
+        e="SOFTVERBS_LINK_GBPS=$link SOFTVERBS_PATHS=4 SOFTVERBS_PATH_GBPS=$core"
+        for c in $configs; do incast ecmp "$c" "$nbulk" $e; done
+        header "## ECMP collisions ($e: capacity $link Gbit/s over 4 paths)" |
+            tee -a "$md"
+        for c in $configs; do row ecmp "$c" "$link" | tee -a "$md"; done
+        say
+        say "Slowest/fastest flow: $(for c in $configs; do
+            printf '%s %s; ' "$c" "$(spread ecmp "$c")"; done)"
+        ;;
+    outage)
+        # path 3 of 8 down from 2.5 s to 3.5 s after the fabric starts
+        # (the receiver's start; its clients go ~1 s later)
+        e="SOFTVERBS_LINK_GBPS=$link SOFTVERBS_PATHS=8 SOFTVERBS_PATH_DOWN=3:2500-3500"
+        osecs=$((secs + 3))
+        for c in $configs; do
+            secs_save=$secs; secs=$osecs
+            incast outage "$c" "$nbulk" $e
+            secs=$secs_save
+        done
+        header "## A path down for 1 s ($e), $osecs s run" | tee -a "$md"
+        for c in $configs; do row outage "$c" "$link" | tee -a "$md"; done
+        say
+        say "| config | Gbit/s 1.5-2.5 s | 2.5-3.5 s (down) | 3.5-4.5 s |" \
+            "lowest 5 ms bin 3.5-4.5 s |"
+        say "|---|---|---|---|---|"
+        for c in $configs; do
+            t=$out/outage.$c.timeline
+            say "| $c | $(tl_mean "$t" 1500 2500) | $(tl_mean "$t" 2500 3500)" \
+                "| $(tl_mean "$t" 3500 4500) | $(awk '!/^#/ && $1 >= 3500 &&
+                $1 < 4500 && (n++ == 0 || $2 < m) {m = $2} END {print m}' \
+                "$t" 2>/dev/null) |"
+        done
+        {
+            echo "set terminal png size 1000,500"
+            echo "set output '$out/outage.png'"
+            echo "set title 'Goodput at the receiver, path 3 of 8 down 2.5-3.5 s'"
+            echo "set xlabel 'ms since the receiver started'"
+            echo "set ylabel 'Gbit/s (5 ms bins)'"
+            echo "set object 1 rect from 2500, graph 0 to 3500, graph 1" \
+                 "fc rgb '#eeeeee' behind"
+            printf "plot"
+            _sep=""
+            for c in $configs; do
+                printf "%s '%s' using 1:2 with lines title '%s'" "$_sep" \
+                    "$out/outage.$c.timeline" "$c"
+                _sep=","
+            done
+            echo
+        } | plot
+        ;;
+    slow)
+        e="SOFTVERBS_LINK_GBPS=$link SOFTVERBS_PATHS=8 SOFTVERBS_PATH_GBPS=$link,3:$(awk -v l="$link" 'BEGIN {printf "%g", l / 10}')"
+        for c in $configs; do incast slow "$c" "$nbulk" $e; done
+        header "## A path at a tenth of the rate ($e)" | tee -a "$md"
+        for c in $configs; do row slow "$c" "$link" | tee -a "$md"; done
+        ;;
+    loss)
+        for l in 0 0.001 0.01 0.05; do
+            for c in $configs; do
+                incast "loss$l" "$c" 2 "SOFTVERBS_LINK_GBPS=$link" \
+                    "SOFTVERBS_LOSS=$l"
+            done
+        done
+        say
+        say "## Loss sweep (2 bulk senders and the probe; SOFTVERBS_LOSS" \
+            "per packet)"
+        say
+        say "| config | 0 | 0.1% | 1% | 5% | 1% / 0 | probe p99 at 0 / 1% (us) |"
+        say "|---|---|---|---|---|---|---|"
+        for c in $configs; do
+            g0=$(key "$tmp/loss0.$c.srv" goodput_gbps)
+            g1=$(key "$tmp/loss0.01.$c.srv" goodput_gbps)
+            say "| $c | ${g0:-FAIL} | $(key "$tmp/loss0.001.$c.srv" \
+                goodput_gbps) | ${g1:-FAIL} | $(key "$tmp/loss0.05.$c.srv" \
+                goodput_gbps) | $(bench_ratio "$g1" "$g0") |" \
+                "$(key "$tmp/loss0.$c.probe" rtt_p99_us) /" \
+                "$(key "$tmp/loss0.01.$c.probe" rtt_p99_us) |"
+        done
+        {
+            echo "set terminal png size 800,500"
+            echo "set output '$out/loss.png'"
+            echo "set title 'Goodput under random loss'"
+            echo "set xlabel 'loss (%)'"
+            echo "set ylabel 'Gbit/s'"
+            echo "set logscale x"
+            printf "plot"
+            _sep=""
+            for c in $configs; do
+                printf "%s '-' using 1:2 with linespoints title '%s'" \
+                    "$_sep" "$c"
+                _sep=","
+            done
+            echo
+            for c in $configs; do
+                for l in 0.001 0.01 0.05; do
+                    echo "$(awk -v l="$l" 'BEGIN {print l * 100}')" \
+                         "$(key "$tmp/loss$l.$c.srv" goodput_gbps)"
+                done
+                echo e
+            done
+        } | plot
+        ;;
+    *)
+        echo "cc_scenarios: unknown scenario $s" >&2
+        ;;
+    esac
+done
+
+# the incast tails, one bar per config
+if [ -s "$tmp/incast.$(echo "$configs" | awk '{print $1}').probe" ]; then
+    {
+        echo "set terminal png size 800,500"
+        echo "set output '$out/incast.png'"
+        echo "set title 'Incast: probe round trip (lossless fabric)'"
+        echo "set ylabel 'us'"
+        echo "set logscale y"
+        echo "set style data histograms"
+        echo "set style fill solid 0.6"
+        echo "plot '-' using 2:xtic(1) title 'p50', '-' using 2 title 'p99'," \
+             "'-' using 2 title 'p999'"
+        for k in rtt_p50_us rtt_p99_us rtt_p999_us; do
+            for c in $configs; do
+                echo "$c $(key "$tmp/incast.$c.probe" $k)"
+            done
+            echo e
+        done
+    } | plot
+fi
+
+say
+say "Goodput: bytes the receiver got while all clients ran, over that time" \
+    "(\"of capacity\": over the bottleneck's rate). Drops: packets the" \
+    "fabric tail-dropped (paths and receiving links). Probe: 64 B" \
+    "round trips, whole distribution over the run."
+command -v gnuplot >/dev/null 2>&1 && say "Plots: $out/*.png." ||
+    say "Plots: not drawn (no gnuplot; Debian package gnuplot-nox)."
+cp "$md" "$out/cc_scenarios.md"

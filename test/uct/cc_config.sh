@@ -1,0 +1,53 @@
+#!/bin/sh
+#
+# UCX_UCCL_CC from the user: every algorithm the transport runs opens the
+# uccl iface (ucx_info -d lists it); an unknown name, the receiver-driven
+# eqds (no wire carrier yet) and values the algorithm refuses each give one
+# clear error and no iface, never a crash.
+#   cc_config.sh
+# Environment: UCCL_RUN, SOFTVERBS_FABRIC.
+#
+set -u
+run=${UCCL_RUN:?UCCL_RUN must name the uccl-run launcher}
+out=$(mktemp /tmp/uccl-cc-config.XXXXXX)
+trap 'rm -f "$out"' EXIT
+rc=0
+
+# info EXPECT VAR=VALUE...: EXPECT is "iface" or the error text
+info() {
+    expect=$1
+    shift
+    env "$@" timeout 60 "$run" ucx_info -d >"$out" 2>&1
+    status=$?
+    # what ucx_info says of the uccl ifaces
+    uccl=$(grep -A6 'Transport: uccl' "$out")
+    if grep -q -i 'segmentation\|backtrace\|assert' "$out" ||
+       [ $status -gt 1 ] || [ -z "$uccl" ]; then
+        echo "FAIL: $*: ucx_info exited with $status:"; cat "$out"
+        rc=1
+    elif [ "$expect" = iface ]; then
+        if echo "$uccl" | grep -q 'failed to open\|ERROR'; then
+            echo "FAIL: $*: no uccl iface:"; echo "$uccl"; rc=1
+        else
+            echo "ok: $*: uccl iface"
+        fi
+    elif ! echo "$uccl" | grep -q 'failed to open interface' ||
+         ! echo "$uccl" | grep -q "$expect"; then
+        echo "FAIL: $*: expected '$expect' and no iface:"; echo "$uccl"
+        rc=1
+    else
+        echo "ok: $*: $(echo "$uccl" | grep -m1 "$expect" |
+                        sed 's/.*UCX  ERROR //')"
+    fi
+}
+
+for cc in fixed swift timely; do
+    info iface UCX_UCCL_CC=$cc
+done
+info "unknown congestion control 'bogus'" UCX_UCCL_CC=bogus
+info "is receiver-driven" UCX_UCCL_CC=eqds
+info "refuses its UCX_UCCL_CC_" UCX_UCCL_CC=swift UCX_UCCL_CC_SWIFT_MAX_MDF=2
+info "refuses its UCX_UCCL_CC_" UCX_UCCL_CC=timely \
+    UCX_UCCL_CC_TIMELY_T_LOW=1ms UCX_UCCL_CC_TIMELY_T_HIGH=100us
+[ $rc -eq 0 ] && echo PASS
+exit $rc

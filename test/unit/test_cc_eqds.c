@@ -1,0 +1,745 @@
+/*
+ * EQDS: the sender's credit (speculative + granted, strict once the peer
+ * grants, cumulative 32-bit grants robust to loss, repeats, reordering,
+ * wrap and lies), its requests, the receiver's demand and grants, the
+ * pacer (rate bound over every interval, round-robin fairness, demand
+ * limits, burst after idle, charges), and a seeded simulation of N senders
+ * into one receiving link: credit conservation at every send, fairness,
+ * goodput, a bounded queue, and every byte delivered when credit messages
+ * are lost.
+ */
+#include "cc_test.h"
+
+#include <uct/uccl/cc/uccl_cc_eqds_pacer.h>
+
+
+#define LINK_BPS 10000000000ull
+
+static uct_uccl_cc_stats_t st(const uct_uccl_cc_t *cc)
+{
+    return cc_stats(cc);
+}
+
+static uint32_t want_of(uct_uccl_cc_t *cc, uint64_t backlog)
+{
+    uct_uccl_cc_request_t req;
+
+    UT_EQ(uct_uccl_cc_tx_request(cc, backlog, &req), 1);
+    return req.want;
+}
+
+static void rx_req(uct_uccl_cc_t *cc, uint32_t want, uint32_t spec)
+{
+    uct_uccl_cc_request_t req = {.want = want, .spec = spec};
+
+    uct_uccl_cc_rx_on_request(cc, &req, CC_T0);
+}
+
+/* credit conservation: what went out is covered by what was issued */
+static void check_conserved(const uct_uccl_cc_t *cc, uint64_t sent)
+{
+    uct_uccl_cc_stats_t s = st(cc);
+
+    UT_TRUE(sent <= s.spec_bytes + s.granted_bytes);
+    if (cc->flags & UCT_UCCL_CC_F_STRICT) {
+        UT_EQ(cc->cwnd_bytes, cc->inflight_bytes + s.credit_bytes);
+    }
+}
+
+static void test_sender_basics(void)
+{
+    uct_uccl_cc_params_t p;
+    uct_uccl_cc_t cc;
+    uint64_t now = CC_T0;
+    int i;
+
+    /* speculative credit: one BDP (10 us x 100 Gbit/s = 125000 B) */
+    cc_params(&p);
+    p.link_bps = 100000000000ull;
+    UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
+    UT_TRUE(uct_uccl_cc_rx_driven(&cc));
+    UT_EQ(st(&cc).credit_bytes, 125000);
+    UT_EQ(cc.cwnd_bytes, 125000);
+    UT_EQ(cc.flags & UCT_UCCL_CC_F_STRICT, 0);
+    uct_uccl_cc_cleanup(&cc);
+
+    /* at least one chunk, so a burst's first chunk (with its request)
+     * always goes: 10 us x 10 Gbit/s is only 12500 B */
+    cc_params(&p);
+    UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
+    UT_EQ(st(&cc).credit_bytes, CC_CHUNK);
+
+    /* before the peer grants anything: ACKs return credit (a window of
+     * the speculative size), so a peer that never grants cannot stall */
+    for (i = 0; i < 10; ++i) {
+        UT_TRUE(uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
+        /* ACKed credit counts as speculative: the want stays */
+        UT_EQ(want_of(&cc, 100 * CC_CHUNK), 99 * CC_CHUNK);
+        uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
+        UT_TRUE(!uct_uccl_cc_can_send(&cc, 1, now));
+        cc_ack(&cc, CC_CHUNK, 10 * CC_US, 0, now);
+    }
+    /* the first grant makes credit strict: nothing beyond it, even with
+     * nothing in flight */
+    uct_uccl_cc_on_credit(&cc, 0, now);
+    UT_TRUE(cc.flags & UCT_UCCL_CC_F_STRICT);
+    uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
+    cc_ack(&cc, CC_CHUNK, 10 * CC_US, 0, now);
+    UT_EQ(cc.inflight_bytes, 0);
+    UT_EQ(st(&cc).credit_bytes, 0);
+    UT_TRUE(!uct_uccl_cc_can_send(&cc, 1, now));
+    /* a grant of half a chunk: a half chunk may go, not a whole one */
+    uct_uccl_cc_on_credit(&cc, CC_CHUNK / 2, now);
+    UT_TRUE(uct_uccl_cc_can_send(&cc, CC_CHUNK / 2, now));
+    UT_TRUE(!uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
+    uct_uccl_cc_on_credit(&cc, CC_CHUNK, now);
+    UT_TRUE(uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
+    uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
+    UT_EQ(st(&cc).credit_bytes, 0);
+    check_conserved(&cc, 12 * CC_CHUNK);
+    /* losses and timeouts neither give nor take credit */
+    uct_uccl_cc_on_loss(&cc, CC_CHUNK, now);
+    uct_uccl_cc_on_timeout(&cc, now);
+    UT_EQ(st(&cc).credit_bytes, 0);
+    UT_TRUE(!uct_uccl_cc_can_send(&cc, 1, now));
+    uct_uccl_cc_cleanup(&cc);
+    printf("  sender: one BDP (>= a chunk) speculative; ACK-clocked until "
+           "the first grant, then strict credit\n");
+}
+
+/* Grants are cumulative 32-bit serial numbers: repeats and old ones are
+ * ignored, wrap is handled, a lie is bounded by the credit cap */
+static void test_sender_grants(void)
+{
+    uct_uccl_cc_params_t p;
+    uct_uccl_cc_t cc;
+    uint64_t now = CC_T0, g = 0, sent = 0, step = 1500ull << 20;
+    int i;
+
+    cc_params(&p);
+    p.eqds.credit_cap = (1ull << 31) - 1;
+    p.eqds.demand_cap = (1ull << 31) - 1;
+    UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
+    uct_uccl_cc_on_send(&cc, CC_CHUNK, now); /* the speculative chunk */
+    sent += CC_CHUNK;
+    uct_uccl_cc_on_credit(&cc, 0, now);
+    for (i = 0; i < 12; ++i) { /* 17.6 GiB granted: wraps 4 times */
+        g += step;
+        uct_uccl_cc_on_credit(&cc, (uint32_t)g, now);
+        UT_EQ(st(&cc).credit_bytes, step);
+        uct_uccl_cc_on_credit(&cc, (uint32_t)g, now);          /* repeat */
+        uct_uccl_cc_on_credit(&cc, (uint32_t)(g - step / 2), now); /* old */
+        UT_EQ(st(&cc).credit_bytes, step);
+        UT_TRUE(uct_uccl_cc_can_send(&cc, (uint32_t)step, now));
+        (void)want_of(&cc, step + 1); /* more queued: no respec */
+        uct_uccl_cc_on_send(&cc, (uint32_t)step, now);
+        sent += step;
+        cc_ack(&cc, step, 10 * CC_US, 0, now);
+        check_conserved(&cc, sent);
+    }
+    UT_EQ(st(&cc).granted_bytes, g);
+    uct_uccl_cc_cleanup(&cc);
+
+    /* a peer that grants 2 GiB at once gets no more than the cap */
+    cc_params(&p);
+    UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
+    uct_uccl_cc_on_credit(&cc, 0x7fffffffu, now);
+    UT_EQ(st(&cc).credit_bytes, UCT_UCCL_CC_EQDS_CREDIT_CAP);
+    /* and what it asked beyond the cap is not credited later */
+    uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
+    uct_uccl_cc_on_credit(&cc, 0x7fffffffu, now);
+    UT_EQ(st(&cc).credit_bytes, UCT_UCCL_CC_EQDS_CREDIT_CAP - CC_CHUNK);
+    uct_uccl_cc_cleanup(&cc);
+    printf("  grants: cumulative, repeats/old ignored, 4 wraps of 32 bits, "
+           "a 2 GiB lie capped at %llu MiB\n",
+           UCT_UCCL_CC_EQDS_CREDIT_CAP >> 20);
+}
+
+/* Requests: want = sent + backlog - speculative, never backwards; a
+ * drained sender gets its speculative credit back, a starved one not */
+static void test_sender_requests(void)
+{
+    uct_uccl_cc_request_t req;
+    uct_uccl_cc_params_t p;
+    uct_uccl_cc_t cc;
+    uint64_t now = CC_T0;
+    uint32_t w;
+
+    cc_params(&p);
+    p.eqds.demand_cap = 1 << 20;
+    UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
+    /* speculative bytes about to go are told before they go */
+    UT_EQ(uct_uccl_cc_tx_request(&cc, 10 * CC_CHUNK, &req), 1);
+    UT_EQ(req.spec, CC_CHUNK);
+    UT_EQ(uct_uccl_cc_tx_request(&cc, 100, &req), 1);
+    UT_EQ(req.spec, CC_CHUNK); /* never backwards */
+    uct_uccl_cc_cleanup(&cc);
+
+    UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
+    uct_uccl_cc_on_credit(&cc, 0, now);
+    UT_EQ(want_of(&cc, 4 * CC_CHUNK), 3 * CC_CHUNK);
+    uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
+    /* less queued now (not yet asked again): the want does not go back */
+    UT_EQ(want_of(&cc, CC_CHUNK), 3 * CC_CHUNK);
+    /* a huge backlog asks for demand_cap ahead of what was sent */
+    w = want_of(&cc, 1ull << 40);
+    UT_EQ(w, CC_CHUNK + (1 << 20) - CC_CHUNK);
+
+    /* credit-starved: all acked, but the last request said more is
+     * queued: no speculative credit (it waits for grants) */
+    cc_ack(&cc, CC_CHUNK, 10 * CC_US, 0, now);
+    UT_EQ(cc.inflight_bytes, 0);
+    UT_EQ(st(&cc).credit_bytes, 0);
+    /* granted what it asked, it sends it all; the last request says
+     * nothing is left; drained, it gets a fresh speculative chunk */
+    uct_uccl_cc_on_credit(&cc, w, now);
+    UT_EQ(st(&cc).credit_bytes, 1 << 20);
+    while (uct_uccl_cc_can_send(&cc, CC_CHUNK, now)) {
+        uint64_t left = (1 << 20) - (st(&cc).granted_bytes -
+                                     st(&cc).credit_bytes);
+
+        want_of(&cc, left);
+        uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
+    }
+    UT_EQ(st(&cc).credit_bytes, 0);
+    cc_ack(&cc, cc.inflight_bytes - CC_CHUNK, 10 * CC_US, 0, now);
+    UT_EQ(st(&cc).credit_bytes, 0);   /* one chunk still in flight */
+    cc_ack(&cc, CC_CHUNK, 10 * CC_US, 0, now);
+    UT_EQ(st(&cc).credit_bytes, CC_CHUNK);
+    UT_TRUE(uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
+    check_conserved(&cc, 17 * CC_CHUNK);
+    uct_uccl_cc_cleanup(&cc);
+    printf("  requests: want = sent + backlog - speculative, monotonic, "
+           "capped; speculative again only when drained\n");
+}
+
+static void test_receiver(void)
+{
+    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS};
+    uct_uccl_cc_eqds_sender_t *out[4];
+    uct_uccl_cc_eqds_pacer_t pacer;
+    uct_uccl_cc_params_t p;
+    uct_uccl_cc_t rx;
+    uint64_t now = CC_T0;
+    unsigned n;
+
+    cc_params(&p);
+    UT_EQ(uct_uccl_cc_init(&rx, "eqds", &p), UCS_OK);
+    /* no pacer: arrivals are granted back, up to the demand */
+    UT_EQ(uct_uccl_cc_rx_credit(&rx, now), 0);
+    rx_req(&rx, 3 * CC_CHUNK, CC_CHUNK);
+    uct_uccl_cc_rx_on_data(&rx, CC_CHUNK, now);
+    UT_EQ(uct_uccl_cc_rx_credit(&rx, now), CC_CHUNK);
+    rx_req(&rx, 2 * CC_CHUNK, CC_CHUNK); /* old: ignored */
+    uct_uccl_cc_rx_on_data(&rx, CC_CHUNK, now);
+    uct_uccl_cc_rx_on_data(&rx, CC_CHUNK, now);
+    uct_uccl_cc_rx_on_data(&rx, CC_CHUNK, now);
+    UT_EQ(uct_uccl_cc_rx_credit(&rx, now), 3 * CC_CHUNK);
+
+    /* with a pacer: the demand goes to the pacer, which grants it */
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now), UCS_OK);
+    uct_uccl_cc_rx_attach(&rx, &pacer, &rx);
+    UT_EQ(pacer.num_senders, 1);
+    UT_EQ(pacer.num_active, 0);
+    rx_req(&rx, 3 * CC_CHUNK + 100000, CC_CHUNK);
+    UT_EQ(pacer.num_active, 1);
+    UT_EQ(pacer.charged_bytes, 0); /* no new speculative bytes */
+    n = uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 4);
+    UT_EQ(n, 1);
+    UT_TRUE(out[0]->arg == &rx);
+    UT_EQ(uct_uccl_cc_rx_credit(&rx, now), 3 * CC_CHUNK + pacer.quantum);
+    /* the rest, then nothing more: the demand is met */
+    n = uct_uccl_cc_eqds_pacer_tick(&pacer, now + 1000 * CC_US, out, 4);
+    UT_EQ(n, 1);
+    UT_EQ(uct_uccl_cc_rx_credit(&rx, now), 3 * CC_CHUNK + 100000);
+    UT_EQ(pacer.num_active, 0);
+    /* announced speculative bytes are charged to the pacer, once */
+    rx_req(&rx, 3 * CC_CHUNK + 100000, 3 * CC_CHUNK);
+    UT_EQ(pacer.charged_bytes, 2 * CC_CHUNK);
+    rx_req(&rx, 3 * CC_CHUNK + 100000, 3 * CC_CHUNK);
+    rx_req(&rx, 3 * CC_CHUNK + 100000, 2 * CC_CHUNK);
+    UT_EQ(pacer.charged_bytes, 2 * CC_CHUNK);
+    uct_uccl_cc_rx_on_data(&rx, CC_CHUNK, now); /* arrivals: no charge */
+    UT_EQ(pacer.charged_bytes, 2 * CC_CHUNK);
+    /* cleanup detaches */
+    uct_uccl_cc_cleanup(&rx);
+    UT_EQ(pacer.num_senders, 0);
+    uct_uccl_cc_eqds_pacer_cleanup(&pacer);
+
+    /* the other algorithms do not grant */
+    UT_EQ(uct_uccl_cc_init(&rx, "swift", &p), UCS_OK);
+    UT_TRUE(!uct_uccl_cc_rx_driven(&rx));
+    uct_uccl_cc_rx_attach(&rx, &pacer, NULL);
+    {
+        uct_uccl_cc_request_t req;
+
+        UT_EQ(uct_uccl_cc_tx_request(&rx, 1000, &req), 0);
+        UT_EQ(req.want, 0);
+    }
+    uct_uccl_cc_cleanup(&rx);
+    printf("  receiver: demand = want - granted; no pacer: arrivals "
+           "granted back; pacer: grants, speculative bytes charged once\n");
+}
+
+/* time of `bytes` at the pacer's rate, ns */
+static double pacer_ns(const uct_uccl_cc_eqds_pacer_t *pacer, double bytes)
+{
+    return bytes * 8e9 / pacer->rate_bps;
+}
+
+/* One sender that always wants more, ticks at random times: the grants
+ * between any two ticks fit the rate, plus one burst and one quantum */
+static void test_pacer_rate(void)
+{
+    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS};
+    enum { N = 600 };
+    uct_uccl_cc_eqds_sender_t s = {0}, *out[1];
+    uct_uccl_cc_eqds_pacer_t pacer;
+    uint64_t t[N], g[N], now = CC_T0;
+    double slack;
+    unsigned i, j;
+
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now), UCS_OK);
+    UT_EQ(pacer.rate_bps, (uint64_t)(LINK_BPS * UCT_UCCL_CC_EQDS_RATE_FRAC));
+    uct_uccl_cc_eqds_pacer_add(&pacer, &s, NULL);
+    uct_uccl_cc_eqds_pacer_demand(&s, 1ull << 40);
+    for (i = 0; i < N; ++i) {
+        /* mostly short gaps, sometimes a long stall */
+        now += (ut_rand_below(10) == 0) ? ut_rand_below(200000) :
+                                          ut_rand_below(8000);
+        uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 1);
+        t[i] = now;
+        g[i] = s.granted;
+        UT_TRUE(uct_uccl_cc_eqds_pacer_next_ns(&pacer) > 0);
+    }
+    slack = UCT_UCCL_CC_EQDS_MAX_BURST + pacer.quantum;
+    for (i = 0; i < N; ++i) {
+        for (j = i + 1; j < N; ++j) {
+            UT_TRUE((double)(g[j] - g[i]) <=
+                    (double)(t[j] - t[i]) * pacer.rate_bps / 8e9 + slack);
+        }
+    }
+    /* and it does not lag: at most a burst behind the rate when ticked
+     * often (ticks every 1 us for 1 ms) */
+    g[0] = s.granted;
+    for (i = 0; i < 1000; ++i) {
+        now += CC_US;
+        uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 1);
+    }
+    UT_TRUE((double)(s.granted - g[0]) >=
+            1000 * CC_US * pacer.rate_bps / 8e9 - slack);
+    printf("  pacer rate: grants in any interval <= %.2f Gbit/s x time + "
+           "burst + quantum; keeps up when ticked\n", pacer.rate_bps / 1e9);
+    uct_uccl_cc_eqds_pacer_cleanup(&pacer);
+    UT_EQ(pacer.num_senders, 0);
+}
+
+static void test_pacer_fair(void)
+{
+    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS};
+    enum { NS = 7 };
+    uct_uccl_cc_eqds_sender_t s[NS + 1], *out[NS + 1];
+    uct_uccl_cc_eqds_pacer_t pacer;
+    uint64_t now = CC_T0, lo, hi, total;
+    unsigned i, k, n, seen[NS + 1];
+
+    memset(s, 0, sizeof(s));
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now), UCS_OK);
+    for (i = 0; i < NS; ++i) {
+        uct_uccl_cc_eqds_pacer_add(&pacer, &s[i], &s[i]);
+        uct_uccl_cc_eqds_pacer_demand(&s[i], 1ull << 40);
+    }
+    /* one sender wants little: it gets exactly that */
+    uct_uccl_cc_eqds_pacer_add(&pacer, &s[NS], &s[NS]);
+    uct_uccl_cc_eqds_pacer_demand(&s[NS], 5000);
+    for (k = 0; k < 3000; ++k) {
+        now += ut_rand_below(20000);
+        n    = uct_uccl_cc_eqds_pacer_tick(&pacer, now, out,
+                                           1 + ut_rand_below(NS + 1));
+        memset(seen, 0, sizeof(seen));
+        for (i = 0; i < n; ++i) {  /* each listed once */
+            UT_TRUE(!seen[out[i] - s]);
+            seen[out[i] - s] = 1;
+        }
+        lo = hi = s[0].granted;
+        for (i = 1; i < NS; ++i) {
+            lo = (s[i].granted < lo) ? s[i].granted : lo;
+            hi = (s[i].granted > hi) ? s[i].granted : hi;
+        }
+        /* round robin: never more than one quantum apart */
+        UT_TRUE(hi - lo <= pacer.quantum);
+    }
+    UT_EQ(s[NS].granted, 5000);
+    UT_EQ(s[NS].active, 0);
+    for (total = 0, i = 0; i <= NS; ++i) {
+        total += s[i].granted;
+    }
+    UT_EQ(total, pacer.granted_bytes);
+    /* a late joiner is served from its arrival on, as much as the rest */
+    lo = s[0].granted;
+    uct_uccl_cc_eqds_pacer_demand(&s[NS], 1ull << 40);
+    for (k = 0; k < 200; ++k) {
+        now += 5 * CC_US;
+        uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, NS + 1);
+    }
+    hi = s[NS].granted - 5000;
+    UT_TRUE(hi + pacer.quantum >= s[0].granted - lo);
+    UT_TRUE(hi <= s[0].granted - lo + pacer.quantum);
+    /* leaving mid-round keeps the ring whole */
+    uct_uccl_cc_eqds_pacer_remove(&s[3]);
+    uct_uccl_cc_eqds_pacer_demand(&s[5], 0);
+    UT_EQ(pacer.num_active, NS - 1);
+    memset(seen, 0, sizeof(seen));
+    for (k = 0; k < 20; ++k) {
+        now += 20 * CC_US;
+        n = uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, NS + 1);
+        for (i = 0; i < n; ++i) {
+            seen[out[i] - s] = 1;
+        }
+    }
+    for (i = 0; i <= NS; ++i) {
+        UT_EQ(seen[i], (i != 3) && (i != 5));
+    }
+    printf("  pacer fairness: %d senders within one quantum at every tick; "
+           "a small demand met exactly; join/leave mid-round\n", NS);
+}
+
+static void test_pacer_misc(void)
+{
+    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS};
+    uct_uccl_cc_eqds_sender_t s = {0}, *out[1];
+    uct_uccl_cc_eqds_pacer_t pacer;
+    uint64_t now = CC_T0, t0;
+
+    /* after a long idle time, one burst (and one quantum) at most */
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now), UCS_OK);
+    UT_EQ(uct_uccl_cc_eqds_pacer_next_ns(&pacer), 0);
+    uct_uccl_cc_eqds_pacer_add(&pacer, &s, NULL);
+    now += 1000000 * CC_US;
+    uct_uccl_cc_eqds_pacer_demand(&s, 1ull << 40);
+    uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 1);
+    UT_TRUE(s.granted <= UCT_UCCL_CC_EQDS_MAX_BURST + pacer.quantum);
+    UT_TRUE(s.granted >= UCT_UCCL_CC_EQDS_MAX_BURST);
+    /* unscheduled bytes push the next grant back by their time */
+    t0 = uct_uccl_cc_eqds_pacer_next_ns(&pacer);
+    uct_uccl_cc_eqds_pacer_charge(&pacer, 1 << 20, now);
+    UT_NEAR(uct_uccl_cc_eqds_pacer_next_ns(&pacer) - t0,
+            pacer_ns(&pacer, 1 << 20), 1e-5);
+    /* a huge charge is bounded */
+    uct_uccl_cc_eqds_pacer_charge(&pacer, 1ull << 50, now);
+    UT_EQ(uct_uccl_cc_eqds_pacer_next_ns(&pacer),
+          now + UCT_UCCL_CC_EQDS_MAX_CHARGE_NS);
+    uct_uccl_cc_eqds_pacer_cleanup(&pacer);
+
+    pp.quantum = UCT_UCCL_CC_EQDS_MAX_QUANTUM + 1;
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now),
+          UCS_ERR_INVALID_PARAM);
+    pp.quantum   = 0;
+    pp.rate_frac = 1.5;
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now),
+          UCS_ERR_INVALID_PARAM);
+    printf("  pacer: burst after idle, charges, bounds, bad params\n");
+}
+
+/* --- N senders into one receiving link, simulated ---
+ *
+ * Data crosses the receiver's link (a FIFO at the link rate) and carries
+ * the sender's request; control messages (ACKs with the cumulative grant,
+ * credit messages from the pacer, and the requests a sender blocked on
+ * credit repeats every SIM_REFRESH) take the propagation delay only, and
+ * credit and request messages may be lost. */
+
+#define SIM_MAX_SENDERS 16
+#define SIM_QLEN        4096
+#define SIM_REFRESH     (20 * CC_US)
+
+typedef struct {
+    uint64_t time;      /* when it gets there */
+    uint64_t sent;      /* when its data was sent */
+    uint32_t bytes;     /* data bytes (0: control only) */
+    uct_uccl_cc_request_t req;
+    uint32_t granted;
+    int      has_credit;
+} sim_msg_t;
+
+typedef struct {
+    sim_msg_t q[SIM_QLEN];
+    unsigned  head, tail;
+} sim_queue_t;
+
+typedef struct {
+    uct_uccl_cc_t tx;          /* at the sender */
+    uct_uccl_cc_t rx;          /* its peer at the receiver */
+    sim_queue_t   data;        /* to the receiver, in link order */
+    sim_queue_t   req;         /* requests to the receiver */
+    sim_queue_t   ctl;         /* ACKs and credit to the sender */
+    uint64_t      backlog;
+    uint64_t      sent;
+    uint64_t      delivered;
+    uint64_t      window_delivered; /* after the warm-up */
+    uint64_t      last_req;
+    uct_uccl_cc_request_t told;
+} sim_flow_t;
+
+typedef struct {
+    int      n;
+    int      pacer;            /* the receiver's pacer on */
+    int      grants;           /* the receiver grants at all */
+    double   loss;             /* credit and request messages lost */
+    uint64_t backlog;          /* per sender; 0: unlimited */
+    uint64_t duration;
+} sim_cfg_t;
+
+typedef struct {
+    double   goodput;          /* of the link rate, after the warm-up */
+    double   fairness;         /* min / max delivered, after it */
+    uint64_t max_queue;        /* bytes waiting at the link, after it */
+    int      done;             /* every byte delivered */
+    uint64_t requests;
+} sim_result_t;
+
+static void sim_push(sim_queue_t *q, const sim_msg_t *m)
+{
+    UT_TRUE(q->tail - q->head < SIM_QLEN);
+    q->q[q->tail++ % SIM_QLEN] = *m;
+}
+
+static sim_msg_t *sim_peek(sim_queue_t *q, uint64_t now)
+{
+    sim_msg_t *m = &q->q[q->head % SIM_QLEN];
+
+    return ((q->head != q->tail) && (m->time <= now)) ? m : NULL;
+}
+
+static int sim_lost(const sim_cfg_t *cfg)
+{
+    return ut_rand_below(1000000) < cfg->loss * 1e6;
+}
+
+/* the receiver's answer to a request or to data: its cumulative grant */
+static void sim_credit(sim_flow_t *f, uint64_t time, const sim_msg_t *data)
+{
+    sim_msg_t m = {.time = time};
+
+    if (data != NULL) {
+        m.bytes = data->bytes;
+        m.sent  = data->sent;
+    }
+    m.has_credit = uct_uccl_cc_rx_driven(&f->rx);
+    m.granted    = uct_uccl_cc_rx_credit(&f->rx, time);
+    sim_push(&f->ctl, &m);
+}
+
+/* the sender's side of one step: take ACKs and credit, send, ask */
+static void sim_sender(const sim_cfg_t *cfg, sim_flow_t *f, uint64_t now,
+                       uint64_t prop, uint64_t *link_free,
+                       sim_result_t *res, int measure)
+{
+    sim_msg_t *in, m;
+    uint32_t len;
+
+    while ((in = sim_peek(&f->ctl, now)) != NULL) {
+        if (in->has_credit) { /* credit first, then the ACK */
+            uct_uccl_cc_on_credit(&f->tx, in->granted, now);
+        }
+        if (in->bytes > 0) {
+            cc_ack(&f->tx, in->bytes, now - in->sent, 0, now);
+        }
+        ++f->ctl.head;
+    }
+    for (;;) {
+        len = (f->backlog < CC_CHUNK) ? f->backlog : CC_CHUNK;
+        if ((len == 0) || !uct_uccl_cc_can_send(&f->tx, len, now)) {
+            break;
+        }
+        memset(&m, 0, sizeof(m));
+        m.bytes = len;
+        uct_uccl_cc_tx_request(&f->tx, f->backlog, &m.req);
+        uct_uccl_cc_on_send(&f->tx, len, now);
+        f->sent    += len;
+        f->backlog -= len;
+        check_conserved(&f->tx, f->sent);
+        *link_free  = ((*link_free > now + prop) ? *link_free : now + prop) +
+                      len * 8e9 / LINK_BPS;
+        if (measure) {
+            uint64_t q = (uint64_t)((*link_free - now - prop) *
+                                    (LINK_BPS / 8e9));
+
+            res->max_queue = (q > res->max_queue) ? q : res->max_queue;
+        }
+        m.time = *link_free;
+        m.sent = now;
+        sim_push(&f->data, &m);
+    }
+    /* a request on the control path when it says something new, and
+     * again now and then while blocked on credit (requests get lost) */
+    memset(&m, 0, sizeof(m));
+    uct_uccl_cc_tx_request(&f->tx, f->backlog, &m.req);
+    if ((m.req.want != f->told.want) || (m.req.spec != f->told.spec) ||
+        ((len > 0) && (now - f->last_req >= SIM_REFRESH))) {
+        f->last_req = now;
+        f->told     = m.req;
+        ++res->requests;
+        if (!sim_lost(cfg)) {
+            m.time = now + prop;
+            sim_push(&f->req, &m);
+        }
+    }
+}
+
+/* the receiver's side: requests, then data (each ACKed with credit) */
+static void sim_receiver(sim_flow_t *f, uint64_t now, uint64_t prop,
+                         int measure)
+{
+    sim_msg_t *in;
+
+    while ((in = sim_peek(&f->req, now)) != NULL) {
+        uct_uccl_cc_rx_on_request(&f->rx, &in->req, now);
+        sim_credit(f, now + prop, NULL);
+        ++f->req.head;
+    }
+    while ((in = sim_peek(&f->data, now)) != NULL) {
+        uct_uccl_cc_rx_on_request(&f->rx, &in->req, now);
+        uct_uccl_cc_rx_on_data(&f->rx, in->bytes, now);
+        f->delivered        += in->bytes;
+        f->window_delivered += measure ? in->bytes : 0;
+        sim_credit(f, now + prop, in);
+        ++f->data.head;
+    }
+}
+
+static void sim_run(const sim_cfg_t *cfg, sim_result_t *res)
+{
+    static sim_flow_t f[SIM_MAX_SENDERS];
+    const uint64_t prop = 2 * CC_US, dt = 200, warm = 2000 * CC_US;
+    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS};
+    uct_uccl_cc_eqds_sender_t *out[SIM_MAX_SENDERS];
+    uct_uccl_cc_eqds_pacer_t pacer;
+    uct_uccl_cc_params_t p;
+    uint64_t now = CC_T0, end = CC_T0 + cfg->duration, link_free = 0;
+    uint64_t lo = UINT64_MAX, hi = 0, total = 0;
+    unsigned n, k;
+    int i, busy, measure;
+
+    cc_params(&p);
+    p.window_chunks = 16; /* for a "fixed" receiver */
+    memset(res, 0, sizeof(*res));
+    memset(f, 0, sizeof(f));
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now), UCS_OK);
+    for (i = 0; i < cfg->n; ++i) {
+        UT_EQ(uct_uccl_cc_init(&f[i].tx, "eqds", &p), UCS_OK);
+        UT_EQ(uct_uccl_cc_init(&f[i].rx, cfg->grants ? "eqds" : "fixed", &p),
+              UCS_OK);
+        if (cfg->pacer) {
+            uct_uccl_cc_rx_attach(&f[i].rx, &pacer, &f[i]);
+        }
+        f[i].backlog = cfg->backlog ? cfg->backlog : UINT64_MAX / 2;
+    }
+
+    for (busy = 1; busy && (now < end); now += dt) {
+        busy    = 0;
+        measure = (now > CC_T0 + warm);
+        for (i = 0; i < cfg->n; ++i) {
+            sim_sender(cfg, &f[i], now, prop, &link_free, res, measure);
+            sim_receiver(&f[i], now, prop, measure);
+            busy |= (f[i].backlog > 0) || (f[i].tx.inflight_bytes > 0);
+        }
+        if (!cfg->pacer) {
+            continue;
+        }
+        n = uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, SIM_MAX_SENDERS);
+        for (k = 0; k < n; ++k) {
+            if (!sim_lost(cfg)) {
+                sim_credit(out[k]->arg, now + prop, NULL);
+            }
+        }
+    }
+
+    res->done = !busy;
+    for (i = 0; i < cfg->n; ++i) {
+        lo     = (f[i].window_delivered < lo) ? f[i].window_delivered : lo;
+        hi     = (f[i].window_delivered > hi) ? f[i].window_delivered : hi;
+        total += f[i].window_delivered;
+        if (res->done && cfg->backlog) {
+            UT_EQ(f[i].delivered, cfg->backlog);
+        }
+        uct_uccl_cc_cleanup(&f[i].tx);
+        uct_uccl_cc_cleanup(&f[i].rx);
+    }
+    UT_EQ(pacer.num_senders, 0);
+    uct_uccl_cc_eqds_pacer_cleanup(&pacer);
+    if (now > CC_T0 + warm) {
+        res->goodput = total * 8e9 / LINK_BPS / (double)(now - CC_T0 - warm);
+    }
+    res->fairness = (hi > 0) ? (double)lo / hi : 0;
+}
+
+static void test_sim(void)
+{
+    sim_cfg_t cfg = {.n = 8, .pacer = 1, .grants = 1,
+                     .duration = 20000 * CC_US};
+    sim_result_t r;
+
+    /* incast of 8 long flows through the pacer */
+    sim_run(&cfg, &r);
+    printf("  sim pacer, 8 senders: goodput %.3f of the link, min/max "
+           "%.3f, queue after warm-up <= %" PRIu64 " B\n", r.goodput,
+           r.fairness, r.max_queue);
+    UT_TRUE(r.goodput >= 0.9 * UCT_UCCL_CC_EQDS_RATE_FRAC);
+    UT_TRUE(r.goodput <= 1.0);
+    UT_TRUE(r.fairness >= 0.9);
+    /* once the speculative burst has drained, grants of one chunk at the
+     * link rate keep at most one chunk waiting at the link */
+    UT_TRUE(r.max_queue <= 2 * CC_CHUNK);
+
+    /* finite flows, 10% of the credit and request messages lost: all
+     * delivered (the next grant, ACK or answer to a repeated request
+     * carries the cumulative count) */
+    cfg.backlog     = 3 << 20;
+    cfg.loss = 0.1;
+    cfg.n           = 5;
+    cfg.duration    = 200000 * CC_US;
+    sim_run(&cfg, &r);
+    UT_TRUE(r.done);
+    printf("  sim pacer, 5 x 3 MiB, 10%% of credit and requests lost: all "
+           "delivered (%" PRIu64 " requests)\n", r.requests);
+
+    /* no pacer at the receiver: arrivals granted back, a window each */
+    cfg.pacer = 0;
+    sim_run(&cfg, &r);
+    UT_TRUE(r.done);
+    /* a receiver that grants nothing: ACK-clocked speculative window */
+    cfg.grants = 0;
+    sim_run(&cfg, &r);
+    UT_TRUE(r.done);
+    printf("  sim without pacer, and with a peer that never grants: all "
+           "delivered\n");
+
+    /* random mixes */
+    for (int k = 0; k < 4; ++k) {
+        cfg.n           = 1 + ut_rand_below(SIM_MAX_SENDERS);
+        cfg.pacer       = ut_rand_below(2);
+        cfg.grants      = cfg.pacer || ut_rand_below(2);
+        cfg.loss = ut_rand_below(3) * 0.1;
+        cfg.backlog     = 1 + ut_rand_below(2 << 20);
+        cfg.duration    = 400000 * CC_US;
+        sim_run(&cfg, &r);
+        UT_TRUE(r.done);
+    }
+    printf("  sim random mixes (senders, pacer, loss, sizes): all "
+           "delivered, credit conserved at every send\n");
+}
+
+int main(int argc, char **argv)
+{
+    ut_init(argc, argv, "test_cc_eqds");
+    test_sender_basics();
+    test_sender_grants();
+    test_sender_requests();
+    test_receiver();
+    test_pacer_rate();
+    test_pacer_fair();
+    test_pacer_misc();
+    test_sim();
+    return ut_done("test_cc_eqds");
+}
