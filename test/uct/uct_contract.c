@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define DEV          "sv0:1"
 #define MD_NAME      "sv0"
@@ -853,6 +854,68 @@ static void test_destroy(void)
     uct_iface_close(a.iface);
 }
 
+/* An operation completed by a background pass is reported at the user's
+ * next progress call; a flush asked before that is not complete yet (UCP
+ * takes a flush's UCS_OK for "every completion before it was called") */
+static void test_flush_deferred(void)
+{
+    const size_t len = 64 * 1024;
+    double start;
+    uct_mem_h memh;
+    uct_iov_t iov;
+    uint8_t *buf;
+    iface_t a, b;
+    uct_ep_h ep;
+    ucs_status_t status;
+    req_t req;
+
+    iface_open(&a, NULL);
+    iface_open(&b, NULL);
+    check(uct_iface_set_am_handler(b.iface, AM_ID, am_cb, NULL, 0), "am");
+    ep = ep_create(&a, &b);
+    flush_ep(ep);
+    buf = pattern_buf(len);
+    check(uct_md_mem_reg(ctx.md, buf, len, UCT_MD_MEM_ACCESS_ALL, &memh),
+          "mem reg");
+    iov.buffer = buf;
+    iov.length = ucs_min(len, a.attr.cap.am.max_zcopy - sizeof(uint64_t));
+    iov.memh   = memh;
+    iov.stride = 0;
+    iov.count  = 1;
+
+    req_init(&req);
+    status = RETRY("am_zcopy", uct_ep_am_zcopy(ep, AM_ID, &len, sizeof(len),
+                                               &iov, 1, 0, &req.comp));
+    if (status != UCS_INPROGRESS) {
+        die("am_zcopy of %zu bytes: %s, not in progress", iov.length,
+            ucs_status_string(status));
+    }
+    /* no progress call: the async timers run both engines */
+    start = now_sec();
+    while ((now_sec() < start + 1.0) && !req.done) {
+        usleep(20000);
+        status = uct_ep_flush(ep, 0, NULL);
+        if ((status == UCS_OK) && !req.done) {
+            die("uct_ep_flush returned UCS_OK before the am_zcopy's "
+                "completion was called");
+        }
+        if (status == UCS_OK) {
+            break;
+        }
+    }
+    progress();
+    printf("am_zcopy %s at the first progress call after %.0f ms\n",
+           req.done ? "reported" : "not yet reported",
+           (now_sec() - start) * 1e3);
+    wait_for(&req.done, 1, "am_zcopy completion");
+    flush_ep(ep);
+    uct_ep_destroy(ep);
+    check(uct_md_mem_dereg(ctx.md, memh), "mem dereg");
+    free(buf);
+    uct_iface_close(b.iface);
+    uct_iface_close(a.iface);
+}
+
 /* eps[i] from `from` to `to`, each sends its index: all must arrive */
 static void many_eps(iface_t *from, iface_t *to, const char *what)
 {
@@ -1050,6 +1113,7 @@ static const struct {
     {"async_am",    test_async_am,    NULL},
     {"peer_close",  test_peer_close,  NULL},
     {"destroy",     test_destroy,     NULL},
+    {"flush_deferred", test_flush_deferred, NULL},
     {"many_eps",    test_many_eps,    NULL},
     {"rx_bound",    test_rx_bound,    NULL},
     {"many_peers",  test_many_peers,  "MAX_QPS=" NPEERS_QPS},

@@ -219,6 +219,19 @@ void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op)
     ++iface->async.deferred;
 }
 
+int uct_uccl_async_ops_pending(const uct_uccl_iface_t *iface,
+                               const uct_uccl_conn_t *conn)
+{
+    const uct_uccl_op_t *op;
+
+    ucs_list_for_each(op, &iface->async.ops, list) {
+        if (op->owner == conn) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The completions of conn's operations that wait in the queue, now: an ep
  * destroy completes its operations before it returns (UCX's rule), while
  * the queue's other entries keep their turn */

@@ -544,8 +544,10 @@ ucs_status_t uct_uccl_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_ERR_NO_RESOURCE;
     }
 
+    /* done once the user heard of every operation before it */
     if (uct_uccl_tx_is_flushed(conn) &&
-        (conn->state == UCT_UCCL_CONN_CONNECTED)) {
+        (conn->state == UCT_UCCL_CONN_CONNECTED) &&
+        !uct_uccl_async_ops_pending(conn->iface, conn)) {
         UCT_TL_EP_STAT_FLUSH(&ep->super);
         return UCS_OK;
     }
@@ -563,6 +565,7 @@ ucs_status_t uct_uccl_ep_flush(uct_ep_h tl_ep, unsigned flags,
         op->buf        = NULL;
         op->data_desc  = NULL;
         ucs_list_add_tail(&conn->flushes, &op->list);
+        uct_uccl_tx_check_flush(conn);  /* queued behind what is reported */
     }
 
     UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);

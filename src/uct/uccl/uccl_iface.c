@@ -897,11 +897,16 @@ ucs_status_t uct_uccl_iface_flush(uct_iface_h tl_iface, unsigned flags,
         return UCS_ERR_UNSUPPORTED;
     }
 
+    /* done once the user heard of every operation before it */
     ucs_list_for_each(conn, &iface->conns, list) {
         if (!uct_uccl_tx_is_flushed(conn)) {
             UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
             return UCS_INPROGRESS;
         }
+    }
+    if (!ucs_list_is_empty(&iface->async.ops)) {
+        UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
+        return UCS_INPROGRESS;
     }
 
     UCT_TL_IFACE_STAT_FLUSH(&iface->super);

@@ -631,6 +631,10 @@ void uct_uccl_async_dispatch(uct_uccl_iface_t *iface);
 void uct_uccl_async_defer_am(uct_uccl_iface_t *iface,
                              uct_uccl_rx_desc_t *desc);
 void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op);
+/* Does a completion of conn's operations wait in the queue? Its flush is
+ * not complete before it. */
+int uct_uccl_async_ops_pending(const uct_uccl_iface_t *iface,
+                               const uct_uccl_conn_t *conn);
 void uct_uccl_async_report_ops_of(uct_uccl_iface_t *iface,
                                   const uct_uccl_conn_t *conn);
 void uct_uccl_async_defer_err(uct_uccl_conn_t *conn);
