@@ -798,37 +798,57 @@ static void test_peer_close(void)
     uct_iface_close(a.iface);
 }
 
-static void test_destroy(void)
-{
-    const size_t len = 256 * 1024;
-    unsigned i, issued = 0;
-    iface_t a, b;
+/* ifaces a and b, a connected ep from a to b, and len pattern bytes
+ * registered as one am_zcopy payload (at most max_zcopy) */
+typedef struct {
+    iface_t   a, b;
+    uct_ep_h  ep;
+    uint8_t   *buf;
     uct_mem_h memh;
     uct_iov_t iov;
-    uint8_t *buf;
-    uct_ep_h ep;
-    req_t req;
+} zc_t;
 
-    iface_open(&a, NULL);
-    iface_open(&b, NULL);
-    check(uct_iface_set_am_handler(b.iface, AM_ID, am_cb, NULL, 0), "am");
-    ep  = ep_create(&a, &b);
-    flush_ep(ep);
-    buf = pattern_buf(len);
-    check(uct_md_mem_reg(ctx.md, buf, len, UCT_MD_MEM_ACCESS_ALL, &memh),
-          "mem reg");
-    iov.buffer = buf;
-    iov.length = ucs_min(len, a.attr.cap.am.max_zcopy - sizeof(uint64_t));
-    iov.memh   = memh;
-    iov.stride = 0;
-    iov.count  = 1;
+static void zc_setup(zc_t *z, size_t len)
+{
+    iface_open(&z->a, NULL);
+    iface_open(&z->b, NULL);
+    check(uct_iface_set_am_handler(z->b.iface, AM_ID, am_cb, NULL, 0), "am");
+    z->ep  = ep_create(&z->a, &z->b);
+    flush_ep(z->ep);
+    z->buf = pattern_buf(len);
+    check(uct_md_mem_reg(ctx.md, z->buf, len, UCT_MD_MEM_ACCESS_ALL,
+                         &z->memh), "mem reg");
+    z->iov.buffer = z->buf;
+    z->iov.length = ucs_min(len, z->a.attr.cap.am.max_zcopy -
+                                 sizeof(uint64_t));
+    z->iov.memh   = z->memh;
+    z->iov.stride = 0;
+    z->iov.count  = 1;
+}
+
+/* everything but the ep, which the test destroys */
+static void zc_cleanup(zc_t *z)
+{
+    check(uct_md_mem_dereg(ctx.md, z->memh), "mem dereg");
+    free(z->buf);
+    uct_iface_close(z->b.iface);
+    uct_iface_close(z->a.iface);
+}
+
+static void test_destroy(void)
+{
+    unsigned i, issued = 0;
+    req_t req;
+    zc_t z;
+
+    zc_setup(&z, 256 * 1024);
 
     /* one completion object counts every operation, as UCX's gtest does */
     req_init(&req);
     req.comp.count = 0;
     for (i = 0; i < 300; ++i) {
-        ucs_status_t status = uct_ep_am_zcopy(ep, AM_ID, &i, sizeof(i), &iov,
-                                              1, 0, &req.comp);
+        ucs_status_t status = uct_ep_am_zcopy(z.ep, AM_ID, &i, sizeof(i),
+                                              &z.iov, 1, 0, &req.comp);
         if (status == UCS_INPROGRESS) {
             ++req.comp.count;
             ++issued;
@@ -841,17 +861,14 @@ static void test_destroy(void)
     if (issued == 0) {
         die("no am_zcopy outstanding to destroy the ep with");
     }
-    uct_ep_destroy(ep);
+    uct_ep_destroy(z.ep);
     if (req.comp.count != 0) {
         die("%d of %u operations not completed when uct_ep_destroy returned",
             req.comp.count, issued);
     }
     printf("%u operations outstanding at ep destroy completed in it\n",
            issued);
-    check(uct_md_mem_dereg(ctx.md, memh), "mem dereg");
-    free(buf);
-    uct_iface_close(b.iface);
-    uct_iface_close(a.iface);
+    zc_cleanup(&z);
 }
 
 /* An operation completed by a background pass is reported at the user's
@@ -860,41 +877,24 @@ static void test_destroy(void)
 static void test_flush_deferred(void)
 {
     const size_t len = 64 * 1024;
-    double start;
-    uct_mem_h memh;
-    uct_iov_t iov;
-    uint8_t *buf;
-    iface_t a, b;
-    uct_ep_h ep;
     ucs_status_t status;
+    double start;
     req_t req;
+    zc_t z;
 
-    iface_open(&a, NULL);
-    iface_open(&b, NULL);
-    check(uct_iface_set_am_handler(b.iface, AM_ID, am_cb, NULL, 0), "am");
-    ep = ep_create(&a, &b);
-    flush_ep(ep);
-    buf = pattern_buf(len);
-    check(uct_md_mem_reg(ctx.md, buf, len, UCT_MD_MEM_ACCESS_ALL, &memh),
-          "mem reg");
-    iov.buffer = buf;
-    iov.length = ucs_min(len, a.attr.cap.am.max_zcopy - sizeof(uint64_t));
-    iov.memh   = memh;
-    iov.stride = 0;
-    iov.count  = 1;
-
+    zc_setup(&z, len);
     req_init(&req);
-    status = RETRY("am_zcopy", uct_ep_am_zcopy(ep, AM_ID, &len, sizeof(len),
-                                               &iov, 1, 0, &req.comp));
+    status = RETRY("am_zcopy", uct_ep_am_zcopy(z.ep, AM_ID, &len, sizeof(len),
+                                               &z.iov, 1, 0, &req.comp));
     if (status != UCS_INPROGRESS) {
-        die("am_zcopy of %zu bytes: %s, not in progress", iov.length,
+        die("am_zcopy of %zu bytes: %s, not in progress", z.iov.length,
             ucs_status_string(status));
     }
     /* no progress call: the async timers run both engines */
     start = now_sec();
     while ((now_sec() < start + 1.0) && !req.done) {
         usleep(20000);
-        status = uct_ep_flush(ep, 0, NULL);
+        status = uct_ep_flush(z.ep, 0, NULL);
         if ((status == UCS_OK) && !req.done) {
             die("uct_ep_flush returned UCS_OK before the am_zcopy's "
                 "completion was called");
@@ -908,12 +908,9 @@ static void test_flush_deferred(void)
            req.done ? "reported" : "not yet reported",
            (now_sec() - start) * 1e3);
     wait_for(&req.done, 1, "am_zcopy completion");
-    flush_ep(ep);
-    uct_ep_destroy(ep);
-    check(uct_md_mem_dereg(ctx.md, memh), "mem dereg");
-    free(buf);
-    uct_iface_close(b.iface);
-    uct_iface_close(a.iface);
+    flush_ep(z.ep);
+    uct_ep_destroy(z.ep);
+    zc_cleanup(&z);
 }
 
 /* eps[i] from `from` to `to`, each sends its index: all must arrive */
