@@ -624,6 +624,13 @@ void uct_uccl_get_handle_done(uct_uccl_conn_t *conn, uint64_t op_id,
 void uct_uccl_get_handle_data(uct_uccl_conn_t *conn,
                               uct_uccl_rx_desc_t *desc);
 
+/* configuration (uccl_iface_cfg.c) */
+ucs_status_t uct_uccl_iface_config_check(const uct_uccl_iface_config_t *config);
+ucs_status_t uct_uccl_iface_mode_select(uct_uccl_iface_t *iface,
+                                        const uct_uccl_md_t *md, int mode);
+void uct_uccl_iface_config_set(uct_uccl_iface_t *iface,
+                               const uct_uccl_iface_config_t *config);
+
 /* async (uccl_async.c) */
 ucs_status_t uct_uccl_async_init(uct_uccl_iface_t *iface, double idle);
 void uct_uccl_async_cleanup(uct_uccl_iface_t *iface);
