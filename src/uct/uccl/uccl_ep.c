@@ -54,12 +54,6 @@ uct_uccl_ep_check_connected(uct_uccl_conn_t *conn)
     return UCS_OK;
 }
 
-static inline size_t uct_uccl_conn_chunk_size(uct_uccl_conn_t *conn)
-{
-    return ucs_min(conn->iface->config.chunk_size,
-                   conn->remote_chunk_size - UCT_UCCL_SEND_HDR_MAX);
-}
-
 static uct_uccl_chunk_t *uct_uccl_ep_am_chunk(uct_uccl_conn_t *conn,
                                               uint8_t id)
 {

@@ -15,14 +15,6 @@
 #include <string.h>
 
 
-/* The largest reply chunk the peer's receive buffers take */
-static inline size_t uct_uccl_conn_serve_chunk(const uct_uccl_conn_t *conn)
-{
-    return ucs_min(conn->iface->config.chunk_size,
-                   conn->remote_chunk_size - UCT_UCCL_SEND_HDR_MAX);
-}
-
-
 ucs_status_t uct_uccl_get_done_send(uct_uccl_conn_t *conn, uint64_t op_id,
                                     ucs_status_t status, uint64_t length)
 {
@@ -50,7 +42,7 @@ ucs_status_t uct_uccl_get_done_send(uct_uccl_conn_t *conn, uint64_t op_id,
 static uint32_t uct_uccl_get_nchunks(const uct_uccl_conn_t *conn,
                                      const uct_uccl_get_req_t *req)
 {
-    size_t chunk_size = uct_uccl_conn_serve_chunk(conn);
+    size_t chunk_size = uct_uccl_conn_chunk_size(conn);
 
     if (req->flags & UCT_UCCL_GET_F_SEND) {
         return 1;
@@ -126,7 +118,7 @@ ucs_status_t uct_uccl_get_serve(uct_uccl_conn_t *conn,
                                 const uct_uccl_get_req_t *req)
 {
     uct_uccl_iface_t *iface = conn->iface;
-    size_t chunk_size       = uct_uccl_conn_serve_chunk(conn);
+    size_t chunk_size       = uct_uccl_conn_chunk_size(conn);
     uct_uccl_chunk_t *chunk;
     uct_uccl_op_t *op;
     uint64_t offset;

@@ -589,6 +589,14 @@ void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason);
 
 ucs_status_t uct_uccl_conn_check(uct_uccl_conn_t *conn);
 
+/* The largest chunk of conn's: ours, or less if the peer's receive
+ * buffers (a SEND header and its payload) hold less */
+static inline size_t uct_uccl_conn_chunk_size(const uct_uccl_conn_t *conn)
+{
+    return ucs_min(conn->iface->config.chunk_size,
+                   conn->remote_chunk_size - UCT_UCCL_SEND_HDR_MAX);
+}
+
 /* tx (uccl_tx.c) */
 void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum);

@@ -959,7 +959,7 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
             /* its source was deregistered while the reply was in flight:
              * the requester hears of an error, and nothing is read */
             uct_uccl_get_data_hdr(chunk, chunk->hdr.get_data.op_id,
-                                     UCS_ERR_INVALID_ADDR, 0);
+                                  UCS_ERR_INVALID_ADDR, 0);
         }
         uct_uccl_chunk_build_wr(conn, chunk);
     }
