@@ -36,10 +36,7 @@ tmp=$(mktemp -d /tmp/uccl-counters.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/../uct/listen.sh"
 export UCX_UCCL_STATS_DUMP=y UCX_UCCL_MODE=uc
-# ucx_perftest built with MPI (UCX 1.18 in Debian 13) defaults to MPI mode
-# (-P 1) and then wants mpirun: client/server runs switch it off.
-nompi=""
-"$run" ucx_perftest -h 2>&1 | grep -q -- '-P <0|1>' && nompi="-P 0"
+nompi=$(uccl_perftest_nompi "$run")
 
 fail() {
     echo "FAIL: $*"

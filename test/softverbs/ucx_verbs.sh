@@ -48,17 +48,13 @@ done
          "UCX's ib md lists a verbs device only if it is (the launcher," \
          "contrib/uccl-run as root, creates it)"
 
-# ucx_perftest built with MPI (UCX 1.18 in Debian 13) defaults to MPI mode
-# (-P 1) and then wants mpirun: client/server runs switch it off.
-nompi=""
-ucx_perftest -h 2>&1 | grep -q -- '-P <0|1>' && nompi="-P 0"
+. "$(dirname "$0")/../uct/listen.sh"
+nompi=$(uccl_perftest_nompi)
 
 san=$(ldd "$lib" 2>/dev/null | awk '/lib(a|ub)san\.so/ { printf "%s:", $3 }')
 export LD_PRELOAD="$san$lib"
 # UCX and perftest are not ours: do not fail them on their own leaks
 [ -n "$san" ] && export ASAN_OPTIONS=detect_leaks=0
-
-. "$(dirname "$0")/../uct/listen.sh"
 
 work=$(mktemp -d /tmp/ucx_verbs.XXXXXX)
 pids=""

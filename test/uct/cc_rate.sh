@@ -17,8 +17,7 @@ tmp=$(mktemp -d /tmp/uccl-cc-rate.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/listen.sh"
 export UCX_UCCL_STATS_DUMP=y UCX_UCCL_MODE=uc
-nompi=""
-"$run" ucx_perftest -h 2>&1 | grep -q -- '-P <0|1>' && nompi="-P 0"
+nompi=$(uccl_perftest_nompi "$run")
 
 fail() {
     echo "FAIL: $*"

@@ -17,3 +17,12 @@ uccl_wait_listen() {
     done
     return 1
 }
+
+# uccl_perftest_nompi [LAUNCHER]: prints "-P 0" when ucx_perftest was built
+# with MPI (UCX 1.18 in Debian 13): it then defaults to MPI mode and wants
+# mpirun, which client/server runs switch off. Prints nothing otherwise.
+uccl_perftest_nompi() {
+    if "$@" ucx_perftest -h 2>&1 | grep -q -- '-P <0|1>'; then
+        echo "-P 0"
+    fi
+}

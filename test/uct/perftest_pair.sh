@@ -28,10 +28,7 @@ if [ $lossy = 1 ]; then
     export UCX_UCCL_STATS_DUMP=y
     export SOFTVERBS_STATS="$tmp/sv_%p"
 fi
-# ucx_perftest built with MPI (UCX 1.18 in Debian 13) defaults to MPI mode
-# (-P 1) and then wants mpirun: client/server runs switch it off.
-nompi=""
-"$run" ucx_perftest -h 2>&1 | grep -q -- '-P <0|1>' && nompi="-P 0"
+nompi=$(uccl_perftest_nompi "$run")
 
 # the server names the transport and device too: UCX 1.18's checks its own
 # parameters before it takes the client's
