@@ -20,7 +20,7 @@
  * user's thread when both share a core (pinned ranks); a lossy tag_bw run
  * lost 9% to it. The timerfd wakes the thread itself, on time.
  */
-#include "uccl_iface.h"
+#include "uccl_tx.h"
 
 #include <ucs/async/async.h>
 #include <ucs/datastruct/mpool.h>

@@ -6,7 +6,7 @@
  * zero-copy PUT or GET before the conn is up, gets UCS_ERR_NO_RESOURCE and
  * UCX retries through the pending queue.
  */
-#include "uccl_iface.h"
+#include "uccl_tx.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/type/class.h>

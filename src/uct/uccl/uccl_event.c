@@ -16,7 +16,7 @@
  * Arming returns UCS_ERR_BUSY while there is work a progress call would do
  * right away; such work never waits for an event.
  */
-#include "uccl_iface.h"
+#include "uccl_tx.h"
 
 #include <ucs/debug/log.h>
 

@@ -8,7 +8,7 @@
  * acknowledged; a GET bcopy with one GET_DATA SEND. The requester completes
  * on GET_DONE or GET_DATA.
  */
-#include "uccl_iface.h"
+#include "uccl_tx.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/datastruct/mpool.inl>

@@ -10,46 +10,12 @@
 #ifndef UCT_UCCL_IFACE_H_
 #define UCT_UCCL_IFACE_H_
 
-#include "uccl_md.h"
-#include "uccl_wire.h"
-#include "uccl_seq.h"
-#include "uccl_sack.h"
-#include "uccl_tracker.h"
-#include "uccl_rto.h"
-#include "uccl_path.h"
-#include "uccl_order.h"
-#include "cc/uccl_cc.h"
+#include "uccl_conn.h"
 #include "uccl_cc_cfg.h"
 
 #include <ucs/datastruct/khash.h>
-#include <ucs/datastruct/list.h>
-#include <ucs/datastruct/queue.h>
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/ptr_array.h>
-#include <ucs/time/time.h>
-#include <ucs/time/timer_wheel.h>
-
-#define UCT_UCCL_GRH_LEN          40
-#define UCT_UCCL_GRH_SGID         8      /* source GID offset in a GRH */
-#define UCT_UCCL_CTL_BUF_SIZE     (UCT_UCCL_WIRE_CTL_MAX + UCT_UCCL_GRH_LEN)
-#define UCT_UCCL_CTL_RX_DEPTH     128
-#define UCT_UCCL_CTL_TX_DEPTH     64
-#define UCT_UCCL_SRQ_BATCH        32     /* SRQ WQEs per chained post */
-#define UCT_UCCL_CQ_BATCH         32     /* completions per poll */
-#define UCT_UCCL_SEND_HDR_MAX     48     /* largest SEND header */
-#define UCT_UCCL_SMALL_MSG        8192   /* sticks to the last path */
-#define UCT_UCCL_MAX_ZCOPY        (1ul << 30) /* PUT/GET, cut into chunks */
-#define UCT_UCCL_PUT_GUARD        64     /* recent PUT targets remembered */
-#define UCT_UCCL_TX_GROW_MIN      32     /* send buffers per pool growth */
-#define UCT_UCCL_HDR_GROW         256    /* zcopy descriptors per growth */
-#define UCT_UCCL_CLOSE_WAIT_NS    10000000ull /* closing: control buffers */
-
-
-typedef struct uct_uccl_iface   uct_uccl_iface_t;
-typedef struct uct_uccl_conn    uct_uccl_conn_t;
-typedef struct uct_uccl_ep      uct_uccl_ep_t;
-typedef struct uct_uccl_op      uct_uccl_op_t;
-typedef struct uct_uccl_chunk   uct_uccl_chunk_t;
 
 
 typedef enum {
@@ -93,286 +59,6 @@ typedef struct uct_uccl_iface_config {
     double                  async_idle;
     uct_iface_mpool_config_t tx_mp;
 } uct_uccl_iface_config_t;
-
-
-/* Where a control packet came from, as its UD completion says */
-typedef struct uct_uccl_ctl_src {
-    uint32_t                qpn;
-    uint16_t                lid;
-    const uint8_t           *gid;        /* the GRH's source GID, or NULL */
-} uct_uccl_ctl_src_t;
-
-
-/* Registered memory for the pools (one MR per mpool chunk) */
-typedef struct uct_uccl_mp_chunk_hdr {
-    struct ibv_mr           *mr;
-} uct_uccl_mp_chunk_hdr_t;
-
-
-/* What a chunk carries: the kind of its WR and local bookkeeping */
-enum {
-    UCT_UCCL_CHUNK_F_ACKED       = UCS_BIT(0), /* reliability layer done */
-    UCT_UCCL_CHUNK_F_TRACKED     = UCS_BIT(1), /* in the UC tracker */
-    UCT_UCCL_CHUNK_F_READ        = UCS_BIT(2), /* RC RDMA READ of a GET */
-    UCT_UCCL_CHUNK_F_FENCE       = UCS_BIT(3), /* wait for all before it */
-    UCT_UCCL_CHUNK_F_ZOMBIE      = UCS_BIT(4), /* released, WRs in flight */
-    UCT_UCCL_CHUNK_F_CHAINED     = UCS_BIT(5), /* its WR waits in a chain */
-    UCT_UCCL_CHUNK_F_SERVED      = UCS_BIT(6)  /* a reply to a peer's GET */
-};
-
-
-/*
- * One work request's worth of data, from a registered pool. It stays until
- * the peer acknowledged it (UC) or its send completed (RC), and until every
- * WR that carries it completed (it can be posted twice: original and resend).
- */
-struct uct_uccl_chunk {
-    ucs_queue_elem_t        queue;       /* conn's unsent queue */
-    ucs_list_link_t         zlink;       /* conn's zombies */
-    uct_uccl_conn_t         *conn;       /* NULL: orphan, freed on completion */
-    uct_uccl_op_t           *op;         /* completion to update, or NULL */
-    uint32_t                lkey;        /* of this desc (header/data) */
-    uint8_t                 kind;        /* uct_uccl_kind_t */
-    uint8_t                 flags;
-    uint8_t                 posted;      /* WRs in send queues */
-    uint8_t                 last;
-    uint16_t                path;
-    uint32_t                csn;
-    uint32_t                barrier;     /* GETs issued before it */
-    uint32_t                length;      /* payload bytes */
-    uint32_t                hdr_len;     /* SEND header bytes in hdr */
-    uint64_t                laddr;       /* payload */
-    uint32_t                payload_lkey;
-    uint32_t                extra_len;   /* AM zcopy: user header in data */
-    uint32_t                rkey;        /* PUT/GET_RESP/READ target */
-    uint32_t                src_rkey;    /* GET_RESP: our rkey of laddr */
-    uint64_t                raddr;
-    uint64_t                sent_ns;     /* RC: posted at (RTT sample) */
-    struct ibv_send_wr      wr;
-    struct ibv_sge          sge[3];
-    union {
-        uct_uccl_am_hdr_t   am;
-        uct_uccl_get_req_t  get_req;
-        uct_uccl_get_done_t get_done;
-        uct_uccl_get_data_t get_data;
-        uct_uccl_retx_hdr_t retx;
-        uint8_t             raw[UCT_UCCL_SEND_HDR_MAX];
-    } hdr;
-    char                    data[];      /* seg_size bytes */
-};
-
-
-/* SRQ receive buffer. A SEND lands at data + pad: the payload after an AM
- * header is then aligned for the AM handler (8 bytes, or the iface's
- * am_alignment and am_align_offset); data itself starts on a cache line
- * or on that alignment. */
-typedef struct uct_uccl_rx_desc {
-    ucs_queue_elem_t        queue;       /* iface's deferred AMs */
-    uint32_t                lkey;
-    uint32_t                pad;         /* iface's config.rx_pad */
-    char                    data[] UCS_V_ALIGNED(8);
-} uct_uccl_rx_desc_t;
-
-#define UCT_UCCL_RX_ALIGN         8      /* AM payload, by default */
-
-static inline void *uct_uccl_rx_data(uct_uccl_rx_desc_t *desc)
-{
-    return desc->data + desc->pad;
-}
-
-
-typedef enum {
-    UCT_UCCL_OP_ZCOPY,       /* put/am zcopy: comp when all chunks acked */
-    UCT_UCCL_OP_GET_BCOPY,
-    UCT_UCCL_OP_GET_ZCOPY,
-    UCT_UCCL_OP_FLUSH,
-    UCT_UCCL_OP_GET_SERVE    /* peer's GET (UC): GET_DONE when all acked */
-} uct_uccl_op_type_t;
-
-/* An operation with a user completion */
-struct uct_uccl_op {
-    ucs_list_link_t         list;        /* conn's outstanding ops */
-    const void              *owner;      /* its conn (compared, never
-                                            followed: it may be gone) */
-    ucs_list_link_t         get_link;    /* GET: conn's GETs, in order */
-    uint32_t                gseq;        /* GET: its place in that order */
-    uct_uccl_op_type_t      type;
-    uint32_t                pending;     /* parts still to complete */
-    ucs_status_t            status;
-    uct_completion_t        *comp;
-    uint64_t                id;          /* GET: echoed in GET_DONE */
-    uint32_t                flush_csn;   /* FLUSH: tracker nxt to reach */
-    uct_unpack_callback_t   unpack_cb;   /* GET bcopy */
-    void                    *unpack_arg;
-    uct_uccl_chunk_t        *buf;        /* GET bcopy, RC: READ lands here */
-    struct uct_uccl_rx_desc *data_desc;  /* GET bcopy, UC: the GET_DATA */
-    size_t                  length;
-};
-
-
-typedef struct uct_uccl_qp {
-    uct_uccl_conn_t         *conn;       /* NULL: conn gone, QP draining */
-    struct ibv_qp           *qp;
-    uint32_t                remote_qpn;
-    uint16_t                index;
-    uint16_t                outstanding; /* WRs posted, not completed */
-    unsigned                sent_head;   /* oldest of them in sent[] */
-    uct_uccl_chunk_t        **sent;      /* ring of posted WRs' chunks: one
-                                            signaled CQE ends a chain and
-                                            completes every WR before it */
-    struct ibv_send_wr      *chain;      /* being built by the pump */
-    struct ibv_send_wr      *chain_tail;
-    unsigned                chain_len;
-    struct uct_uccl_qp      *chain_next; /* next path in posting order */
-} uct_uccl_qp_t;
-
-
-/* The newest PUT chunk sent to a target: a resend of an older chunk to the
- * same target must not land after it (UC retransmission reorders) */
-typedef struct uct_uccl_put_guard {
-    uint64_t                raddr;
-    uint32_t                rkey;
-    uint32_t                csn;
-    uint32_t                length;
-    uint32_t                valid;
-} uct_uccl_put_guard_t;
-
-
-typedef enum {
-    UCT_UCCL_CONN_CONNECTING,
-    UCT_UCCL_CONN_CONNECTED,
-    UCT_UCCL_CONN_FAILED
-} uct_uccl_conn_state_t;
-
-
-typedef struct uct_uccl_conn_stats {
-    uint64_t                chunks_tx;
-    uint64_t                bytes_tx;
-    uint64_t                chunks_rx;
-    uint64_t                retx;
-    uint64_t                retx_bytes;
-    uint64_t                retx_obsolete; /* resent without data: newer
-                                              data already on its way */
-    uint64_t                retx_direct; /* resent as the original WRITE:
-                                            no earlier copy can land */
-    uint64_t                tail_marks;  /* empty WRITEs ending a chain */
-    uint64_t                fast_retx;
-    uint64_t                tail_probes; /* resends when ACKs stalled */
-    uint64_t                timeouts;
-    uint64_t                dup_rx;
-    uint64_t                acks_tx;
-    uint64_t                acks_rx;
-    uint64_t                sq_full;
-    uint64_t                am_held;     /* AMs that waited for order */
-    uint64_t                cc_paced;    /* sends the pacing held back */
-    uint64_t                cc_samples;  /* RTT samples given to the cc */
-} uct_uccl_conn_stats_t;
-
-
-struct uct_uccl_conn {
-    uct_uccl_iface_t        *iface;
-    uct_uccl_ep_t           *ep;         /* NULL on the passive side */
-    uint32_t                id;
-    uint32_t                remote_id;
-    uint64_t                remote_uuid;
-    uint64_t                token;       /* the peer puts it in every
-                                            control packet to us */
-    uint64_t                remote_token; /* we put it in ours */
-    uct_uccl_conn_state_t   state;
-    uint8_t                 passive;
-    uint8_t                 rc;          /* data QPs are RC */
-    uint8_t                 in_sched;
-    uint8_t                 ack_pending; /* on the iface ACK list */
-    uint8_t                 ack_busy;    /* the next ACK says busy */
-    uint8_t                 err_deferred; /* on the iface's async errs */
-    uint8_t                 peer_closed; /* the peer's side is gone: fail at
-                                            the next operation */
-    ucs_status_t            fail_status;
-
-    /* peer */
-    struct ibv_ah           *ah;
-    uint32_t                remote_ctl_qpn;
-    uct_uccl_device_addr_t  remote_dev;
-    uint32_t                remote_psn;
-    uint32_t                remote_chunk_size;
-
-    unsigned                num_paths;
-    uct_uccl_qp_t           *paths;
-    uct_uccl_paths_t        sel;         /* path scoreboard and choice */
-    unsigned                burst_left;  /* chunks left for sel.last */
-    uct_uccl_qp_t           *chains;     /* paths with a chain, in the */
-    uct_uccl_qp_t           **chains_tail; /* order their chains began */
-    uint32_t                psn;
-
-    /* transmit */
-    ucs_queue_head_t        tx_queue;    /* chunks not posted yet */
-    unsigned                tx_queued;
-    uct_uccl_tracker_t      tracker;     /* UC: unacked chunks */
-    uct_uccl_rto_t          rto;
-    uint32_t                init_csn;
-    uint32_t                rc_csn;      /* RC: next CSN (no tracker) */
-    uint32_t                rc_outstanding;
-    uint32_t                rc_writes;   /* RC: WRITEs posted, not done */
-    uint16_t                ord_path;    /* RC: the path AMs take */
-    uint32_t                gets_issued; /* GET ops ever issued */
-    uint32_t                serve_reserved; /* reply chunks of peer's GET
-                                               requests taken, not served */
-    uint32_t                serve_chunks; /* reply chunks being sent */
-    ucs_list_link_t         gets;        /* GET ops not complete, in order */
-    uct_uccl_cc_t           cc;
-    ucs_wtimer_t            pace_timer;  /* on the iface's pace_wheel */
-    uct_uccl_put_guard_t    put_guard[UCT_UCCL_PUT_GUARD];
-    uint8_t                 fence;       /* wait for all acked before next */
-    uint64_t                last_progress; /* ns: una last moved */
-    uint64_t                last_busy;   /* ns: the peer said busy */
-    uint8_t                 probes;      /* tail probes since last_progress */
-    uint64_t                probe_time;  /* ns: the last tail probe */
-    uint64_t                lossy_until; /* ns: mark every chain's tail */
-    uint64_t                next_op_id;
-    ucs_list_link_t         ops;         /* outstanding ops with comp */
-    ucs_list_link_t         flushes;     /* flush ops waiting */
-    ucs_list_link_t         zombies;     /* released chunks still posted */
-    ucs_list_link_t         rc_inflight; /* RC: posted, not completed */
-    uint8_t                 in_dispatch; /* running the pending queue */
-    ucs_queue_head_t        pending_q;   /* uct_pending_req_t */
-
-    /* receive */
-    uct_uccl_sack_t         sack;
-    uint8_t                 sack_valid;
-    uint32_t                rx_since_ack;
-    uint32_t                echo_csn;
-    uint8_t                 echo_path;
-    uint64_t                echo_time;
-    uint64_t                echo_wait;   /* ns it may have sat in our CQ */
-    uint64_t                ack_due;     /* ns: send the owed ACK by then */
-    uct_uccl_order_t        order;       /* AMs, GET requests: in order
-                                            (UC, with sack) */
-    uint8_t                 cc_valid;
-
-    /* set-up */
-    uint64_t                conn_start;
-    uint64_t                conn_next_try;
-    unsigned                conn_tries;
-
-    /* keepalive (uct_ep_check): probe outstanding since ka_start, or 0 */
-    uint64_t                ka_start;
-    uint64_t                ka_next_try;
-    uint64_t                ka_rx;       /* keepalives received */
-    uint64_t                idle_seen;   /* passive: packets seen ... */
-    uint64_t                idle_since;  /* ... unchanged since (ns) */
-
-    ucs_list_link_t         list;        /* iface conns */
-    ucs_list_link_t         sched;       /* iface scheduler */
-    ucs_list_link_t         ack_link;    /* iface ACK list */
-    ucs_list_link_t         err_link;    /* iface's async errs */
-    uct_uccl_conn_stats_t   stats;
-};
-
-
-struct uct_uccl_ep {
-    uct_base_ep_t           super;
-    uct_uccl_conn_t         *conn;
-};
 
 
 KHASH_MAP_INIT_INT(uct_uccl_qpn, uct_uccl_qp_t*);
@@ -515,18 +201,6 @@ struct uct_uccl_iface {
     uct_uccl_iface_stats_t  stats;
 };
 
-
-static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_now_ns(void)
-{
-    return ucs_time_to_nsec(ucs_get_time());
-}
-
-/* Held back by the pacing: its timer brings it back to the scheduler */
-static UCS_F_ALWAYS_INLINE int uct_uccl_conn_is_paced(uct_uccl_conn_t *conn)
-{
-    return conn->pace_timer.is_active;
-}
-
 /* Largest active message (its 8-byte header included, as UCT counts it):
  * one bcopy segment after our AM header. uct_iface_query advertises it and
  * the operations refuse anything longer. */
@@ -568,27 +242,6 @@ int uct_uccl_iface_is_reachable(const uct_iface_h tl_iface,
                                 const uct_device_addr_t *dev_addr,
                                 const uct_iface_addr_t *iface_addr);
 
-/* conn (uccl_conn.c) */
-ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
-                                  const uct_uccl_device_addr_t *dev,
-                                  uint32_t remote_ctl_qpn, unsigned want_paths,
-                                  uct_uccl_conn_t **conn_p);
-void uct_uccl_conn_destroy(uct_uccl_conn_t *conn);
-ucs_status_t uct_uccl_conn_start(uct_uccl_conn_t *conn);
-void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status);
-ucs_status_t uct_uccl_conn_fail_later(uct_uccl_conn_t *conn);
-void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
-                              size_t len, const uct_uccl_ctl_src_t *src);
-uct_uccl_conn_t *uct_uccl_conn_bound(uct_uccl_iface_t *iface, uint32_t id,
-                                     uint64_t token,
-                                     const uct_uccl_ctl_src_t *src);
-void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now);
-void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream);
-void uct_uccl_iface_qp_drained(uct_uccl_iface_t *iface, uct_uccl_qp_t *drain);
-void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason);
-
-ucs_status_t uct_uccl_conn_check(uct_uccl_conn_t *conn);
-
 /* The largest chunk of conn's: ours, or less if the peer's receive
  * buffers (a SEND header and its payload) hold less */
 static inline size_t uct_uccl_conn_chunk_size(const uct_uccl_conn_t *conn)
@@ -597,40 +250,22 @@ static inline size_t uct_uccl_conn_chunk_size(const uct_uccl_conn_t *conn)
                    conn->remote_chunk_size - UCT_UCCL_SEND_HDR_MAX);
 }
 
-/* tx (uccl_tx.c) */
-void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
-unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum);
-void uct_uccl_tx_post_now(uct_uccl_conn_t *conn);
-void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);
-void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack);
-void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now);
-void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status);
-void uct_uccl_tx_orphan(uct_uccl_conn_t *conn);
-int uct_uccl_tx_is_flushed(uct_uccl_conn_t *conn);
-void uct_uccl_tx_fence(uct_uccl_conn_t *conn);
-void uct_uccl_tx_check_flush(uct_uccl_conn_t *conn);
-uct_uccl_chunk_t *uct_uccl_chunk_get(uct_uccl_iface_t *iface);
-uct_uccl_chunk_t *uct_uccl_chunk_get_hdr(uct_uccl_iface_t *iface);
-uct_uccl_op_t *uct_uccl_op_get(uct_uccl_conn_t *conn, uct_uccl_op_type_t type,
-                               uct_completion_t *comp);
-void uct_uccl_op_part_done(uct_uccl_conn_t *conn, uct_uccl_op_t *op,
-                           ucs_status_t status);
-void uct_uccl_op_report(uct_uccl_op_t *op);
-void uct_uccl_conn_kick(uct_uccl_conn_t *conn);
+/* resources (uccl_io.c) */
+ucs_status_t uct_uccl_iface_pools_init(uct_uccl_iface_t *iface,
+                                       const uct_uccl_iface_config_t *config,
+                                       const uct_iface_params_t *params);
+void uct_uccl_iface_pools_cleanup(uct_uccl_iface_t *iface);
+ucs_status_t uct_uccl_iface_queues_init(uct_uccl_iface_t *iface);
+void uct_uccl_iface_queues_cleanup(uct_uccl_iface_t *iface);
+ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface);
+void uct_uccl_iface_ctl_cleanup(uct_uccl_iface_t *iface);
+unsigned uct_uccl_iface_poll_ctl(uct_uccl_iface_t *iface);
+void uct_uccl_iface_disconnect_all(uct_uccl_iface_t *iface);
 
-/* the UC GET protocol (uccl_get.c) */
-int uct_uccl_get_admit(uct_uccl_conn_t *conn, const uct_uccl_get_req_t *req,
-                       int first_missing);
-ucs_status_t uct_uccl_get_serve(uct_uccl_conn_t *conn,
-                                const uct_uccl_get_req_t *req);
-ucs_status_t uct_uccl_get_done_send(uct_uccl_conn_t *conn, uint64_t op_id,
-                                    ucs_status_t status, uint64_t length);
-void uct_uccl_get_data_hdr(uct_uccl_chunk_t *chunk, uint64_t op_id,
-                           ucs_status_t status, uint32_t length);
-void uct_uccl_get_handle_done(uct_uccl_conn_t *conn, uint64_t op_id,
-                              ucs_status_t status);
-void uct_uccl_get_handle_data(uct_uccl_conn_t *conn,
-                              uct_uccl_rx_desc_t *desc);
+/* engine (uccl_engine.c) */
+void uct_uccl_iface_dump_init(uct_uccl_iface_t *iface);
+void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface);
+void uct_uccl_iface_dump_all(uct_uccl_iface_t *iface);
 
 /* configuration (uccl_iface_cfg.c) */
 ucs_status_t uct_uccl_iface_config_check(const uct_uccl_iface_config_t *config);
@@ -662,16 +297,6 @@ void uct_uccl_event_cleanup(uct_uccl_iface_t *iface);
 void uct_uccl_event_signal(uct_uccl_iface_t *iface);
 ucs_status_t uct_uccl_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
 ucs_status_t uct_uccl_iface_event_arm(uct_iface_h tl_iface, unsigned events);
-
-/* rx (uccl_rx.c) */
-void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);
-unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now);
-void uct_uccl_rx_refill(uct_uccl_iface_t *iface);
-void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn);
-void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface,
-                            uct_uccl_rx_desc_t *desc);
-void uct_uccl_rx_am_handle(uct_uccl_iface_t *iface,
-                           uct_uccl_rx_desc_t *desc);
 
 /* ep (uccl_ep.c); the ops table in uccl_async.c */
 extern uct_iface_ops_t uct_uccl_iface_tl_ops;

@@ -7,7 +7,7 @@
  * coalesced and go out together, several per SEND and several SENDs per
  * chain. Active messages reach UCX in their sending order.
  */
-#include "uccl_iface.h"
+#include "uccl_tx.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/datastruct/mpool.inl>

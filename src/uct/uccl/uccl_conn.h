@@ -1,0 +1,244 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * A conn: one connected pair of ifaces, its data QPs (paths) and the state
+ * of both directions; set-up, keepalive, failure and teardown
+ * (uccl_conn.c). An ep wraps the initiator's conn.
+ */
+#ifndef UCT_UCCL_CONN_H_
+#define UCT_UCCL_CONN_H_
+
+#include "uccl_chunk.h"
+#include "uccl_md.h"
+#include "uccl_seq.h"
+#include "uccl_sack.h"
+#include "uccl_tracker.h"
+#include "uccl_rto.h"
+#include "uccl_path.h"
+#include "uccl_order.h"
+#include "cc/uccl_cc.h"
+
+#include <ucs/time/timer_wheel.h>
+#include <stdio.h>
+
+
+/* Where a control packet came from, as its UD completion says */
+typedef struct uct_uccl_ctl_src {
+    uint32_t                qpn;
+    uint16_t                lid;
+    const uint8_t           *gid;        /* the GRH's source GID, or NULL */
+} uct_uccl_ctl_src_t;
+
+
+typedef struct uct_uccl_qp {
+    uct_uccl_conn_t         *conn;       /* NULL: conn gone, QP draining */
+    struct ibv_qp           *qp;
+    uint32_t                remote_qpn;
+    uint16_t                index;
+    uint16_t                outstanding; /* WRs posted, not completed */
+    unsigned                sent_head;   /* oldest of them in sent[] */
+    uct_uccl_chunk_t        **sent;      /* ring of posted WRs' chunks: one
+                                            signaled CQE ends a chain and
+                                            completes every WR before it */
+    struct ibv_send_wr      *chain;      /* being built by the pump */
+    struct ibv_send_wr      *chain_tail;
+    unsigned                chain_len;
+    struct uct_uccl_qp      *chain_next; /* next path in posting order */
+} uct_uccl_qp_t;
+
+
+/* The newest PUT chunk sent to a target: a resend of an older chunk to the
+ * same target must not land after it (UC retransmission reorders) */
+typedef struct uct_uccl_put_guard {
+    uint64_t                raddr;
+    uint32_t                rkey;
+    uint32_t                csn;
+    uint32_t                length;
+    uint32_t                valid;
+} uct_uccl_put_guard_t;
+
+
+typedef enum {
+    UCT_UCCL_CONN_CONNECTING,
+    UCT_UCCL_CONN_CONNECTED,
+    UCT_UCCL_CONN_FAILED
+} uct_uccl_conn_state_t;
+
+
+typedef struct uct_uccl_conn_stats {
+    uint64_t                chunks_tx;
+    uint64_t                bytes_tx;
+    uint64_t                chunks_rx;
+    uint64_t                retx;
+    uint64_t                retx_bytes;
+    uint64_t                retx_obsolete; /* resent without data: newer
+                                              data already on its way */
+    uint64_t                retx_direct; /* resent as the original WRITE:
+                                            no earlier copy can land */
+    uint64_t                tail_marks;  /* empty WRITEs ending a chain */
+    uint64_t                fast_retx;
+    uint64_t                tail_probes; /* resends when ACKs stalled */
+    uint64_t                timeouts;
+    uint64_t                dup_rx;
+    uint64_t                acks_tx;
+    uint64_t                acks_rx;
+    uint64_t                sq_full;
+    uint64_t                am_held;     /* AMs that waited for order */
+    uint64_t                cc_paced;    /* sends the pacing held back */
+    uint64_t                cc_samples;  /* RTT samples given to the cc */
+} uct_uccl_conn_stats_t;
+
+
+struct uct_uccl_conn {
+    uct_uccl_iface_t        *iface;
+    uct_uccl_ep_t           *ep;         /* NULL on the passive side */
+    uint32_t                id;
+    uint32_t                remote_id;
+    uint64_t                remote_uuid;
+    uint64_t                token;       /* the peer puts it in every
+                                            control packet to us */
+    uint64_t                remote_token; /* we put it in ours */
+    uct_uccl_conn_state_t   state;
+    uint8_t                 passive;
+    uint8_t                 rc;          /* data QPs are RC */
+    uint8_t                 in_sched;
+    uint8_t                 ack_pending; /* on the iface ACK list */
+    uint8_t                 ack_busy;    /* the next ACK says busy */
+    uint8_t                 err_deferred; /* on the iface's async errs */
+    uint8_t                 peer_closed; /* the peer's side is gone: fail at
+                                            the next operation */
+    ucs_status_t            fail_status;
+
+    /* peer */
+    struct ibv_ah           *ah;
+    uint32_t                remote_ctl_qpn;
+    uct_uccl_device_addr_t  remote_dev;
+    uint32_t                remote_psn;
+    uint32_t                remote_chunk_size;
+
+    unsigned                num_paths;
+    uct_uccl_qp_t           *paths;
+    uct_uccl_paths_t        sel;         /* path scoreboard and choice */
+    unsigned                burst_left;  /* chunks left for sel.last */
+    uct_uccl_qp_t           *chains;     /* paths with a chain, in the */
+    uct_uccl_qp_t           **chains_tail; /* order their chains began */
+    uint32_t                psn;
+
+    /* transmit */
+    ucs_queue_head_t        tx_queue;    /* chunks not posted yet */
+    unsigned                tx_queued;
+    uct_uccl_tracker_t      tracker;     /* UC: unacked chunks */
+    uct_uccl_rto_t          rto;
+    uint32_t                init_csn;
+    uint32_t                rc_csn;      /* RC: next CSN (no tracker) */
+    uint32_t                rc_outstanding;
+    uint32_t                rc_writes;   /* RC: WRITEs posted, not done */
+    uint16_t                ord_path;    /* RC: the path AMs take */
+    uint32_t                gets_issued; /* GET ops ever issued */
+    uint32_t                serve_reserved; /* reply chunks of peer's GET
+                                               requests taken, not served */
+    uint32_t                serve_chunks; /* reply chunks being sent */
+    ucs_list_link_t         gets;        /* GET ops not complete, in order */
+    uct_uccl_cc_t           cc;
+    ucs_wtimer_t            pace_timer;  /* on the iface's pace_wheel */
+    uct_uccl_put_guard_t    put_guard[UCT_UCCL_PUT_GUARD];
+    uint8_t                 fence;       /* wait for all acked before next */
+    uint64_t                last_progress; /* ns: una last moved */
+    uint64_t                last_busy;   /* ns: the peer said busy */
+    uint8_t                 probes;      /* tail probes since last_progress */
+    uint64_t                probe_time;  /* ns: the last tail probe */
+    uint64_t                lossy_until; /* ns: mark every chain's tail */
+    uint64_t                next_op_id;
+    ucs_list_link_t         ops;         /* outstanding ops with comp */
+    ucs_list_link_t         flushes;     /* flush ops waiting */
+    ucs_list_link_t         zombies;     /* released chunks still posted */
+    ucs_list_link_t         rc_inflight; /* RC: posted, not completed */
+    uint8_t                 in_dispatch; /* running the pending queue */
+    ucs_queue_head_t        pending_q;   /* uct_pending_req_t */
+
+    /* receive */
+    uct_uccl_sack_t         sack;
+    uint8_t                 sack_valid;
+    uint32_t                rx_since_ack;
+    uint32_t                echo_csn;
+    uint8_t                 echo_path;
+    uint64_t                echo_time;
+    uint64_t                echo_wait;   /* ns it may have sat in our CQ */
+    uint64_t                ack_due;     /* ns: send the owed ACK by then */
+    uct_uccl_order_t        order;       /* AMs, GET requests: in order
+                                            (UC, with sack) */
+
+    /* set-up */
+    uint64_t                conn_start;
+    uint64_t                conn_next_try;
+    unsigned                conn_tries;
+
+    /* keepalive (uct_ep_check): probe outstanding since ka_start, or 0 */
+    uint64_t                ka_start;
+    uint64_t                ka_next_try;
+    uint64_t                ka_rx;       /* keepalives received */
+    uint64_t                idle_seen;   /* passive: packets seen ... */
+    uint64_t                idle_since;  /* ... unchanged since (ns) */
+
+    ucs_list_link_t         list;        /* iface conns */
+    ucs_list_link_t         sched;       /* iface scheduler */
+    ucs_list_link_t         ack_link;    /* iface ACK list */
+    ucs_list_link_t         err_link;    /* iface's async errs */
+    uct_uccl_conn_stats_t   stats;
+};
+
+
+struct uct_uccl_ep {
+    uct_base_ep_t           super;
+    uct_uccl_conn_t         *conn;
+};
+
+
+/* Held back by the pacing: its timer brings it back to the scheduler */
+static UCS_F_ALWAYS_INLINE int uct_uccl_conn_is_paced(uct_uccl_conn_t *conn)
+{
+    return conn->pace_timer.is_active;
+}
+
+/* conn (uccl_conn.c) */
+ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
+                                  const uct_uccl_device_addr_t *dev,
+                                  uint32_t remote_ctl_qpn, unsigned want_paths,
+                                  uct_uccl_conn_t **conn_p);
+void uct_uccl_conn_destroy(uct_uccl_conn_t *conn);
+ucs_status_t uct_uccl_conn_start(uct_uccl_conn_t *conn);
+void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status);
+ucs_status_t uct_uccl_conn_fail_later(uct_uccl_conn_t *conn);
+void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
+                              size_t len, const uct_uccl_ctl_src_t *src);
+uct_uccl_conn_t *uct_uccl_conn_bound(uct_uccl_iface_t *iface, uint32_t id,
+                                     uint64_t token,
+                                     const uct_uccl_ctl_src_t *src);
+void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now);
+void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream);
+void uct_uccl_iface_qp_drained(uct_uccl_iface_t *iface, uct_uccl_qp_t *drain);
+void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason);
+
+ucs_status_t uct_uccl_conn_check(uct_uccl_conn_t *conn);
+
+/* within the conn layer: life (uccl_conn.c), control (uccl_ctl.c),
+ * liveness (uccl_conn_live.c) */
+uint64_t uct_uccl_conn_random_token(void);
+void uct_uccl_conn_ah_attr(uct_uccl_iface_t *iface,
+                           const uct_uccl_device_addr_t *dev,
+                           struct ibv_ah_attr *ah_attr);
+ucs_status_t uct_uccl_conn_qp_connect(uct_uccl_conn_t *conn,
+                                      uct_uccl_qp_t *path, enum ibv_mtu mtu);
+ucs_status_t uct_uccl_conn_paths_trim(uct_uccl_conn_t *conn,
+                                      unsigned num_paths);
+ucs_status_t uct_uccl_conn_send_pkt(uct_uccl_conn_t *conn,
+                                    uct_uccl_ctl_type_t type,
+                                    ucs_status_t status);
+void uct_uccl_conn_handle_disconnect(uct_uccl_iface_t *iface,
+                                     const uct_uccl_disconnect_t *pkt,
+                                     const uct_uccl_ctl_src_t *src);
+void uct_uccl_conn_handle_keepalive(uct_uccl_iface_t *iface,
+                                    const uct_uccl_keepalive_t *pkt,
+                                    const uct_uccl_ctl_src_t *src);
+
+#endif

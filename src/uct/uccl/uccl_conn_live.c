@@ -1,0 +1,299 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * A conn's liveness: the peer's disconnect, keepalive probes
+ * (uct_ep_check), idle passive conns, set-up retries and timeouts, and
+ * failure, which UCX hears of as an ep error.
+ */
+#include "uccl_tx.h"
+
+#include <ucs/debug/log.h>
+#include <string.h>
+
+
+/* The peer's side of the conn is gone. Operations outstanding, or a
+ * keepalive probe (uct_ep_check), cannot complete: the conn fails now. An
+ * idle conn fails at its next operation or check, while a flush of what
+ * completed before succeeds, as over a connected QP whose peer vanished. */
+static void uct_uccl_conn_peer_closed(uct_uccl_conn_t *conn)
+{
+    if (!uct_uccl_tx_is_flushed(conn) ||
+        !ucs_queue_is_empty(&conn->pending_q) || (conn->ka_start != 0)) {
+        uct_uccl_conn_fail(conn, UCS_ERR_CONNECTION_RESET);
+    } else {
+        conn->peer_closed = 1;
+    }
+}
+
+void uct_uccl_conn_handle_disconnect(uct_uccl_iface_t *iface,
+                                     const uct_uccl_disconnect_t *pkt,
+                                     const uct_uccl_ctl_src_t *src)
+{
+    uct_uccl_conn_t *conn = uct_uccl_conn_bound(iface, pkt->dst_conn_id,
+                                                pkt->token, src);
+
+    if ((conn == NULL) || (conn->remote_id != pkt->src_conn_id)) {
+        return;
+    }
+
+    if (conn->passive) {
+        ucs_debug("uccl: peer %s conn %u", (pkt->reason == UCS_OK) ?
+                  "closed" : "failed", conn->id);
+        uct_uccl_conn_destroy(conn);
+    } else if (pkt->reason != UCS_OK) {
+        /* the serving side failed (a broken QP, say) or its iface closed:
+         * UCX hears it now or at the next operation, not after the peer
+         * timeout */
+        ucs_diag("uccl: peer closed conn %u: %s", conn->id,
+                 ucs_status_string((ucs_status_t)pkt->reason));
+        uct_uccl_conn_peer_closed(conn);
+    }
+}
+
+static void uct_uccl_conn_send_keepalive(uct_uccl_conn_t *conn,
+                                         uint32_t flags, uint64_t ts_ns)
+{
+    uct_uccl_keepalive_t pkt;
+
+    memset(&pkt, 0, sizeof(pkt));
+    uct_uccl_wire_hdr_init(&pkt.hdr, UCT_UCCL_CTL_KEEPALIVE, sizeof(pkt));
+    pkt.dst_conn_id = conn->remote_id;
+    pkt.token       = conn->remote_token;
+    pkt.src_conn_id = conn->id;
+    pkt.flags       = flags;
+    pkt.ts_ns       = ts_ns;
+    /* a probe lost here or on the wire is resent by the timer */
+    (void)uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,
+                                  &pkt, sizeof(pkt));
+}
+
+/* uct_ep_check: an idle conn (a rendezvous waiting for its peer, say) has
+ * no chunk whose timeout would notice a dead peer, so ask the peer's
+ * engine; no answer within PEER_TIMEOUT fails the conn */
+ucs_status_t uct_uccl_conn_check(uct_uccl_conn_t *conn)
+{
+    uint64_t now;
+
+    /* set-up has its own timer; a failed conn was reported already */
+    if ((conn->state != UCT_UCCL_CONN_CONNECTED) || (conn->ka_start != 0)) {
+        return UCS_OK;
+    }
+    if (conn->peer_closed) {
+        (void)uct_uccl_conn_fail_later(conn);
+        return UCS_OK;
+    }
+
+    now               = uct_uccl_now_ns();
+    conn->ka_start    = now;
+    conn->ka_next_try = now + conn->iface->config.conn_retry_ns;
+    uct_uccl_conn_send_keepalive(conn, 0, now);
+    return UCS_OK;
+}
+
+void uct_uccl_conn_handle_keepalive(uct_uccl_iface_t *iface,
+                                    const uct_uccl_keepalive_t *pkt,
+                                    const uct_uccl_ctl_src_t *src)
+{
+    uct_uccl_conn_t *conn = uct_uccl_conn_bound(iface, pkt->dst_conn_id,
+                                                pkt->token, src);
+
+    /* no answer: the prober's conn times out, as it should */
+    if ((conn == NULL) || (conn->remote_id != pkt->src_conn_id) ||
+        (conn->state != UCT_UCCL_CONN_CONNECTED)) {
+        return;
+    }
+
+    ++conn->ka_rx;
+    if (!(pkt->flags & UCT_UCCL_KEEPALIVE_REPLY)) {
+        uct_uccl_conn_send_keepalive(conn, UCT_UCCL_KEEPALIVE_REPLY,
+                                     pkt->ts_ns);
+    } else if (pkt->ts_ns == conn->ka_start) {
+        conn->ka_start = 0; /* a late reply to an older probe is ignored */
+    }
+}
+
+static void uct_uccl_conn_keepalive_timer(uct_uccl_conn_t *conn,
+                                          uint64_t now)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+
+    if ((conn->ka_start == 0) || (now < conn->ka_next_try)) {
+        return;
+    }
+
+    if (now - conn->ka_start >= iface->config.peer_timeout_ns) {
+        ucs_debug("uccl: conn %u: no keepalive reply for %.1f ms", conn->id,
+                  (now - conn->ka_start) / 1e6);
+        iface->stats.peers_lost += conn->passive;
+        uct_uccl_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
+        return;
+    }
+
+    conn->ka_next_try = now + iface->config.conn_retry_ns;
+    uct_uccl_conn_send_keepalive(conn, 0, conn->ka_start);
+}
+
+/* No ep watches a passive conn: when its peer has been silent for
+ * IDLE_TIMEOUT, probe it, so that a peer that died while idle does not
+ * hold the conn's QPs and buffers until the iface closes */
+static void uct_uccl_conn_idle_check(uct_uccl_conn_t *conn, uint64_t now)
+{
+    const uct_uccl_conn_stats_t *s = &conn->stats;
+    uint64_t seen = s->chunks_rx + s->dup_rx + s->acks_rx + conn->ka_rx;
+
+    if ((seen != conn->idle_seen) || (conn->idle_since == 0)) {
+        conn->idle_seen  = seen;
+        conn->idle_since = now;
+    } else if (now - conn->idle_since >= conn->iface->config.idle_timeout_ns) {
+        conn->idle_since = now;
+        (void)uct_uccl_conn_check(conn);
+    }
+}
+
+void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status)
+{
+    struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+    uct_uccl_ep_t *ep       = conn->ep;
+    unsigned i;
+
+    if (conn->state == UCT_UCCL_CONN_FAILED) {
+        return;
+    }
+
+    ucs_diag("uccl: %s conn %u failed: %s",
+             conn->passive ? "passive" : "active", conn->id,
+             ucs_status_string(status));
+    conn->state       = UCT_UCCL_CONN_FAILED;
+    conn->fail_status = status;
+
+    /* stop the wire: outstanding WRs flush back with errors */
+    for (i = 0; i < conn->num_paths; ++i) {
+        if (conn->paths[i].qp != NULL) {
+            (void)ibv_modify_qp(conn->paths[i].qp, &attr, IBV_QP_STATE);
+        }
+    }
+
+    /* unless the peer is gone, it learns at once (its ep errors out, or its
+     * passive side is reaped) */
+    if ((status != UCS_ERR_ENDPOINT_TIMEOUT) &&
+        (status != UCS_ERR_CONNECTION_RESET)) {
+        uct_uccl_conn_send_disconnect(conn, status);
+    }
+    uct_uccl_tx_purge(conn, status);
+    if (ep != NULL) {
+        /* UCX may destroy the ep (and this conn) from the callback: it
+         * runs when the engine is done (uccl_async.c) */
+        uct_uccl_async_defer_err(conn);
+    }
+}
+
+/* An operation found the peer gone (peer_closed): the conn fails, UCX
+ * hears of it from the next progress call (not from inside the operation,
+ * whose ep the error callback may destroy) */
+ucs_status_t uct_uccl_conn_fail_later(uct_uccl_conn_t *conn)
+{
+    uct_uccl_conn_fail(conn, UCS_ERR_CONNECTION_RESET);
+    return conn->fail_status;
+}
+
+void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now)
+{
+    uct_uccl_conn_t *conn, *tmp;
+
+    ucs_list_for_each_safe(conn, tmp, &iface->conns, list) {
+        if (conn->state == UCT_UCCL_CONN_CONNECTING) {
+            if (conn->passive || (now < conn->conn_next_try)) {
+                continue;
+            }
+            if (now - conn->conn_start >= iface->config.conn_timeout_ns) {
+                ucs_error("uccl: no reply to %u connection requests",
+                          conn->conn_tries);
+                uct_uccl_conn_fail(conn, UCS_ERR_UNREACHABLE);
+                /* the callback may have destroyed anything: start over */
+                return;
+            }
+            ++conn->conn_tries;
+            conn->conn_next_try = now + iface->config.conn_retry_ns;
+            (void)uct_uccl_conn_send_pkt(conn, UCT_UCCL_CTL_CONN_REQ, UCS_OK);
+        } else if (conn->state == UCT_UCCL_CONN_CONNECTED) {
+            uct_uccl_tx_timers(conn, now);
+            if (conn->passive && (conn->state == UCT_UCCL_CONN_CONNECTED) &&
+                (iface->config.idle_timeout_ns != UINT64_MAX)) {
+                uct_uccl_conn_idle_check(conn, now);
+            }
+            if (conn->state == UCT_UCCL_CONN_CONNECTED) {
+                uct_uccl_conn_keepalive_timer(conn, now);
+            }
+            if (conn->state == UCT_UCCL_CONN_FAILED) {
+                return;
+            }
+        } else if (conn->passive) {
+            /* failed, and no ep will ever destroy it */
+            uct_uccl_conn_destroy(conn);
+        }
+    }
+}
+
+void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason)
+{
+    uct_uccl_disconnect_t pkt;
+
+    if ((conn->state == UCT_UCCL_CONN_CONNECTING) ||
+        (conn->remote_id == UCT_UCCL_CONN_ID_NONE)) {
+        return;
+    }
+
+    memset(&pkt, 0, sizeof(pkt));
+    uct_uccl_wire_hdr_init(&pkt.hdr, UCT_UCCL_CTL_DISCONNECT, sizeof(pkt));
+    pkt.dst_conn_id = conn->remote_id;
+    pkt.token       = conn->remote_token;
+    pkt.src_conn_id = conn->id;
+    pkt.reason      = reason;
+    (void)uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,
+                                  &pkt, sizeof(pkt));
+}
+
+/* The congestion control's state and counters, on the conn's line */
+static void uct_uccl_conn_dump_cc(uct_uccl_conn_t *conn, FILE *stream)
+{
+    uct_uccl_cc_stats_t cs;
+
+    uct_uccl_cc_query(&conn->cc, &cs);
+    fprintf(stream, " cc %s cc_cwnd %lu cc_rate_mbps %lu cc_srtt_us %.1f "
+            "cc_min_rtt_us %.1f cc_target_us %.1f cc_incr %lu cc_decr %lu "
+            "cc_paced %lu cc_samples %lu cc_lost_bytes %lu cc_timeouts %lu",
+            (conn->cc.ops != NULL) ? conn->cc.ops->name : "none",
+            cs.cwnd_bytes, cs.rate_bps / 1000000, cs.srtt_ns / 1e3,
+            cs.min_rtt_ns / 1e3, cs.target_ns / 1e3, cs.increases,
+            cs.decreases, conn->stats.cc_paced, conn->stats.cc_samples,
+            cs.lost_bytes, cs.timeouts);
+}
+
+void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
+{
+    const uct_uccl_conn_stats_t *s = &conn->stats;
+
+    fprintf(stream, "uccl[%d]   conn %u%s peer %u %s paths %u: chunks_tx %lu "
+            "bytes_tx %lu chunks_rx %lu retx %lu fast_retx %lu "
+            "tail_probes %lu timeouts %lu retx_bytes %lu retx_obsolete %lu "
+            "retx_direct %lu tail_marks %lu dup_rx %lu acks_tx %lu "
+            "acks_rx %lu sq_full %lu am_held %lu srtt_us %.1f rto_us %.1f "
+            "cwnd %lu inflight %u queued %u ops %lu zombies %lu",
+            getpid(), conn->id, conn->passive ? " (passive)" : "",
+            conn->remote_id,
+            (conn->state == UCT_UCCL_CONN_CONNECTED) ? "connected" :
+            (conn->state == UCT_UCCL_CONN_FAILED) ? "failed" : "connecting",
+            conn->num_paths, s->chunks_tx, s->bytes_tx, s->chunks_rx, s->retx,
+            s->fast_retx, s->tail_probes, s->timeouts, s->retx_bytes,
+            s->retx_obsolete, s->retx_direct, s->tail_marks, s->dup_rx,
+            s->acks_tx, s->acks_rx,
+            s->sq_full, s->am_held, conn->rto.srtt_ns / 1e3,
+            uct_uccl_rto_current(&conn->rto) / 1e3, conn->cc.cwnd_bytes,
+            conn->rc ? conn->rc_outstanding :
+                       uct_uccl_tracker_outstanding(&conn->tracker),
+            conn->tx_queued, ucs_list_length(&conn->ops),
+            ucs_list_length(&conn->zombies));
+    uct_uccl_conn_dump_cc(conn, stream);
+    fputc('\n', stream);
+}
+

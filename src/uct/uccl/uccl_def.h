@@ -1,0 +1,63 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * Constants of the transport (each named once, with what it is for) and the
+ * types every layer names.
+ */
+#ifndef UCT_UCCL_DEF_H_
+#define UCT_UCCL_DEF_H_
+
+#include "uccl_wire.h"
+
+#include <ucs/time/time.h>
+
+#define UCT_UCCL_GRH_LEN          40
+#define UCT_UCCL_GRH_SGID         8      /* source GID offset in a GRH */
+#define UCT_UCCL_CTL_BUF_SIZE     (UCT_UCCL_WIRE_CTL_MAX + UCT_UCCL_GRH_LEN)
+#define UCT_UCCL_CTL_RX_DEPTH     128
+#define UCT_UCCL_CTL_TX_DEPTH     64
+#define UCT_UCCL_SRQ_BATCH        32     /* SRQ WQEs per chained post */
+#define UCT_UCCL_CQ_BATCH         32     /* completions per poll */
+#define UCT_UCCL_SEND_HDR_MAX     48     /* largest SEND header */
+#define UCT_UCCL_MAX_ZCOPY        (1ul << 30) /* PUT/GET, cut into chunks */
+#define UCT_UCCL_PUT_GUARD        64     /* recent PUT targets remembered */
+#define UCT_UCCL_TX_GROW_MIN      32     /* send buffers per pool growth */
+#define UCT_UCCL_HDR_GROW         256    /* zcopy descriptors per growth */
+#define UCT_UCCL_CLOSE_WAIT_NS    10000000ull /* closing: control buffers */
+#define UCT_UCCL_RX_ALIGN         8      /* AM payload, by default */
+
+/* Messages up to this size keep their order on one path (paths reorder):
+ * they move to another only once everything on the current one completed */
+#define UCT_UCCL_PATH_STICKY_MAX  8192
+/* A chunk longer than this is bulk: a bulk chain ends with a tail mark, and
+ * a bulk burst joins the chain of resends */
+#define UCT_UCCL_BULK_MIN         8192
+
+/* Loss repair (uccl_repair.c) */
+#define UCT_UCCL_RTO_RESEND_MAX   4      /* chunks resent per timeout */
+#define UCT_UCCL_TAIL_PROBES_MAX  4      /* per stall; then only the RTO */
+#define UCT_UCCL_LOSSY_RTOS       16     /* after a resend, every chain is
+                                            tail-marked for as many RTOs */
+#define UCT_UCCL_FAST_RETX_MAX    64     /* holes resent per ACK */
+
+/* Path scoreboard of a new conn (uccl_path.h) */
+#define UCT_UCCL_PATH_INIT_RTT_NS     50000ull
+#define UCT_UCCL_PATH_LOSS_PENALTY_NS 100000ull
+#define UCT_UCCL_PATH_MAX_PENALTY_NS  10000000ull
+#define UCT_UCCL_PATH_HALFLIFE_SHIFT  24     /* ~17 ms */
+#define UCT_UCCL_PATH_EXPLORE_SHIFT   4
+
+
+typedef struct uct_uccl_iface   uct_uccl_iface_t;
+typedef struct uct_uccl_conn    uct_uccl_conn_t;
+typedef struct uct_uccl_ep      uct_uccl_ep_t;
+typedef struct uct_uccl_op      uct_uccl_op_t;
+typedef struct uct_uccl_chunk   uct_uccl_chunk_t;
+
+
+static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_now_ns(void)
+{
+    return ucs_time_to_nsec(ucs_get_time());
+}
+
+#endif

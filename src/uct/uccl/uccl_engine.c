@@ -1,0 +1,216 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * The engine: one progress pass polls the receive, control and send CQs,
+ * runs the timers, sends the ACKs owed and transmits from the conns with
+ * work in deficit round robin; counters dumped on request.
+ */
+#include "uccl_tx.h"
+
+#include <ucs/debug/log.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+
+/* ------------------------------------------------------------------------ */
+/* Scheduler and progress                                                   */
+/* ------------------------------------------------------------------------ */
+
+void uct_uccl_iface_sched_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
+{
+    if (!conn->in_sched) {
+        conn->in_sched = 1;
+        ucs_list_add_tail(&iface->sched, &conn->sched);
+    }
+}
+
+void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
+{
+    if (!conn->ack_pending) {
+        conn->ack_pending = 1;
+        ucs_list_add_tail(&iface->ack_list, &conn->ack_link);
+    }
+}
+
+/* Deficit round robin: each conn with work posts up to a quantum, then
+ * goes to the back; a conn the pacing holds back leaves the list until its
+ * timer (pace_wheel) or an ACK brings it back. */
+static unsigned uct_uccl_iface_transmit(uct_uccl_iface_t *iface)
+{
+    unsigned count = 0, nconns;
+    uct_uccl_conn_t *conn;
+
+    nconns = ucs_list_length(&iface->sched);
+    while ((nconns-- > 0) && !ucs_list_is_empty(&iface->sched)) {
+        conn = ucs_list_extract_head(&iface->sched, uct_uccl_conn_t, sched);
+        conn->in_sched = 0;
+        count         += uct_uccl_tx_pump(conn, iface->config.drr_quantum);
+        if ((conn->tx_queued > 0) && !uct_uccl_conn_is_paced(conn)) {
+            uct_uccl_iface_sched_add(iface, conn);
+        }
+        uct_uccl_ep_dispatch_pending(conn);
+        /* what the pending requests queued goes out now, not on the next
+         * progress call */
+        if (conn->tx_queued > 0) {
+            count += uct_uccl_tx_pump(conn, iface->config.drr_quantum);
+        }
+        if (ucs_unlikely(iface->async.active) &&
+            !ucs_queue_is_empty(&conn->pending_q)) {
+            /* the requests a background pass may not call: the user's
+             * next progress call dispatches them */
+            uct_uccl_iface_sched_add(iface, conn);
+        }
+    }
+
+    return count;
+}
+
+static unsigned uct_uccl_iface_poll_send(uct_uccl_iface_t *iface)
+{
+    struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
+    int i, n;
+
+    n = ibv_poll_cq(iface->send_cq, UCT_UCCL_CQ_BATCH, wcs);
+    if (n < 0) {
+        ucs_error("uccl: send CQ poll failed: %d", n);
+        return 0;
+    }
+    iface->stats.send_cqes += n;
+    for (i = 0; i < n; ++i) {
+        uct_uccl_tx_completion(iface, &wcs[i]);
+    }
+    return n;
+}
+
+/* Drain the receive CQ in batches, at most one SRQ's worth per call: so a
+ * receive queue that ran dry is seen as such (srq_posted reaches 0) */
+static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
+{
+    struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
+    uint64_t now       = uct_uccl_now_ns();
+    unsigned total = 0;
+    int i, n;
+
+    iface->rx_since_ns = (iface->rx_poll_ns != 0) ? iface->rx_poll_ns : now;
+    iface->rx_poll_ns  = now;
+    do {
+        n = ibv_poll_cq(iface->recv_cq, UCT_UCCL_CQ_BATCH, wcs);
+        if (n < 0) {
+            ucs_error("uccl: receive CQ poll failed: %d", n);
+            break;
+        }
+        for (i = 0; i < n; ++i) {
+            uct_uccl_rx_completion(iface, &wcs[i]);
+        }
+        total += n;
+    } while ((n == UCT_UCCL_CQ_BATCH) && (total < iface->config.srq_size));
+
+    return total;
+}
+
+#define UCT_UCCL_TIMER_NS  50000ull   /* timers are checked every 50us */
+
+/* SIGUSR2 asks every iface for a counter dump (UCX_UCCL_STATS_DUMP=y) */
+static volatile sig_atomic_t uct_uccl_dump_requests;
+
+static void uct_uccl_sigusr2(int signo)
+{
+    ++uct_uccl_dump_requests;
+}
+
+
+/* One run of the engine, from the user's progress call or a background
+ * pass (uccl_async.c), with the async context blocked */
+unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
+{
+    unsigned count;
+    uint64_t now;
+
+    ++iface->busy;
+    count  = uct_uccl_iface_poll_recv(iface);
+    count += uct_uccl_iface_poll_ctl(iface);
+    count += uct_uccl_iface_poll_send(iface);
+
+    now = uct_uccl_now_ns();
+    if (!iface->async.active) {
+        iface->async.last_user = now;
+    }
+    if (now >= iface->next_timer) {
+        iface->next_timer = now + UCT_UCCL_TIMER_NS;
+        uct_uccl_conn_timers(iface, now);
+        if (ucs_unlikely(iface->dump_seen != uct_uccl_dump_requests)) {
+            iface->dump_seen = uct_uccl_dump_requests;
+            uct_uccl_iface_dump_all(iface);
+        }
+    }
+
+    /* ACKs first: a transmit may copy megabytes (on softverbs the post
+     * itself moves the data), and the peer would take the wait for loss */
+    count += uct_uccl_rx_flush_acks(iface, now);
+    ucs_twheel_sweep(&iface->pace_wheel, ucs_get_time());
+    count += uct_uccl_iface_transmit(iface);
+    uct_uccl_rx_refill(iface);
+    --iface->busy;
+    return count;
+}
+
+
+void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
+{
+    const uct_uccl_iface_stats_t *s = &iface->stats;
+
+    fprintf(stderr, "uccl[%d] iface %s:%d mode %s: doorbells %lu wrs %lu "
+            "send_cqes %lu "
+            "bad_ctl %lu unknown_conn %lu forged_ctl %lu bad_ack %lu "
+            "bad_data %lu "
+            "bad_rkey %lu unknown_qpn %lu err_cqe %lu srq_empty %lu "
+            "out_of_window %lu order_full %lu rx_no_desc %lu "
+            "ctl_tx_busy %lu peers_lost %lu peers_refused %lu "
+            "get_refused %lu defer_full %lu async_passes %lu\n",
+            getpid(), iface->md->name, iface->port_num,
+            iface->rc_mode ? "rc" : "uc", s->doorbells, s->wrs, s->send_cqes,
+            s->bad_ctl,
+            s->unknown_conn, s->forged_ctl, s->bad_ack, s->bad_data,
+            s->bad_rkey,
+            s->unknown_qpn, s->err_cqe, s->srq_empty, s->out_of_window,
+            s->order_full, s->rx_no_desc, s->ctl_tx_busy, s->peers_lost,
+            s->peers_refused, s->get_refused, s->defer_full,
+            s->async_passes);
+}
+
+void uct_uccl_iface_dump_all(uct_uccl_iface_t *iface)
+{
+    uct_uccl_conn_t *conn;
+
+    uct_uccl_iface_dump_stats(iface);
+    ucs_list_for_each(conn, &iface->conns, list) {
+        uct_uccl_conn_dump_stats(conn, stderr);
+    }
+}
+
+static void uct_uccl_iface_signal_init(void)
+{
+    struct sigaction sa, old;
+
+    if ((sigaction(SIGUSR2, NULL, &old) != 0) ||
+        (old.sa_handler != SIG_DFL)) {
+        return; /* the application's signal */
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = uct_uccl_sigusr2;
+    sa.sa_flags   = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    (void)sigaction(SIGUSR2, &sa, NULL);
+}
+
+
+/* Counters on SIGUSR2 and at close when UCX_UCCL_STATS_DUMP=y */
+void uct_uccl_iface_dump_init(uct_uccl_iface_t *iface)
+{
+    if (iface->config.stats_dump) {
+        uct_uccl_iface_signal_init();
+    }
+    iface->dump_seen = uct_uccl_dump_requests;
+}

@@ -1,0 +1,296 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * Posting: may the next chunk leave (the order the target must see), on
+ * which path, and how its WR looks; chunks are chained per path and go out
+ * with one ibv_post_send per chain.
+ */
+#include "uccl_tx.h"
+
+#include <ucs/debug/log.h>
+#include <string.h>
+
+
+/* May the chunk at the head of the queue leave? The target sees the
+ * operations of a conn in the order they were issued (docs/STATUS.md):
+ *  - nothing issued after a GET goes before that GET completed, so no
+ *    later write reaches the target before the GET read it, and no later
+ *    AM's reply overtakes the GET's data (a GET after a GET does not
+ *    wait: reads do not conflict);
+ *  - a fenced chunk waits for everything before it;
+ *  - RC: an AM or READ waits for the WRITEs before it (they take other
+ *    QPs); in UC the receiver holds AMs and GET requests for them.
+ * Chunks behind the head wait with it: the queue keeps issue order. */
+int uct_uccl_tx_may_leave(uct_uccl_conn_t *conn,
+                          const uct_uccl_chunk_t *chunk)
+{
+    int fenced = !!(chunk->flags & UCT_UCCL_CHUNK_F_FENCE);
+    const uct_uccl_op_t *oldest;
+
+    if (!ucs_list_is_empty(&conn->gets) &&
+        (fenced || !uct_uccl_chunk_is_read(chunk))) {
+        oldest = ucs_list_head(&conn->gets, uct_uccl_op_t, get_link);
+        if ((int32_t)(oldest->gseq - chunk->barrier) < 0) {
+            return 0;
+        }
+    }
+    if (fenced && (uct_uccl_conn_inflight(conn) > 0)) {
+        return 0;
+    }
+    return !conn->rc || (conn->rc_writes == 0) ||
+           ((chunk->kind != UCT_UCCL_KIND_AM) &&
+            !(chunk->flags & UCT_UCCL_CHUNK_F_READ));
+}
+
+
+
+/* The path for the next chunk: a burst of PATH_BURST chunks stays on one
+ * path (one chain, one doorbell), then the scoreboard picks the better of
+ * two random paths (small messages stay on the last one). A path whose send
+ * queue is full is skipped; NULL when every path is full. `avoid` is the
+ * path a resent chunk was lost on. */
+uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
+                                    int avoid, uint64_t now)
+{
+    uct_uccl_qp_t *path = &conn->paths[conn->sel.last];
+    unsigned i, n = conn->num_paths;
+
+    if ((avoid < 0) && (conn->burst_left > 0) &&
+        uct_uccl_path_has_room(conn, path)) {
+        --conn->burst_left;
+        return path;
+    }
+
+    if (avoid >= 0) {
+        /* a resend joins a chain already built (another resend's): order
+         * does not matter for it, and it saves a doorbell */
+        for (path = conn->chains; path != NULL; path = path->chain_next) {
+            if ((path->index != avoid) && uct_uccl_path_has_room(conn, path)) {
+                return path;
+            }
+        }
+    } else if (length <= UCT_UCCL_PATH_STICKY_MAX) {
+        /* small messages keep their order on one path: they move to another
+         * only once everything posted on the current one completed (paths
+         * reorder), and wait when its send queue is full */
+        if (path->outstanding == 0) {
+            path = &conn->paths[uct_uccl_paths_select(&conn->sel, length,
+                                                      now)];
+        }
+        return uct_uccl_path_has_room(conn, path) ? path : NULL;
+    }
+
+    /* a path that already has a chain in this round is not taken again:
+     * its chain goes out first, and the chunks added to it now would
+     * overtake those on the paths chosen in between */
+    for (i = 0; i < 4; ++i) {
+        path = &conn->paths[uct_uccl_paths_select(&conn->sel, length, now)];
+        if ((path->index != avoid) && (path->chain == NULL) &&
+            uct_uccl_path_has_room(conn, path)) {
+            goto found;
+        }
+    }
+
+    for (i = 0; i < n; ++i) {
+        path = &conn->paths[(conn->sel.last + 1 + i) % n];
+        if (((path->index != avoid) || (n == 1)) &&
+            uct_uccl_path_has_room(conn, path)) {
+            conn->sel.last = path->index;
+            goto found;
+        }
+    }
+    return NULL;
+
+found:
+    conn->burst_left = conn->iface->config.path_burst - 1;
+    return path;
+}
+
+/* RC: AMs keep one path while any of them is outstanding there, so the
+ * peer receives them in order; they move once everything on it completed
+ * (an RC completion means delivered) */
+uct_uccl_qp_t *uct_uccl_path_select_ordered(uct_uccl_conn_t *conn,
+                                            uint64_t now)
+{
+    uct_uccl_qp_t *path = &conn->paths[conn->ord_path];
+
+    if (path->outstanding == 0) {
+        conn->ord_path = uct_uccl_paths_select(&conn->sel, 0, now);
+        path           = &conn->paths[conn->ord_path];
+    }
+    return uct_uccl_path_has_room(conn, path) ? path : NULL;
+}
+
+void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
+                         uct_uccl_chunk_t *chunk)
+{
+    chunk->wr.next = NULL;
+    if (path->chain == NULL) {
+        path->chain        = &chunk->wr;
+        path->chain_next   = NULL;
+        *conn->chains_tail = path;
+        conn->chains_tail  = &path->chain_next;
+    } else {
+        path->chain_tail->next = &chunk->wr;
+    }
+    path->chain_tail = &chunk->wr;
+    chunk->flags    |= UCT_UCCL_CHUNK_F_CHAINED;
+    ++path->chain_len;
+    path->sent[(path->sent_head + path->outstanding) &
+               conn->iface->config.tx_ring_mask] = chunk;
+    ++path->outstanding;
+    ++chunk->posted;
+    ++conn->iface->tx_outstanding;
+    chunk->path = path->index;
+}
+
+/* One ibv_post_send per path that has a chain, in the order the chains
+ * began, so chunks leave in CSN order as far as the paths allow. Only the
+ * last WR of a chain asks for a completion: the QP completes in order, so
+ * its CQE tells that every WR before it is done too (half the CQEs the NIC
+ * writes and the engine polls). */
+void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    struct ibv_send_wr *bad_wr, *wr;
+    uct_uccl_chunk_t *chunk;
+    uct_uccl_qp_t *path, *next;
+    int ret, failed = 0;
+
+    next              = conn->chains;
+    conn->chains      = NULL;
+    conn->chains_tail = &conn->chains;
+    while ((path = next) != NULL) {
+        next = path->chain_next;
+
+        ++iface->stats.doorbells;
+        iface->stats.wrs += path->chain_len;
+        for (wr = path->chain; wr != NULL; wr = wr->next) {
+            ((uct_uccl_chunk_t*)wr->wr_id)->flags &= ~UCT_UCCL_CHUNK_F_CHAINED;
+        }
+        path->chain_tail->send_flags = IBV_SEND_SIGNALED;
+        ret = ibv_post_send(path->qp, path->chain, &bad_wr);
+        if (ucs_unlikely(ret != 0)) {
+            /* cannot happen while we respect max_send_wr; undo the
+             * accounting and let the reliability layer (or the error
+             * path) deal with what was not posted. A posted part without
+             * its signaled end never completes: the conn cannot go on. */
+            ucs_error("uccl: ibv_post_send(qp 0x%x, %u WRs) failed: %s",
+                      path->qp->qp_num, path->chain_len, strerror(ret));
+            failed |= conn->rc || (bad_wr != path->chain);
+            for (wr = bad_wr; wr != NULL; wr = wr->next) {
+                chunk = (uct_uccl_chunk_t*)wr->wr_id;
+                --chunk->posted;
+                --path->outstanding;
+                --iface->tx_outstanding;
+            }
+        }
+        path->chain     = NULL;
+        path->chain_len = 0;
+    }
+    if (failed) {
+        uct_uccl_conn_fail(conn, UCS_ERR_IO_ERROR);
+    }
+}
+
+void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
+{
+    struct ibv_send_wr *wr = &chunk->wr;
+    unsigned n             = 0;
+
+    wr->send_flags = 0;     /* post_chains signals the end of a chain */
+    if (chunk->flags & UCT_UCCL_CHUNK_F_READ) {
+        wr->opcode              = IBV_WR_RDMA_READ;
+        wr->wr.rdma.remote_addr = chunk->raddr;
+        wr->wr.rdma.rkey        = chunk->rkey;
+        chunk->sge[0].addr      = chunk->laddr;
+        chunk->sge[0].length    = chunk->length;
+        chunk->sge[0].lkey      = chunk->payload_lkey;
+        wr->num_sge             = 1;
+        return;
+    }
+
+    wr->imm_data = uct_uccl_imm_to_wire(uct_uccl_imm_pack(chunk->csn,
+                                                          chunk->kind,
+                                                          chunk->last));
+    if ((chunk->kind == UCT_UCCL_KIND_PUT) ||
+        (chunk->kind == UCT_UCCL_KIND_GET_RESP)) {
+        /* RC: the send completion says the data landed; an immediate
+         * would only cost the target a receive WQE and a CQE */
+        wr->opcode              = (conn->rc &&
+                                   (chunk->kind == UCT_UCCL_KIND_PUT)) ?
+                                  IBV_WR_RDMA_WRITE :
+                                  IBV_WR_RDMA_WRITE_WITH_IMM;
+        wr->wr.rdma.remote_addr = chunk->raddr;
+        wr->wr.rdma.rkey        = chunk->rkey;
+    } else {
+        wr->opcode              = IBV_WR_SEND_WITH_IMM;
+        chunk->sge[n].addr      = (uintptr_t)&chunk->hdr;
+        chunk->sge[n].length    = chunk->hdr_len;
+        chunk->sge[n].lkey      = chunk->lkey;
+        ++n;
+        if (chunk->extra_len > 0) {
+            chunk->sge[n].addr   = (uintptr_t)chunk->data;
+            chunk->sge[n].length = chunk->extra_len;
+            chunk->sge[n].lkey   = chunk->lkey;
+            ++n;
+        }
+    }
+
+    if (chunk->length > 0) {
+        chunk->sge[n].addr   = chunk->laddr;
+        chunk->sge[n].length = chunk->length;
+        chunk->sge[n].lkey   = chunk->payload_lkey;
+        ++n;
+    }
+    wr->num_sge = n;
+}
+
+/* A later PUT chunk to the same target, at least as long, was sent after
+ * this one: its data wins, a resend of this one must not overwrite it */
+int uct_uccl_put_is_obsolete(uct_uccl_conn_t *conn,
+                             const uct_uccl_chunk_t *chunk)
+{
+    const uct_uccl_put_guard_t *g = uct_uccl_put_guard(conn, chunk);
+
+    return (chunk->kind == UCT_UCCL_KIND_PUT) && g->valid &&
+           (g->raddr == chunk->raddr) && (g->rkey == chunk->rkey) &&
+           uct_uccl_seq_gt(g->csn, chunk->csn) && (g->length >= chunk->length);
+}
+
+/* A lost WRITE chunk whose earlier transmission may still be on its way
+ * goes again as a SEND into a bounce buffer: header with the target, then
+ * the original payload (still in the user's registered buffer); the
+ * receiver copies it only if it is still missing, so a spurious resend
+ * never writes memory the user may own again. An obsolete chunk goes
+ * without payload: it only marks its CSN as arrived. */
+void uct_uccl_chunk_build_retx(uct_uccl_chunk_t *chunk, int obsolete)
+{
+    struct ibv_send_wr *wr    = &chunk->wr;
+    uct_uccl_retx_hdr_t *retx = &chunk->hdr.retx;
+
+    memset(retx, 0, sizeof(*retx));
+    retx->type        = UCT_UCCL_KIND_RETX;
+    retx->imm         = uct_uccl_imm_pack(chunk->csn, chunk->kind,
+                                          chunk->last);
+    retx->remote_addr = chunk->raddr;
+    retx->rkey        = chunk->rkey;
+    retx->length      = obsolete ? 0 : chunk->length;
+
+    wr->opcode         = IBV_WR_SEND_WITH_IMM;
+    wr->send_flags     = 0;
+    wr->imm_data       = uct_uccl_imm_to_wire(
+                            uct_uccl_imm_pack(chunk->csn, UCT_UCCL_KIND_RETX,
+                                              chunk->last));
+    chunk->sge[0].addr   = (uintptr_t)retx;
+    chunk->sge[0].length = sizeof(*retx);
+    chunk->sge[0].lkey   = chunk->lkey;
+    wr->num_sge          = 1;
+    if (retx->length > 0) {
+        chunk->sge[1].addr   = chunk->laddr;
+        chunk->sge[1].length = chunk->length;
+        chunk->sge[1].lkey   = chunk->payload_lkey;
+        wr->num_sge          = 2;
+    }
+}
+

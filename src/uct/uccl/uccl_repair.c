@@ -1,0 +1,333 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * Loss repair (UC): ACKs retire chunks and feed the RTT estimators and the
+ * congestion control; SACK holes, stalled tails and timeouts are resent;
+ * a failed or destroyed conn completes everything it held.
+ */
+#include "uccl_tx.h"
+
+#include <ucs/debug/log.h>
+
+
+
+static void uct_uccl_tracker_acked_cb(void *arg, uint32_t csn,
+                                      uct_uccl_tx_entry_t *e)
+{
+    uct_uccl_conn_t *conn   = arg;
+    uct_uccl_chunk_t *chunk = e->desc;
+
+    chunk->flags &= ~UCT_UCCL_CHUNK_F_TRACKED;
+    uct_uccl_chunk_done(conn, chunk, UCS_OK);
+}
+
+static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
+                                             uct_uccl_tx_entry_t *e)
+{
+    uct_uccl_conn_t *conn   = arg;
+    uct_uccl_chunk_t *chunk = e->desc;
+    uct_uccl_qp_t *path;
+    int obsolete;
+    uint64_t now;
+
+    if (chunk->flags & UCT_UCCL_CHUNK_F_CHAINED) {
+        /* its resend waits for this pass's transmit step: its WR is linked
+         * in that chain and must not be rebuilt */
+        return UCS_ERR_ALREADY_EXISTS;
+    }
+    if (conn->iface->tx_outstanding >= conn->iface->config.cq_size) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    /* a path that lost a chunk is used less, and the resend avoids it */
+    now = uct_uccl_now_ns();
+    uct_uccl_paths_loss(&conn->sel, e->path, now);
+    path = uct_uccl_path_select(conn, chunk->length, e->path, now);
+    if (path == NULL) {
+        ++conn->stats.sq_full;
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if ((chunk->kind == UCT_UCCL_KIND_PUT) ||
+        (chunk->kind == UCT_UCCL_KIND_GET_RESP)) {
+        /* a GET is complete at the requester once every reply chunk
+         * arrived, and then the source may be deregistered: reading it
+         * would break the QP, and the resend is not needed anyway */
+        obsolete = uct_uccl_put_is_obsolete(conn, chunk) ||
+                   ((chunk->kind == UCT_UCCL_KIND_GET_RESP) &&
+                    !uct_uccl_md_rkey_check(conn->iface->md, chunk->src_rkey,
+                                            chunk->laddr, chunk->length,
+                                            NULL));
+        conn->stats.retx_obsolete += obsolete;
+        if (!obsolete && !e->doubt) {
+            /* every earlier transmission was overtaken on its path, so
+             * none can land any more: this one is the only live copy and
+             * may write the target itself, as the original would have
+             * (no bounce buffer, no copy by the receiver's CPU) */
+            ++conn->stats.retx_direct;
+            uct_uccl_chunk_build_wr(conn, chunk);
+        } else {
+            uct_uccl_chunk_build_retx(chunk, obsolete);
+        }
+    } else {
+        if ((chunk->kind == UCT_UCCL_KIND_GET_DATA) && (chunk->length > 0) &&
+            !uct_uccl_md_rkey_check(conn->iface->md, chunk->src_rkey,
+                                    chunk->laddr, chunk->length, NULL)) {
+            /* its source was deregistered while the reply was in flight:
+             * the requester hears of an error, and nothing is read */
+            uct_uccl_get_data_hdr(chunk, chunk->hdr.get_data.op_id,
+                                  UCS_ERR_INVALID_ADDR, 0);
+        }
+        uct_uccl_chunk_build_wr(conn, chunk);
+    }
+    uct_uccl_path_chain(conn, path, chunk);
+    e->path          = path->index;
+    conn->lossy_until = now + UCT_UCCL_LOSSY_RTOS * conn->rto.rto_ns;
+    ++conn->stats.retx;
+    conn->stats.retx_bytes += chunk->length;
+    return UCS_OK;
+}
+
+/* Resend SACK holes judged lost. Sprayed chunks arrive out of order across
+ * paths but in order on each: a hole that a later chunk of its own path
+ * overtook is lost at once. Otherwise a hole is lost only when it is older
+ * than the RTT plus its variation (or the recent peak RTT; not the RTO,
+ * whose RTO_MIN floor held a lost resend for a millisecond), and
+ * REORDER_THRESH chunks after it arrived. Run on every ACK and from the
+ * timer. (A RACK-like srtt + srtt/4 age was tried: at 1% loss it resent a
+ * fifth more than was lost, for no gain here.) */
+static void uct_uccl_tx_fast_retx(uct_uccl_conn_t *conn, uint64_t now)
+{
+    unsigned n;
+
+    if (!uct_uccl_tracker_has_holes(&conn->tracker)) {
+        return;
+    }
+
+    n = uct_uccl_tracker_fast_retx(&conn->tracker, now,
+                                   uct_uccl_rto_retx_age(&conn->rto),
+                                   UCT_UCCL_FAST_RETX_MAX,
+                                   uct_uccl_tracker_retx_cb, conn);
+    if (n > 0) {
+        conn->stats.fast_retx += n;
+        uct_uccl_cc_on_loss(&conn->cc,
+                            (uint64_t)n * conn->iface->config.chunk_size, now);
+        /* ACKs and timers run before the engine's transmit step in the
+         * same pass: the resends wait for it, and new data joins them */
+        uct_uccl_iface_sched_add(conn->iface, conn);
+    }
+}
+
+/* An ACK of conn's peer (uct_uccl_conn_bound checked where it came from) */
+void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    uct_uccl_ack_info_t info;
+    ucs_status_t status;
+    uint64_t now;
+
+    now    = uct_uccl_now_ns();
+    status = uct_uccl_tracker_ack(&conn->tracker, ack, now,
+                                  uct_uccl_tracker_acked_cb, conn, &info);
+    if (status != UCS_OK) {
+        ++iface->stats.bad_ack;
+        ucs_debug("uccl: conn %u: bogus ACK cum %u (una %u nxt %u)", conn->id,
+                  ack->cum_csn, conn->tracker.una, conn->tracker.nxt);
+        return;
+    }
+
+    ++conn->stats.acks_rx;
+    iface->stats.bad_ack += (info.bad_bits > 0);
+    /* the fabric's part of the sample; none when the peer's CQ wait may
+     * have been all of it */
+    conn->stats.cc_samples += (info.rtt_ns > info.rx_wait_ns);
+    uct_uccl_cc_on_ack(&conn->cc, info.acked_bytes,
+                       (info.rtt_ns > info.rx_wait_ns) ?
+                       info.rtt_ns - info.rx_wait_ns : 0, now);
+    if (info.rtt_ns > 0) {
+        uct_uccl_rto_sample(&conn->rto, info.rtt_ns);
+        if (info.rtt_path < conn->num_paths) {
+            uct_uccl_paths_rtt(&conn->sel, info.rtt_path, info.rtt_ns);
+        }
+    }
+    if (info.una_advanced || (info.acked > 0)) {
+        conn->last_progress = now;
+        conn->probes        = 0;
+    }
+    if (info.una_advanced) {
+        uct_uccl_rto_on_ack(&conn->rto, now,
+                            uct_uccl_tracker_outstanding(&conn->tracker));
+    }
+    if (ack->flags & UCT_UCCL_ACK_F_BUSY) {
+        /* alive, but its user holds what it took: what it refused goes
+         * again with the timer, not at once */
+        conn->last_busy        = now;
+        conn->tracker.dupacks  = 0;
+    } else {
+        uct_uccl_tx_fast_retx(conn, now);
+    }
+    uct_uccl_conn_kick(conn);
+}
+
+/* The ACKs stopped while chunks are out: typically the tail of a burst was
+ * lost, and no later chunk on its path can show it. Resend what is older
+ * than two RTTs rather than stall for the RTO (>= RTO_MIN); while nothing
+ * is acknowledged, probe again after twice the wait each time (a resend
+ * is lost as often as the original: one probe per stall left every lost
+ * probe to the RTO, most of a 1 MiB ping-pong's time at 1% loss). */
+static void uct_uccl_tx_tail_probe(uct_uccl_conn_t *conn, uint64_t now,
+                                   uint32_t inflight)
+{
+    const uct_uccl_rto_t *rto = &conn->rto;
+    uint64_t pto = ucs_min(ucs_max(2 * uct_uccl_rto_srtt(rto),
+                                   rto->srtt_ns + 4 * rto->rttvar_ns),
+                           rto->rto_ns);
+    uint64_t since = conn->probes ? conn->probe_time : conn->last_progress;
+    unsigned n;
+
+    if ((inflight == 0) || (conn->probes >= UCT_UCCL_TAIL_PROBES_MAX) ||
+        (now - since < (pto << conn->probes))) {
+        return;
+    }
+
+    n = uct_uccl_tracker_expire(&conn->tracker, now, pto,
+                                UCT_UCCL_RTO_RESEND_MAX,
+                                uct_uccl_tracker_retx_cb, conn);
+    if (n > 0) {
+        ++conn->probes;
+        conn->probe_time         = now;
+        conn->stats.tail_probes += n;
+        uct_uccl_conn_post_chains(conn);
+    }
+}
+
+void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    uint32_t inflight;
+
+    if (conn->rc) {
+        return; /* the NIC retransmits; errors come as completions */
+    }
+
+    if (now - conn->last_busy >= uct_uccl_rto_srtt(&conn->rto)) {
+        uct_uccl_tx_fast_retx(conn, now);
+    }
+    inflight = uct_uccl_tracker_outstanding(&conn->tracker);
+    if (inflight == 0) {
+        /* idle: the peer owes nothing, so its silence is no sign of death;
+         * the time budget starts with the next chunk */
+        conn->last_progress = now;
+    }
+    uct_uccl_tx_tail_probe(conn, now, inflight);
+    switch (uct_uccl_rto_check(&conn->rto, now, inflight)) {
+    case UCT_UCCL_RTO_WAIT:
+        return;
+    case UCT_UCCL_RTO_GIVE_UP:
+        /* a peer that says it is busy is alive */
+        if (now - ucs_max(conn->last_progress, conn->last_busy) >=
+            iface->config.peer_timeout_ns) {
+            ucs_debug("uccl: conn %u: no progress for %.1f ms after %u "
+                      "timeouts", conn->id,
+                      (now - conn->last_progress) / 1e6, conn->rto.backoff);
+            uct_uccl_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
+            return;
+        }
+        /* retries are spent but the time budget is not: keep probing */
+        break;
+    case UCT_UCCL_RTO_RETRANSMIT:
+        break;
+    }
+
+    ++conn->stats.timeouts;
+    uct_uccl_cc_on_timeout(&conn->cc, now);
+    /* The backoff spaces the timer out, but what is resent is aged against
+     * the base RTO: against the backed-off one, a lost chunk (age 1, 3,
+     * 7.. RTOs) never caught up with it (2, 4, 8..), ~100 ms per loss in a
+     * ping-pong. Only the oldest few go: a silent peer (descheduled, say)
+     * should not cost a window of resends; SACK holes have fast_retx. */
+    if (uct_uccl_tracker_expire(&conn->tracker, now, conn->rto.rto_ns,
+                                UCT_UCCL_RTO_RESEND_MAX,
+                                uct_uccl_tracker_retx_cb, conn) > 0) {
+        uct_uccl_conn_post_chains(conn);
+    }
+}
+
+/* What a purge completes its chunks with */
+typedef struct {
+    uct_uccl_conn_t         *conn;
+    ucs_status_t            status;
+} uct_uccl_purge_arg_t;
+
+static void uct_uccl_tracker_purge_cb(void *arg, uint32_t csn,
+                                      uct_uccl_tx_entry_t *e)
+{
+    const uct_uccl_purge_arg_t *purge = arg;
+    uct_uccl_chunk_t *chunk           = e->desc;
+
+    chunk->flags &= ~UCT_UCCL_CHUNK_F_TRACKED;
+    uct_uccl_chunk_done(purge->conn, chunk, purge->status);
+}
+
+/* Complete everything outstanding with `status` (failure or destroy).
+ * Chunks still carried by a WR stay allocated until that WR completes. */
+void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
+{
+    uct_uccl_purge_arg_t purge = { .conn = conn, .status = status };
+    uct_uccl_chunk_t *chunk;
+    uct_uccl_op_t *op;
+
+    /* resends chained for the transmit step go out first, so that their
+     * WRs complete (or flush) like every other posted one */
+    if (conn->chains != NULL) {
+        uct_uccl_conn_post_chains(conn);
+    }
+
+    /* completions may start new operations: they must not post while the
+     * tracker is being emptied */
+    ++conn->iface->busy;
+    while (!ucs_queue_is_empty(&conn->tx_queue)) {
+        chunk = ucs_queue_pull_elem_non_empty(&conn->tx_queue,
+                                              uct_uccl_chunk_t, queue);
+        --conn->tx_queued;
+        uct_uccl_chunk_done(conn, chunk, status);
+    }
+
+    if (!conn->rc) {
+        uct_uccl_tracker_purge(&conn->tracker, uct_uccl_tracker_purge_cb,
+                               &purge);
+    }
+    while (!ucs_list_is_empty(&conn->rc_inflight)) {
+        chunk = ucs_list_extract_head(&conn->rc_inflight, uct_uccl_chunk_t,
+                                      zlink);
+        uct_uccl_chunk_done(conn, chunk, status);
+    }
+    conn->rc_outstanding    = 0;
+    conn->rc_writes         = 0;
+    conn->cc.inflight_bytes = 0;
+
+    /* acknowledged chunks whose resend is still on the wire: their ops
+     * complete below, the chunks when the WRs flush */
+    ucs_list_for_each(chunk, &conn->zombies, zlink) {
+        chunk->op = NULL;
+    }
+
+    /* what is left waits for a GET_DONE or a READ: complete it now */
+    while (!ucs_list_is_empty(&conn->ops)) {
+        op = ucs_list_head(&conn->ops, uct_uccl_op_t, list);
+        op->status  = status;
+        op->pending = 1;
+        uct_uccl_op_part_done(conn, op, status);
+    }
+    if (conn->state == UCT_UCCL_CONN_FAILED) {
+        uct_uccl_tx_check_flush(conn);  /* with the failure's status */
+    } else {
+        while (!ucs_list_is_empty(&conn->flushes)) {
+            op = ucs_list_extract_head(&conn->flushes, uct_uccl_op_t, list);
+            ucs_list_add_tail(&conn->ops, &op->list);
+            op->status = status;
+            uct_uccl_op_complete(conn, op);
+        }
+    }
+    --conn->iface->busy;
+}

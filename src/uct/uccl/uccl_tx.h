@@ -1,0 +1,89 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * The data path's interface: transmit (queue, pump, completions), loss
+ * repair (ACKs, timers, purge), posting (path choice, chains, WRs), the
+ * receive side and the UC GET protocol.
+ */
+#ifndef UCT_UCCL_TX_H_
+#define UCT_UCCL_TX_H_
+
+#include "uccl_iface.h"
+
+
+static inline uint32_t uct_uccl_conn_inflight(uct_uccl_conn_t *conn)
+{
+    return conn->rc ? conn->rc_outstanding :
+                      uct_uccl_tracker_outstanding(&conn->tracker);
+}
+
+static inline int uct_uccl_path_has_room(uct_uccl_conn_t *conn,
+                                         uct_uccl_qp_t *path)
+{
+    return path->outstanding < conn->iface->config.tx_queue_len;
+}
+
+static inline uct_uccl_put_guard_t *
+uct_uccl_put_guard(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
+{
+    uint64_t h = (chunk->raddr ^ ((uint64_t)chunk->rkey << 32)) *
+                 0x9e3779b97f4a7c15ull;
+
+    return &conn->put_guard[(h >> 58) % UCT_UCCL_PUT_GUARD];
+}
+
+/* tx (uccl_tx.c) */
+void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
+unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum);
+void uct_uccl_tx_post_now(uct_uccl_conn_t *conn);
+void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);
+void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack);
+void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now);
+void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status);
+void uct_uccl_tx_orphan(uct_uccl_conn_t *conn);
+int uct_uccl_tx_is_flushed(uct_uccl_conn_t *conn);
+void uct_uccl_tx_fence(uct_uccl_conn_t *conn);
+void uct_uccl_tx_check_flush(uct_uccl_conn_t *conn);
+void uct_uccl_conn_kick(uct_uccl_conn_t *conn);
+
+/* posting (uccl_post.c) */
+int uct_uccl_tx_may_leave(uct_uccl_conn_t *conn,
+                          const uct_uccl_chunk_t *chunk);
+uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
+                                    int avoid, uint64_t now);
+uct_uccl_qp_t *uct_uccl_path_select_ordered(uct_uccl_conn_t *conn,
+                                            uint64_t now);
+void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
+                         uct_uccl_chunk_t *chunk);
+void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn);
+void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
+void uct_uccl_chunk_build_retx(uct_uccl_chunk_t *chunk, int obsolete);
+int uct_uccl_put_is_obsolete(uct_uccl_conn_t *conn,
+                             const uct_uccl_chunk_t *chunk);
+
+/* the UC GET protocol (uccl_get.c) */
+int uct_uccl_get_admit(uct_uccl_conn_t *conn, const uct_uccl_get_req_t *req,
+                       int first_missing);
+ucs_status_t uct_uccl_get_serve(uct_uccl_conn_t *conn,
+                                const uct_uccl_get_req_t *req);
+ucs_status_t uct_uccl_get_done_send(uct_uccl_conn_t *conn, uint64_t op_id,
+                                    ucs_status_t status, uint64_t length);
+void uct_uccl_get_data_hdr(uct_uccl_chunk_t *chunk, uint64_t op_id,
+                           ucs_status_t status, uint32_t length);
+void uct_uccl_get_handle_done(uct_uccl_conn_t *conn, uint64_t op_id,
+                              ucs_status_t status);
+void uct_uccl_get_handle_data(uct_uccl_conn_t *conn,
+                              uct_uccl_rx_desc_t *desc);
+
+
+/* rx (uccl_rx.c) */
+void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);
+unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now);
+void uct_uccl_rx_refill(uct_uccl_iface_t *iface);
+void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn);
+void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface,
+                            uct_uccl_rx_desc_t *desc);
+void uct_uccl_rx_am_handle(uct_uccl_iface_t *iface,
+                           uct_uccl_rx_desc_t *desc);
+
+#endif
