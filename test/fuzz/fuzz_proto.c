@@ -17,10 +17,10 @@
  * tracker acked was sent and is acked once, ordered messages come out once
  * and in CSN order, after everything before them arrived.
  */
-#include <uct/uccl/uccl_order.h>
-#include <uct/uccl/uccl_sack.h>
-#include <uct/uccl/uccl_tracker.h>
-#include <uct/uccl/uccl_wire.h>
+#include <uct/uccl/proto/uccl_order.h>
+#include <uct/uccl/proto/uccl_sack.h>
+#include <uct/uccl/proto/uccl_tracker.h>
+#include <uct/uccl/proto/uccl_wire.h>
 
 #include <stddef.h>
 #include <stdint.h>

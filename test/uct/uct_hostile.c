@@ -31,8 +31,8 @@
 #endif
 #include "uct_harness.h"
 
-#include <uct/uccl/uccl_seq.h>
-#include <uct/uccl/uccl_wire.h>
+#include <uct/uccl/proto/uccl_seq.h>
+#include <uct/uccl/proto/uccl_wire.h>
 #include <infiniband/verbs.h>
 
 #include <endian.h>

@@ -7,8 +7,8 @@
 
 #include "unit_test.h"
 
-#include <uct/uccl/cc/uccl_cc.h>
-#include <uct/uccl/cc/uccl_cc_def.h>
+#include <uct/uccl/proto/cc/uccl_cc.h>
+#include <uct/uccl/proto/cc/uccl_cc_def.h>
 
 #include <math.h>
 #include <string.h>

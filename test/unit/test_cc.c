@@ -7,8 +7,8 @@
  */
 #include "cc_test.h"
 
-#include <uct/uccl/cc/uccl_cc_int.h>
-#include <uct/uccl/cc/uccl_cc_eqds_pacer.h>
+#include <uct/uccl/proto/cc/uccl_cc_int.h>
+#include <uct/uccl/proto/cc/uccl_cc_eqds_pacer.h>
 
 static void test_registry(void)
 {

@@ -10,7 +10,7 @@
  */
 #include "cc_test.h"
 
-#include <uct/uccl/cc/uccl_cc_eqds_pacer.h>
+#include <uct/uccl/proto/cc/uccl_cc_eqds_pacer.h>
 
 
 #define LINK_BPS 10000000000ull

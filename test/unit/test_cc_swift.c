@@ -7,7 +7,7 @@
  */
 #include "cc_test.h"
 
-#include <uct/uccl/cc/uccl_cc_int.h>
+#include <uct/uccl/proto/cc/uccl_cc_int.h>
 
 
 static void swift_init(uct_uccl_cc_t *cc, uct_uccl_cc_params_t *p)

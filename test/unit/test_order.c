@@ -7,8 +7,8 @@
  */
 #include "unit_test.h"
 
-#include <uct/uccl/uccl_order.h>
-#include <uct/uccl/uccl_sack.h>
+#include <uct/uccl/proto/uccl_order.h>
+#include <uct/uccl/proto/uccl_sack.h>
 
 #include <string.h>
 

@@ -7,7 +7,7 @@
  */
 #include "unit_test.h"
 
-#include <uct/uccl/uccl_path.h>
+#include <uct/uccl/proto/uccl_path.h>
 #include <uct/uccl/uccl_budget.h>
 
 #include <string.h>

@@ -5,8 +5,8 @@
  */
 #include "unit_test.h"
 
-#include <uct/uccl/uccl_sack.h>
-#include <uct/uccl/uccl_tracker.h>
+#include <uct/uccl/proto/uccl_sack.h>
+#include <uct/uccl/proto/uccl_tracker.h>
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
  */
 #include "unit_test.h"
 
-#include <uct/uccl/uccl_seq.h>
+#include <uct/uccl/proto/uccl_seq.h>
 
 static void test_fixed(void)
 {

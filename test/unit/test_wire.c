@@ -6,7 +6,7 @@
  */
 #include "unit_test.h"
 
-#include <uct/uccl/uccl_wire.h>
+#include <uct/uccl/proto/uccl_wire.h>
 #include <uct/api/uct_def.h>
 
 #include <string.h>

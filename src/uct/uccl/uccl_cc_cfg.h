@@ -6,7 +6,7 @@
 #ifndef UCT_UCCL_CC_CFG_H_
 #define UCT_UCCL_CC_CFG_H_
 
-#include "cc/uccl_cc.h"
+#include "proto/cc/uccl_cc.h"
 
 #include <ucs/config/parser.h>
 

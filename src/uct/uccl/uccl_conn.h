@@ -10,13 +10,13 @@
 
 #include "uccl_chunk.h"
 #include "uccl_md.h"
-#include "uccl_seq.h"
-#include "uccl_sack.h"
-#include "uccl_tracker.h"
-#include "uccl_rto.h"
-#include "uccl_path.h"
-#include "uccl_order.h"
-#include "cc/uccl_cc.h"
+#include "proto/uccl_seq.h"
+#include "proto/uccl_sack.h"
+#include "proto/uccl_tracker.h"
+#include "proto/uccl_rto.h"
+#include "proto/uccl_path.h"
+#include "proto/uccl_order.h"
+#include "proto/cc/uccl_cc.h"
 
 #include <ucs/time/timer_wheel.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #ifndef UCT_UCCL_DEF_H_
 #define UCT_UCCL_DEF_H_
 
-#include "uccl_wire.h"
+#include "proto/uccl_wire.h"
 
 #include <ucs/time/time.h>
 

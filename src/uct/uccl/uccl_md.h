@@ -9,7 +9,7 @@
 #define UCT_UCCL_MD_H_
 
 #include "uccl_budget.h"
-#include "uccl_wire.h"
+#include "proto/uccl_wire.h"
 
 #include <ucs_glue/ucs_glue.h>
 
