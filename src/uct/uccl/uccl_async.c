@@ -16,9 +16,8 @@
  * With UCX's default async thread (thread-spinlock mode) the tick is a
  * timerfd, not a UCX timer: UCX 1.13's thread sleeps in whole milliseconds
  * and polls out the rest of each timer period (epoll_wait with a zero
- * timeout), up to a tenth of a core with a 10 ms period, taken from the
- * user's thread when both share a core (pinned ranks); a lossy tag_bw run
- * lost 9% to it. The timerfd wakes the thread itself, on time.
+ * timeout), CPU taken from the user's thread when both share a core. The
+ * timerfd wakes the thread itself, on time.
  */
 #include "uccl_tx.h"
 

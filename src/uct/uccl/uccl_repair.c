@@ -94,8 +94,8 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
  * than the RTT plus its variation (or the recent peak RTT; not the RTO,
  * whose RTO_MIN floor held a lost resend for a millisecond), and
  * REORDER_THRESH chunks after it arrived. Run on every ACK and from the
- * timer. (A RACK-like srtt + srtt/4 age was tried: at 1% loss it resent a
- * fifth more than was lost, for no gain here.) */
+ * timer. A shorter age (srtt + srtt/4) resends chunks that were only
+ * reordered. */
 static void uct_uccl_tx_fast_retx(uct_uccl_conn_t *conn, uint64_t now)
 {
     unsigned n;
@@ -172,9 +172,9 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
 /* The ACKs stopped while chunks are out: typically the tail of a burst was
  * lost, and no later chunk on its path can show it. Resend what is older
  * than two RTTs rather than stall for the RTO (>= RTO_MIN); while nothing
- * is acknowledged, probe again after twice the wait each time (a resend
- * is lost as often as the original: one probe per stall left every lost
- * probe to the RTO, most of a 1 MiB ping-pong's time at 1% loss). */
+ * is acknowledged, probe again after twice the wait each time: a resend
+ * is lost as often as the original, and a lost probe must not wait for
+ * the RTO. */
 static void uct_uccl_tx_tail_probe(uct_uccl_conn_t *conn, uint64_t now,
                                    uint32_t inflight)
 {

@@ -49,8 +49,8 @@ static void uct_uccl_tx_pace_wait(uct_uccl_conn_t *conn, uint64_t now)
  * the queue ends with an empty WRITE_WITH_IMM, tracked like any chunk:
  * its arrival (or its loss) tells within one RTT. While the conn is losing
  * chunks every bulk chain gets one: a tail whose path carries nothing new
- * soon is otherwise resent by age, into a bounce buffer (12% of resends
- * at 1% loss; tag_bw +4%, one WR and one CQE per chain). */
+ * soon is otherwise resent by age, into a bounce buffer; a mark costs one
+ * WR and one CQE per chain. */
 static void uct_uccl_tx_mark_tails(uct_uccl_conn_t *conn, uint64_t now)
 {
     uct_uccl_chunk_t *tail, *mark;
