@@ -65,6 +65,65 @@ static void data_truncations(const void *pkt, size_t len, uint32_t imm)
     UT_TRUE(data_check(pkt, len + 1, imm) != UCS_OK);
 }
 
+/* An AM with UCT_UCCL_AM_F_ACK: the ACK record after the payload is part
+ * of the length, read back unchanged, and checked as a control ACK */
+static void put_ack(uct_uccl_am_hdr_t *am, const uct_uccl_ack_t *ack)
+{
+    memcpy(uct_uccl_wire_am_ack_ptr(am), ack, sizeof(*ack));
+}
+
+static void check_am_ack(uint8_t *buf, uint32_t imm)
+{
+    uct_uccl_am_hdr_t *am = (void*)buf;
+    uct_uccl_ack_t in, out;
+    size_t len;
+
+    memset(buf, 0, BUF_MAX);
+    am->type   = UCT_UCCL_KIND_AM;
+    am->flags  = UCT_UCCL_AM_F_ACK;
+    am->length = 13;                /* the ACK starts unaligned */
+    len        = sizeof(*am) + am->length + sizeof(in);
+    memset(&in, 0, sizeof(in));
+    uct_uccl_wire_hdr_init(&in.hdr, UCT_UCCL_CTL_ACK, sizeof(in));
+    in.dst_conn_id = 5;
+    in.token       = 0x1234567890abcdefull;
+    in.cum_csn     = 77;
+    in.echo_csn    = 76;
+    in.rx_delay_ns = 1000;
+    in.echo_path   = 3;
+    in.flags       = UCT_UCCL_ACK_F_BUSY;
+    put_ack(am, &in);
+    data_truncations(buf, len, imm);
+    uct_uccl_wire_am_ack(am, &out);
+    UT_EQ(memcmp(&in, &out, sizeof(in)), 0);
+    /* without the flag the ACK is garbage after the payload */
+    am->flags = 0;
+    UT_TRUE(data_check(buf, len, imm) != UCS_OK);
+    am->flags = UCT_UCCL_AM_F_ACK;
+    /* not an ACK, SACK words it has no room for, an unknown ACK flag,
+     * CSNs beyond 24 bits */
+    out      = in;
+    out.hdr.type = UCT_UCCL_CTL_KEEPALIVE;
+    put_ack(am, &out);
+    UT_TRUE(data_check(buf, len, imm) != UCS_OK);
+    out            = in;
+    out.sack_words = 1;
+    put_ack(am, &out);
+    UT_TRUE(data_check(buf, len, imm) != UCS_OK);
+    out       = in;
+    out.flags = 0x80;
+    put_ack(am, &out);
+    UT_TRUE(data_check(buf, len, imm) != UCS_OK);
+    out         = in;
+    out.cum_csn = 1u << 24;
+    put_ack(am, &out);
+    UT_TRUE(data_check(buf, len, imm) != UCS_OK);
+    out          = in;
+    out.echo_csn = UINT32_MAX;
+    put_ack(am, &out);
+    UT_TRUE(data_check(buf, len, imm) != UCS_OK);
+}
+
 static void test_imm(void)
 {
     uint32_t csn, imm, be;
@@ -120,9 +179,9 @@ static void test_data(void)
     am->type = UCT_UCCL_KIND_GET_REQ;
     UT_TRUE(data_check(buf, sizeof(*am), imm) != UCS_OK);
     am->type = UCT_UCCL_KIND_AM;
-    am->rsvd = 1;
+    am->flags = 2;  /* an unknown flag */
     UT_TRUE(data_check(buf, sizeof(*am), imm) != UCS_OK);
-    am->rsvd = 0;
+    am->flags = 0;
     UT_TRUE(data_check(buf, sizeof(*am), imm | (1u << 31)) != UCS_OK);
     /* an id beyond UCX's handler table */
     am->am_id = UCT_AM_ID_MAX;
@@ -135,6 +194,9 @@ static void test_data(void)
     /* a huge claimed length is truncation, not an over-read */
     am->length = UINT32_MAX;
     UT_EQ(data_check(buf, sizeof(*am) + 8, imm), UCS_ERR_MESSAGE_TRUNCATED);
+
+    /* an AM carrying an ACK after its payload */
+    check_am_ack(buf, imm);
 
     /* GET request */
     memset(buf, 0, sizeof(buf));

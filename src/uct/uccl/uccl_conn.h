@@ -82,6 +82,7 @@ typedef struct uct_uccl_conn_stats {
     uint64_t                dup_rx;
     uint64_t                acks_tx;
     uint64_t                acks_rx;
+    uint64_t                acks_piggy;  /* ACKs our AMs carried */
     uint64_t                sq_full;
     uint64_t                am_held;     /* AMs that waited for order */
     uint64_t                cc_paced;    /* sends the pacing held back */
@@ -104,6 +105,8 @@ struct uct_uccl_conn {
     uint8_t                 in_sched;
     uint8_t                 ack_pending; /* on the iface ACK list */
     uint8_t                 ack_busy;    /* the next ACK says busy */
+    uint8_t                 ack_hold;    /* the owed ACK waits a pass for
+                                            an AM to carry it */
     uint8_t                 err_deferred; /* on the iface's async errs */
     uint8_t                 peer_closed; /* the peer's side is gone: fail at
                                             the next operation */
@@ -214,6 +217,8 @@ void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
 uct_uccl_conn_t *uct_uccl_conn_bound(uct_uccl_iface_t *iface, uint32_t id,
                                      uint64_t token,
                                      const uct_uccl_ctl_src_t *src);
+uct_uccl_conn_t *uct_uccl_conn_sibling(const uct_uccl_conn_t *via, uint32_t id,
+                                       uint64_t token);
 void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now);
 void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream);
 void uct_uccl_iface_qp_drained(uct_uccl_iface_t *iface, uct_uccl_qp_t *drain);

@@ -212,6 +212,29 @@ uct_uccl_conn_t *uct_uccl_conn_bound(uct_uccl_iface_t *iface, uint32_t id,
     return conn;
 }
 
+/* The conn an ACK carried by an AM of `via` names: one of ours to the same
+ * peer iface (control QP and port) as via, with the token we gave it */
+uct_uccl_conn_t *uct_uccl_conn_sibling(const uct_uccl_conn_t *via, uint32_t id,
+                                       uint64_t token)
+{
+    uct_uccl_iface_t *iface = via->iface;
+    uct_uccl_conn_t *conn   = uct_uccl_conn_lookup(iface, id);
+
+    if (conn == NULL) {
+        ++iface->stats.unknown_conn;
+        return NULL;
+    }
+    if ((token != conn->token) ||
+        (conn->remote_ctl_qpn != via->remote_ctl_qpn) ||
+        (conn->remote_dev.lid != via->remote_dev.lid) ||
+        memcmp(conn->remote_dev.gid, via->remote_dev.gid,
+               sizeof(conn->remote_dev.gid))) {
+        ++iface->stats.forged_ctl;
+        return NULL;
+    }
+    return conn;
+}
+
 static int uct_uccl_conn_pkt_compatible(uct_uccl_iface_t *iface,
                                         const uct_uccl_conn_pkt_t *pkt)
 {

@@ -67,7 +67,7 @@ static uct_uccl_chunk_t *uct_uccl_ep_am_chunk(uct_uccl_conn_t *conn,
     hdr               = &chunk->hdr.am;
     hdr->type         = UCT_UCCL_KIND_AM;
     hdr->am_id        = id;
-    hdr->rsvd         = 0;
+    hdr->flags        = 0;
     chunk->kind       = UCT_UCCL_KIND_AM;
     chunk->hdr_len    = sizeof(*hdr);
     chunk->last       = 1;

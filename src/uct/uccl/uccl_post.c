@@ -193,6 +193,39 @@ void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn)
     }
 }
 
+/* An AM whose payload is in its own segment carries the ACK conn owes,
+ * after the payload; returns the WR's SGEs. A resend that an earlier WR
+ * still reads keeps what it carried: bytes under the NIC do not change. */
+static unsigned uct_uccl_chunk_piggy_ack(uct_uccl_conn_t *conn,
+                                         uct_uccl_chunk_t *chunk, unsigned n)
+{
+    uct_uccl_am_hdr_t *am = &chunk->hdr.am;
+    size_t end            = chunk->length + sizeof(uct_uccl_ack_t);
+
+    if (chunk->posted == 0) {
+        am->flags = 0;
+        if (ucs_list_is_empty(&conn->iface->ack_list) ||
+            (chunk->laddr != (uintptr_t)chunk->data) ||
+            (end > conn->iface->config.seg_size) ||
+            (sizeof(*am) + end > conn->remote_chunk_size) ||
+            !uct_uccl_rx_ack_piggyback(conn, chunk->data + chunk->length)) {
+            return n;
+        }
+        am->flags = UCT_UCCL_AM_F_ACK;
+    } else if (!(am->flags & UCT_UCCL_AM_F_ACK)) {
+        return n;
+    }
+
+    if (chunk->length > 0) {
+        chunk->sge[n - 1].length += sizeof(uct_uccl_ack_t);
+        return n;
+    }
+    chunk->sge[n].addr   = (uintptr_t)chunk->data;
+    chunk->sge[n].length = sizeof(uct_uccl_ack_t);
+    chunk->sge[n].lkey   = chunk->lkey;
+    return n + 1;
+}
+
 void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
 {
     struct ibv_send_wr *wr = &chunk->wr;
@@ -242,6 +275,9 @@ void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
         chunk->sge[n].length = chunk->length;
         chunk->sge[n].lkey   = chunk->payload_lkey;
         ++n;
+    }
+    if ((chunk->kind == UCT_UCCL_KIND_AM) && !conn->rc) {
+        n = uct_uccl_chunk_piggy_ack(conn, chunk, n);
     }
     wr->num_sge = n;
 }

@@ -266,7 +266,10 @@ static int uct_uccl_rx_retx(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc,
  * once after ACK_EVERY chunks, a duplicate (our ACK was lost) or the last
  * chunk of a PUT or GET reply (the sender waits for it to complete the
  * operation or to release the GET source). Arrivals out of order are
- * normal when chunks are sprayed: they wait like others */
+ * normal when chunks are sprayed: they wait like others. An ACK owed only
+ * for arrivals in order is held for one engine pass: the user's reply
+ * (from its AM handler, or once progress returned) carries it instead
+ * (uct_uccl_rx_ack_piggyback), and a ping-pong sends no ACK packet. */
 static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
                                 unsigned path, uct_uccl_sack_result_t r,
                                 int urgent)
@@ -279,13 +282,31 @@ static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
     conn->echo_time = now;
     conn->echo_wait = now - ucs_min(now, iface->rx_since_ns);
     if (!conn->ack_pending) {
-        conn->ack_due = now + iface->config.ack_delay_ns;
+        conn->ack_due  = now + iface->config.ack_delay_ns;
+        conn->ack_hold = (r == UCT_UCCL_SACK_IN_ORDER) &&
+                         !iface->async.active;
     }
     if ((++conn->rx_since_ack >= iface->config.ack_every) ||
         (r == UCT_UCCL_SACK_DUPLICATE) || urgent) {
         conn->ack_due = 0;
     }
     uct_uccl_iface_ack_add(iface, conn);
+}
+
+/* The ACK an AM carried: as if it came alone, for the conn it names, which
+ * must be one of ours to the same peer iface as `via` (the AM's conn) */
+static void uct_uccl_rx_am_ack(uct_uccl_conn_t *via,
+                               const uct_uccl_am_hdr_t *am)
+{
+    uct_uccl_conn_t *conn;
+    uct_uccl_ack_t ack;
+
+    uct_uccl_wire_am_ack(am, &ack);
+    conn = uct_uccl_conn_sibling(via, ack.dst_conn_id, ack.token);
+    if ((conn != NULL) && (conn->state == UCT_UCCL_CONN_CONNECTED) &&
+        !conn->rc) {
+        uct_uccl_tx_handle_ack(conn, &ack);
+    }
 }
 
 /* The connected conn a data QP's receive completion is for, and the path;
@@ -452,6 +473,11 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
 
     kind = uct_uccl_imm_kind(imm);
     csn  = uct_uccl_imm_csn(imm);
+    if ((kind == UCT_UCCL_KIND_AM) && !conn->rc &&
+        (((const uct_uccl_am_hdr_t*)uct_uccl_rx_data(desc))->flags &
+         UCT_UCCL_AM_F_ACK)) {
+        uct_uccl_rx_am_ack(conn, uct_uccl_rx_data(desc));
+    }
     if (kind == UCT_UCCL_KIND_RETX) {
         if (!conn->rc && uct_uccl_rx_retx(conn, desc, &csn)) {
             /* a resend means a loss: answer at once */
@@ -503,6 +529,41 @@ static size_t uct_uccl_rx_ack_pack(uct_uccl_conn_t *conn, uct_uccl_ack_t *ack,
     return ack->hdr.length;
 }
 
+/* conn owes no ACK any more */
+static void uct_uccl_rx_ack_paid(uct_uccl_conn_t *conn)
+{
+    ucs_list_del(&conn->ack_link);
+    conn->ack_pending  = 0;
+    conn->ack_hold     = 0;
+    conn->rx_since_ack = 0;
+}
+
+/* The AM conn sends carries an ACK owed to conn's peer iface (by conn or
+ * by another of ours to that iface: a reply goes on our ep's conn, the
+ * request came on the peer's), in `dst` after its payload, if that ACK
+ * needs no SACK words; 1 if it does, and then no ACK packet goes */
+int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst)
+{
+    uct_uccl_conn_t *owing;
+    uct_uccl_ack_t ack;
+
+    ucs_list_for_each(owing, &conn->iface->ack_list, ack_link) {
+        if ((owing->remote_uuid != conn->remote_uuid) ||
+            (owing->remote_ctl_qpn != conn->remote_ctl_qpn) ||
+            (owing->state != UCT_UCCL_CONN_CONNECTED) || !owing->sack_valid ||
+            uct_uccl_sack_has_holes(&owing->sack)) {
+            continue;
+        }
+        (void)uct_uccl_rx_ack_pack(owing, &ack, sizeof(ack),
+                                   uct_uccl_now_ns());
+        memcpy(dst, &ack, sizeof(ack));
+        uct_uccl_rx_ack_paid(owing);
+        ++owing->stats.acks_piggy;
+        return 1;
+    }
+    return 0;
+}
+
 /* Send every owed ACK: records for the same peer share a SEND (a batch),
  * all SENDs go out in one chain */
 unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now)
@@ -526,6 +587,10 @@ unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now)
         }
         if (conn->ack_due > now) {
             continue; /* still coalescing */
+        }
+        if (conn->ack_hold && (conn->ack_due != 0) && !iface->async.active) {
+            conn->ack_hold = 0; /* the next pass sends it, unless an AM */
+            continue;           /* carries it first */
         }
 
         len = uct_uccl_rx_ack_pack(conn, (uct_uccl_ack_t*)rec_buf,
@@ -553,9 +618,7 @@ unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now)
 
         memcpy(dst, rec_buf, len);
         lens[count - 1] = batch->hdr.length;
-        ucs_list_del(&conn->ack_link);
-        conn->ack_pending  = 0;
-        conn->rx_since_ack = 0;
+        uct_uccl_rx_ack_paid(conn);
         ++conn->stats.acks_tx;
         ++acks;
     }

@@ -133,13 +133,18 @@ static inline uint32_t uct_uccl_imm_from_wire(uint32_t wire)
 
 /* Active message: header then `length` payload bytes. Its CSN orders it:
  * in UC mode the receiver hands it to UCX once every chunk before it
- * arrived (uccl_order.h). */
+ * arrived (uccl_order.h). With UCT_UCCL_AM_F_ACK an ACK record follows
+ * the payload (a uct_uccl_ack_t without SACK words, unaligned, checked as
+ * a control packet): the AM carries an ACK its sender owes the receiver's
+ * iface, for any conn between the two, and no ACK packet goes. */
+#define UCT_UCCL_AM_F_ACK  0x1
 typedef struct UCS_S_PACKED uct_uccl_am_hdr {
     uint8_t  type;       /* UCT_UCCL_KIND_AM */
     uint8_t  am_id;      /* < UCT_AM_ID_MAX */
-    uint16_t rsvd;       /* zero */
+    uint16_t flags;      /* UCT_UCCL_AM_F_* */
     uint32_t length;     /* payload bytes after the header */
 } uct_uccl_am_hdr_t;
+
 
 /* GET in UC mode: the peer's engine reads [remote_addr, +length) (its
  * memory, rkey its key) and WRITEs it to reply_addr/reply_rkey as
@@ -354,6 +359,20 @@ _Static_assert(sizeof(uct_uccl_conn_pkt_t) +
                4 * UCT_UCCL_WIRE_MAX_PATHS <= UCT_UCCL_WIRE_CTL_MAX,
                "conn pkt with all paths must fit one UD MTU");
 _Static_assert(sizeof(uct_uccl_ack_t) == 40, "ack size");
+
+/* The ACK record an AM with UCT_UCCL_AM_F_ACK carries: after its payload,
+ * so the payload keeps the alignment the receiver gave it */
+static inline void *uct_uccl_wire_am_ack_ptr(const uct_uccl_am_hdr_t *am)
+{
+    return (char*)(am + 1) + am->length;
+}
+
+/* A copy of that record (it is unaligned) */
+static inline void uct_uccl_wire_am_ack(const uct_uccl_am_hdr_t *am,
+                                        uct_uccl_ack_t *ack)
+{
+    memcpy(ack, uct_uccl_wire_am_ack_ptr(am), sizeof(*ack));
+}
 _Static_assert(offsetof(uct_uccl_ack_t, sack) % 8 == 0, "sack alignment");
 _Static_assert(sizeof(uct_uccl_ack_batch_t) == 8, "ack batch size");
 _Static_assert(sizeof(uct_uccl_disconnect_t) == 24, "disconnect size");
