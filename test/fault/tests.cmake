@@ -123,6 +123,11 @@ flt_verify(fault_uc_hostile_peer hostile "-S 41" UCX_UCCL_MODE=uc
            UCX_UCCL_STATS_DUMP=y UCX_UCCL_PEER_TIMEOUT=2s UCX_UCCL_MAX_PEERS=32
            "UCCL_EXPECT_COUNTERS=bad_data forged_ctl unknown_conn order_full get_refused peers_refused")
 
+# only AMs whose carried ACKs are forged (and one that carries no ACK)
+flt_verify(fault_uc_hostile_piggy hostile "-S 43 -c piggy" UCX_UCCL_MODE=uc
+           UCX_UCCL_STATS_DUMP=y UCX_UCCL_PEER_TIMEOUT=2s
+           "UCCL_EXPECT_COUNTERS=bad_data forged_ctl unknown_conn")
+
 # a served GET fails on the server (its buffer was unmapped): its engine
 # tells the client, whose ep fails with CONNECTION_RESET within seconds
 # rather than after the 30 s peer timeout (UC: in RC the client's own NIC

@@ -19,6 +19,8 @@
  *   hold     a skipped CSN and then more AMs than the victim parks
  *   forge    ACK, DISCONNECT, KEEPALIVE and REP for the victim's conns,
  *            with made-up tokens, and a request naming another QP
+ *   piggy    AMs carrying ACK records for conns that are not the
+ *            hostile's, with made-up tokens, and one that is no ACK
  *   get_done a GET_DONE with a bad status and one for no GET
  *   get_huge many GETs of the victim's whole buffer, never acknowledged
  *   flood    more connection requests than the victim takes
@@ -641,6 +643,23 @@ static void hv_am(hv_conn_t *c, uint32_t csn, uint8_t id, uint64_t seq)
     hv_data_send(c, csn, UCT_UCCL_KIND_AM, sizeof(*am) + sizeof(seq));
 }
 
+/* the same, carrying `ack` after the payload (UCT_UCCL_AM_F_ACK) */
+static void hv_am_ack(hv_conn_t *c, uint32_t csn, uint64_t seq,
+                      const uct_uccl_ack_t *ack)
+{
+    uct_uccl_am_hdr_t *am = (void*)hv.buf;
+
+    memset(am, 0, sizeof(*am));
+    am->type   = UCT_UCCL_KIND_AM;
+    am->am_id  = AM_HOSTILE;
+    am->flags  = UCT_UCCL_AM_F_ACK;
+    am->length = sizeof(seq);
+    memcpy(am + 1, &seq, sizeof(seq));
+    memcpy(uct_uccl_wire_am_ack_ptr(am), ack, sizeof(*ack));
+    hv_data_send(c, csn, UCT_UCCL_KIND_AM,
+                 sizeof(*am) + sizeof(seq) + sizeof(*ack));
+}
+
 
 /* ---------------------------------------------------------------------- */
 /* The cases                                                              */
@@ -741,6 +760,28 @@ static void case_forge(void)
     c.uuid  = hv_rand64();
     c.token = hv_rand64() | 1;
     hv_ctl_send(req, hv_conn_req(&c, req, hv.ud->qp_num ^ 0x55));
+    hv_am(&hv_main, hv_main.csn++, AM_HOSTILE, ++hv_seq);
+}
+
+/* AMs whose carried ACKs name the victim's conns (ids 0..FORGE_IDS-1)
+ * and one it does not have, with made-up tokens: the ACKs are dropped
+ * and counted, the AMs arrive; then a carried record that is no ACK:
+ * that SEND is dropped whole, its CSN unused */
+static void case_piggy(void)
+{
+    uct_uccl_ack_t ack;
+    uint32_t id;
+
+    for (id = 0; id <= FORGE_IDS; ++id) {
+        memset(&ack, 0, sizeof(ack));
+        uct_uccl_wire_hdr_init(&ack.hdr, UCT_UCCL_CTL_ACK, sizeof(ack));
+        ack.dst_conn_id = (id < FORGE_IDS) ? id : UCT_UCCL_SEQ_MASK;
+        ack.token       = hv_rand64();
+        ack.cum_csn     = uh_rnd(&hv.rs, UCT_UCCL_SEQ_MASK);
+        hv_am_ack(&hv_main, hv_main.csn++, ++hv_seq, &ack);
+    }
+    ack.hdr.type = UCT_UCCL_CTL_KEEPALIVE;
+    hv_am_ack(&hv_main, hv_main.csn, hv_seq + 1, &ack);
     hv_am(&hv_main, hv_main.csn++, AM_HOSTILE, ++hv_seq);
 }
 
@@ -1027,6 +1068,7 @@ static const struct {
     { "serve", case_serve },
     { "am_id", case_am_id }, { "garbage", case_garbage },
     { "hold", case_hold }, { "forge", case_forge },
+    { "piggy", case_piggy },
     { "get_done", case_get_done }, { "get_huge", case_get_huge },
     { "get_order", case_get_order },
     { "flood", case_flood }
