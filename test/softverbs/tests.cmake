@@ -55,6 +55,11 @@ sv_verbs(sv_batch batch)
 sv_verbs(sv_batch_model batch SOFTVERBS_LINK_GBPS=25 SOFTVERBS_DELAY_US=5)
 # UC losses inside a batched chain place a packet prefix, nothing after it
 sv_verbs(sv_batch_loss batch_loss SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=21)
+# send completions: RC when the ACK is back, UC when the packet left; a
+# delay far above scheduling noise (the checks are lower bounds only)
+sv_verbs(sv_ack_time ack_time SOFTVERBS_DELAY_US=200)
+sv_verbs(sv_ack_time_skew ack_time SOFTVERBS_DELAY_US=200
+         SOFTVERBS_PATH_SKEW_US=100 SOFTVERBS_LINK_GBPS=10)
 
 # a hostile fabric member (sv_hostile.c) rewrites what the victim shares:
 # the victim sees clean errors only, then fresh objects deliver data
