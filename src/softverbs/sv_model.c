@@ -25,10 +25,14 @@
 
 #define SV_MODEL_MAGIC       0x31646f6d76730a01ull
 
-/* One FIFO server and the counters of what crossed it. */
+/* One FIFO server and the counters of what crossed it; the queue's
+ * counters (rate-limited links only) move in sv_model_hop. */
 typedef struct sv_model_link {
     uint64_t next_free_ps;
     uint64_t pkts, bytes, drops;
+    uint64_t last_ps;      /* latest arrival of a packet it took */
+    uint64_t q_max;        /* most bytes a packet found queued, itself too */
+    uint64_t q_drops;      /* tail drops at its buffer */
 } __attribute__((aligned(64))) sv_model_link_t;
 
 typedef struct sv_model_shm {
@@ -160,6 +164,9 @@ static void sv_model_link_reset(sv_model_link_t *l)
     __atomic_store_n(&l->pkts, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&l->bytes, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&l->drops, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->last_ps, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->q_max, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->q_drops, 0, __ATOMIC_RELAXED);
 }
 
 void sv_model_port_reset(unsigned port)
@@ -213,16 +220,29 @@ static inline uint64_t sv_model_ser_ps(double ps_per_byte, uint32_t bytes)
     return (uint64_t)(bytes * ps_per_byte + 0.5);
 }
 
+/* *p = max(*p, v); the common case (no new maximum) only reads */
+static inline void sv_model_max(uint64_t *p, uint64_t v)
+{
+    uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+
+    while ((v > cur) &&
+           !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+    }
+}
+
 /*
  * Serve `bytes` on link `l` for a packet reaching it at *t_ps: it waits for
  * the link to be free, then occupies it for its serialization time.  Returns
- * -1 (and leaves the link alone) when more than `buf` bytes are queued ahead.
+ * -1 (and leaves the link alone but for its drop count) when the bytes
+ * queued ahead and the packet itself would exceed `buf`.
  */
 static inline int sv_model_hop(sv_model_link_t *l, double ps_per_byte,
                                uint64_t buf, uint32_t bytes, uint64_t *t_ps)
 {
     uint64_t t = *t_ps, nf, start, done;
     uint64_t ser;
+    double depth;
 
     if (ps_per_byte == 0) {
         return 0;               /* unlimited: no queue */
@@ -231,13 +251,17 @@ static inline int sv_model_hop(sv_model_link_t *l, double ps_per_byte,
     nf  = __atomic_load_n(&l->next_free_ps, __ATOMIC_RELAXED);
     do {
         start = (nf > t) ? nf : t;
-        if (buf && ((double)(start - t) / ps_per_byte + bytes > buf)) {
+        depth = (double)(start - t) / ps_per_byte + bytes;
+        if (buf && (depth > buf)) {
+            __atomic_fetch_add(&l->q_drops, 1, __ATOMIC_RELAXED);
             return -1;
         }
         done = start + ser;
     } while (!__atomic_compare_exchange_n(&l->next_free_ps, &nf, done, 1,
                                           __ATOMIC_RELAXED,
                                           __ATOMIC_RELAXED));
+    sv_model_max(&l->q_max, (uint64_t)depth);
+    sv_model_max(&l->last_ps, t);
     *t_ps = done;
     return 0;
 }
@@ -560,23 +584,46 @@ void sv_model_count(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
 /* ---------------------------------------------------------------------- */
 /* Counters and diagnostics                                                */
 
-static void sv_model_read_link(sv_model_link_t *l, sv_model_counters_t *c)
+/* The queue now: its work left after the latest packet it took arrived
+ * (or after now, if that was earlier), in bytes at its rate */
+static uint64_t sv_model_queued(sv_model_link_t *l, double ps_per_byte,
+                                uint64_t now_ps)
 {
-    c->pkts  = __atomic_load_n(&l->pkts, __ATOMIC_RELAXED);
-    c->bytes = __atomic_load_n(&l->bytes, __ATOMIC_RELAXED);
-    c->drops = __atomic_load_n(&l->drops, __ATOMIC_RELAXED);
+    uint64_t nf   = __atomic_load_n(&l->next_free_ps, __ATOMIC_RELAXED);
+    uint64_t last = __atomic_load_n(&l->last_ps, __ATOMIC_RELAXED);
+    uint64_t from = (last > now_ps) ? last : now_ps;
+
+    if ((ps_per_byte == 0) || (nf <= from)) {
+        return 0;
+    }
+    return (uint64_t)((double)(nf - from) / ps_per_byte + 0.5);
+}
+
+static void sv_model_read_link(sv_model_link_t *l, double ps_per_byte,
+                               sv_model_counters_t *c)
+{
+    c->pkts    = __atomic_load_n(&l->pkts, __ATOMIC_RELAXED);
+    c->bytes   = __atomic_load_n(&l->bytes, __ATOMIC_RELAXED);
+    c->drops   = __atomic_load_n(&l->drops, __ATOMIC_RELAXED);
+    c->q_max   = __atomic_load_n(&l->q_max, __ATOMIC_RELAXED);
+    c->q_drops = __atomic_load_n(&l->q_drops, __ATOMIC_RELAXED);
+    c->q_bytes = sv_model_queued(l, ps_per_byte,
+                                 sv_model_ps(&sv_model_cfg, sv_now_ns()));
 }
 
 void sv_model_port_counters(unsigned port, sv_model_counters_t *tx,
                             sv_model_counters_t *rx)
 {
+    double rate;
+
     if ((sv_model == NULL) || (port >= SV_MODEL_MAX_PORTS)) {
         memset(tx, 0, sizeof(*tx));
         memset(rx, 0, sizeof(*rx));
         return;
     }
-    sv_model_read_link(&sv_model->tx[port], tx);
-    sv_model_read_link(&sv_model->rx[port], rx);
+    rate = sv_model_cfg.port_ps_per_byte[port];
+    sv_model_read_link(&sv_model->tx[port], rate, tx);
+    sv_model_read_link(&sv_model->rx[port], rate, rx);
 }
 
 void sv_model_path_counters(unsigned path, sv_model_counters_t *c)
@@ -585,7 +632,8 @@ void sv_model_path_counters(unsigned path, sv_model_counters_t *c)
         memset(c, 0, sizeof(*c));
         return;
     }
-    sv_model_read_link(&sv_model->path[path], c);
+    sv_model_read_link(&sv_model->path[path],
+                       sv_model_cfg.path_ps_per_byte[path], c);
 }
 
 void sv_model_print_config(FILE *stream)

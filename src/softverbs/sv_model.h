@@ -91,9 +91,16 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
 uint64_t sv_model_idle_ns(unsigned src_port, unsigned dst_port,
                           uint32_t src_qpn, uint32_t dst_qpn, uint32_t bytes);
 
-/* Counters for the stats dump and softverbs-stat. */
+/* Counters for the stats dump and softverbs-stat. drops: every packet
+ * lost on its way through this link (anywhere on its route, see
+ * sv_model_acct_flush). The queue of a rate-limited link: q_bytes is what
+ * was queued when its latest packet reached it (that one included),
+ * drained at the link's rate since; q_max the most a packet found queued
+ * (itself included: never above SOFTVERBS_BUF_BYTES where it is set);
+ * q_drops the packets it tail-dropped. */
 typedef struct sv_model_counters {
     uint64_t pkts, bytes, drops;
+    uint64_t q_bytes, q_max, q_drops;
 } sv_model_counters_t;
 void sv_model_port_counters(unsigned port, sv_model_counters_t *tx,
                             sv_model_counters_t *rx);

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *vars[] = {
     "SOFTVERBS_LINK_GBPS", "SOFTVERBS_PATH_GBPS", "SOFTVERBS_BUF_BYTES",
@@ -230,7 +231,9 @@ static void test_rate(void *area)
 /*
  * Two senders at full rate into one receiver: its link queue grows by a
  * packet every 4096 ns. The test keeps its own copy of the receiver link
- * (busy-until) and predicts each drop from the queue the packet finds.
+ * (busy-until) and predicts each drop from the queue the packet finds, and
+ * the queue counters: the most a packet found (itself included), the tail
+ * drops, and the queue drained once the link's work is done.
  */
 static void test_tail_drop(void *area)
 {
@@ -239,6 +242,7 @@ static void test_tail_drop(void *area)
                                             "SOFTVERBS_BUF_BYTES=64k", NULL };
     const uint64_t buf = 65536, pkt = 4096;
     uint64_t now, ta, busy, drops, mismatch, max_q;
+    sv_model_counters_t tx, rx;
     unsigned k, s;
     sv_pkt_fate_t f;
     int pass;
@@ -279,6 +283,26 @@ static void test_tail_drop(void *area)
                   (unsigned long long)(buf - pkt));
             CHECK(max_q <= buf - pkt, "queueing bounded by the buffer");
         }
+        /* 1 byte/ns: the queueing delay in ns is the bytes ahead */
+        sv_model_port_counters(2, &tx, &rx);
+        CHECK((rx.q_max == max_q + pkt) && (rx.q_drops == drops) &&
+              (rx.drops == drops) && (rx.q_bytes <= rx.q_max),
+              "receiver queue: max %llu B (expected %llu), tail drops %llu, "
+              "now %llu B", (unsigned long long)rx.q_max,
+              (unsigned long long)(max_q + pkt),
+              (unsigned long long)rx.q_drops,
+              (unsigned long long)rx.q_bytes);
+        sv_model_port_counters(0, &tx, &rx);
+        CHECK((tx.q_max == 200 * pkt) && (tx.q_drops == 0),
+              "a sender's link queues its own 200 packets: max %llu B, "
+              "%llu drops", (unsigned long long)tx.q_max,
+              (unsigned long long)tx.q_drops);
+        while (sv_now_ns() < busy + 1000000) {
+            usleep(1000);                /* the receiver link's work done */
+        }
+        sv_model_port_counters(2, &tx, &rx);
+        CHECK(rx.q_bytes == 0, "queue empty once the link is idle: %llu B",
+              (unsigned long long)rx.q_bytes);
     }
 }
 
