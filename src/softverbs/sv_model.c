@@ -25,10 +25,14 @@
 
 #define SV_MODEL_MAGIC       0x31646f6d76730a01ull
 
-/* One FIFO server and the counters of what crossed it. */
+/* One FIFO server and the counters of what crossed it; the queue's
+ * counters (rate-limited links only) move in sv_model_hop. */
 typedef struct sv_model_link {
     uint64_t next_free_ps;
     uint64_t pkts, bytes, drops;
+    uint64_t last_ps;      /* latest arrival of a packet it took */
+    uint64_t q_max;        /* most bytes a packet found queued, itself too */
+    uint64_t q_drops;      /* tail drops at its buffer */
 } __attribute__((aligned(64))) sv_model_link_t;
 
 typedef struct sv_model_shm {
@@ -160,6 +164,9 @@ static void sv_model_link_reset(sv_model_link_t *l)
     __atomic_store_n(&l->pkts, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&l->bytes, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&l->drops, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->last_ps, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->q_max, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->q_drops, 0, __ATOMIC_RELAXED);
 }
 
 void sv_model_port_reset(unsigned port)
@@ -207,31 +214,54 @@ unsigned sv_model_path_of(uint32_t src_qpn, uint32_t dst_qpn)
            sv_model_num_paths();
 }
 
+/* A hop of `ps_per_byte` (0: unlimited) takes this long for `bytes` */
+static inline uint64_t sv_model_ser_ps(double ps_per_byte, uint32_t bytes)
+{
+    return (uint64_t)(bytes * ps_per_byte + 0.5);
+}
+
+/* *p = max(*p, v); the common case (no new maximum) only reads */
+static inline void sv_model_max(uint64_t *p, uint64_t v)
+{
+    uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+
+    while ((v > cur) &&
+           !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+    }
+}
+
 /*
  * Serve `bytes` on link `l` for a packet reaching it at *t_ps: it waits for
  * the link to be free, then occupies it for its serialization time.  Returns
- * -1 (and leaves the link alone) when more than `buf` bytes are queued ahead.
+ * -1 (and leaves the link alone but for its drop count) when the bytes
+ * queued ahead and the packet itself would exceed `buf`.
  */
 static inline int sv_model_hop(sv_model_link_t *l, double ps_per_byte,
                                uint64_t buf, uint32_t bytes, uint64_t *t_ps)
 {
     uint64_t t = *t_ps, nf, start, done;
     uint64_t ser;
+    double depth;
 
     if (ps_per_byte == 0) {
         return 0;               /* unlimited: no queue */
     }
-    ser = (uint64_t)(bytes * ps_per_byte + 0.5);
+    ser = sv_model_ser_ps(ps_per_byte, bytes);
     nf  = __atomic_load_n(&l->next_free_ps, __ATOMIC_RELAXED);
     do {
         start = (nf > t) ? nf : t;
-        if (buf && ((double)(start - t) / ps_per_byte + bytes > buf)) {
+        depth = (double)(start - t) / ps_per_byte + bytes;
+        if (buf && (depth > buf)) {
+            __atomic_fetch_add(&l->q_drops, 1, __ATOMIC_RELAXED);
             return -1;
         }
         done = start + ser;
     } while (!__atomic_compare_exchange_n(&l->next_free_ps, &nf, done, 1,
                                           __ATOMIC_RELAXED,
                                           __ATOMIC_RELAXED));
+    sv_model_max(&l->q_max, (uint64_t)depth);
+    sv_model_max(&l->last_ps, t);
     *t_ps = done;
     return 0;
 }
@@ -313,13 +343,15 @@ static inline int sv_model_loss_draw(const sv_model_route_t *rt,
 }
 
 /* One packet (the `seq`th its sender sent) from *t_ps on: 1 if it is lost,
- * *t_ps is then when. Counters are the caller's. */
+ * *t_ps is then when; *sent_ps: when it left the sender's link. Counters
+ * are the caller's. */
 static int sv_model_pkt(const sv_model_route_t *rt, uint64_t seq,
-                        uint32_t bytes, uint64_t *t_ps)
+                        uint32_t bytes, uint64_t *t_ps, uint64_t *sent_ps)
 {
     const sv_model_cfg_t *cfg = rt->cfg;
 
     sv_model_hop(rt->tx, cfg->port_ps_per_byte[rt->sport], 0, bytes, t_ps);
+    *sent_ps = *t_ps;
     if ((cfg->nwindows && sv_model_path_down(cfg, rt->path, *t_ps)) ||
         sv_model_hop(rt->pl, cfg->path_ps_per_byte[rt->path], cfg->buf_bytes,
                      bytes, t_ps)) {
@@ -399,7 +431,7 @@ void sv_model_xmit(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
                    sv_pkt_fate_t *fate)
 {
     sv_model_route_t rt;
-    uint64_t seq, t;
+    uint64_t seq, t, sent;
     int drop;
 
     if (!sv_model_route(src_port, dst_port, src_qpn, dst_qpn, &rt)) {
@@ -412,7 +444,7 @@ void sv_model_xmit(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
     /* the sender's packet count doubles as the loss RNG's sequence */
     seq  = __atomic_fetch_add(&rt.tx->pkts, 1, __ATOMIC_RELAXED);
     t    = sv_model_ps(rt.cfg, now_ns);
-    drop = sv_model_pkt(&rt, seq, bytes, &t);
+    drop = sv_model_pkt(&rt, seq, bytes, &t, &sent);
     sv_model_account(&rt, 0, 1, bytes, drop, drop ? 0 : bytes, NULL);
     fate->arrive_ns = sv_model_ns(rt.cfg, t);
     fate->path      = rt.path;
@@ -426,20 +458,21 @@ void sv_model_xmit(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
 static int64_t sv_model_xmit_loss(const sv_model_route_t *rt, uint64_t seq,
                                   uint64_t first, uint64_t npkts,
                                   uint64_t len, uint32_t mtu, uint32_t hdr,
-                                  uint64_t now_ns, uint64_t *last_ns,
-                                  uint64_t *nak_ns, sv_model_acct_t *acct)
+                                  uint64_t now_ns, sv_msg_fate_t *fate,
+                                  sv_model_acct_t *acct)
 {
     const sv_model_cfg_t *cfg = rt->cfg;
     uint64_t bytes = len - first * mtu + (npkts - first) * hdr;
     uint64_t i, ns, drops = 0, lost_bytes = 0;
     int64_t lost = -1;
 
-    ns       = sv_model_ns(cfg, sv_model_ps(cfg, now_ns));
-    *last_ns = (ns > now_ns) ? ns : now_ns;
+    ns            = sv_model_ns(cfg, sv_model_ps(cfg, now_ns));
+    fate->last_ns = (ns > now_ns) ? ns : now_ns;
+    fate->sent_ns = fate->last_ns;
     for (i = first; i < npkts; ++i, ++seq) {
         if (!sv_model_loss_draw(rt, seq)) {
-            if ((lost >= 0) && (*nak_ns == 0)) {
-                *nak_ns = ns;               /* out of sequence */
+            if ((lost >= 0) && (fate->nak_ns == 0)) {
+                fate->nak_ns = ns;          /* out of sequence */
             }
             continue;
         }
@@ -457,16 +490,18 @@ static int64_t sv_model_xmit_loss(const sv_model_route_t *rt, uint64_t seq,
 int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
                           uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
                           uint64_t npkts, uint64_t len, uint32_t mtu,
-                          uint32_t hdr, uint64_t now_ns, uint64_t *last_ns,
-                          uint64_t *nak_ns, sv_model_acct_t *acct)
+                          uint32_t hdr, uint64_t now_ns, sv_msg_fate_t *fate,
+                          sv_model_acct_t *acct)
 {
     uint64_t seq, i, t, t0, ns, pay, bytes = 0, rx_bytes = 0, drops = 0;
+    uint64_t sent, sent_max;
     int64_t lost = -1;
     sv_model_route_t rt;
     int drop;
 
-    *last_ns = now_ns;
-    *nak_ns  = 0;
+    fate->last_ns = now_ns;
+    fate->nak_ns  = 0;
+    fate->sent_ns = now_ns;
     if (!sv_model_route(src_port, dst_port, src_qpn, dst_qpn, &rt)) {
         return (sv_model != NULL) ? (int64_t)first : -1;
     }
@@ -474,15 +509,19 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
     seq = __atomic_fetch_add(&rt.tx->pkts, npkts - first, __ATOMIC_RELAXED);
     if (!sv_model_timed_cfg && (rt.cfg->nwindows == 0)) {
         return sv_model_xmit_loss(&rt, seq, first, npkts, len, mtu, hdr,
-                                  now_ns, last_ns, nak_ns, acct);
+                                  now_ns, fate, acct);
     }
-    t0  = sv_model_ps(rt.cfg, now_ns);
+    t0       = sv_model_ps(rt.cfg, now_ns);
+    sent_max = t0;
     for (i = first; i < npkts; ++i, ++seq) {
         pay    = ((i + 1 < npkts) ? mtu : len - i * mtu) + hdr;
         bytes += pay;
         t      = t0;
-        drop   = sv_model_pkt(&rt, seq, pay, &t);
+        drop   = sv_model_pkt(&rt, seq, pay, &t, &sent);
         ns     = sv_model_ns(rt.cfg, t);
+        if (sent > sent_max) {
+            sent_max = sent;
+        }
         if (drop) {
             ++drops;
             if (lost < 0) {
@@ -490,16 +529,39 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
             }
         } else {
             rx_bytes += pay;
-            if ((lost >= 0) && (*nak_ns == 0)) {
-                *nak_ns = ns;               /* out of sequence */
+            if ((lost >= 0) && (fate->nak_ns == 0)) {
+                fate->nak_ns = ns;          /* out of sequence */
             }
         }
-        if (ns > *last_ns) {
-            *last_ns = ns;
+        if (ns > fate->last_ns) {
+            fate->last_ns = ns;
         }
+    }
+    ns = sv_model_ns(rt.cfg, sent_max);
+    if (ns > fate->sent_ns) {
+        fate->sent_ns = ns;
     }
     sv_model_account(&rt, 0, npkts - first, bytes, drops, rx_bytes, acct);
     return lost;
+}
+
+uint64_t sv_model_idle_ns(unsigned src_port, unsigned dst_port,
+                          uint32_t src_qpn, uint32_t dst_qpn, uint32_t bytes)
+{
+    const sv_model_cfg_t *cfg = &sv_model_cfg;
+    unsigned path;
+    uint64_t ps;
+
+    if (!sv_model_timed() || (src_port >= SV_MODEL_MAX_PORTS) ||
+        (dst_port >= SV_MODEL_MAX_PORTS)) {
+        return 0;
+    }
+    path = sv_model_path_of(src_qpn, dst_qpn);
+    ps   = cfg->path_delay_ps[path] +
+           sv_model_ser_ps(cfg->port_ps_per_byte[src_port], bytes) +
+           sv_model_ser_ps(cfg->path_ps_per_byte[path], bytes) +
+           sv_model_ser_ps(cfg->port_ps_per_byte[dst_port], bytes);
+    return (ps + 999) / 1000;
 }
 
 void sv_model_count(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
@@ -522,23 +584,46 @@ void sv_model_count(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
 /* ---------------------------------------------------------------------- */
 /* Counters and diagnostics                                                */
 
-static void sv_model_read_link(sv_model_link_t *l, sv_model_counters_t *c)
+/* The queue now: its work left after the latest packet it took arrived
+ * (or after now, if that was earlier), in bytes at its rate */
+static uint64_t sv_model_queued(sv_model_link_t *l, double ps_per_byte,
+                                uint64_t now_ps)
 {
-    c->pkts  = __atomic_load_n(&l->pkts, __ATOMIC_RELAXED);
-    c->bytes = __atomic_load_n(&l->bytes, __ATOMIC_RELAXED);
-    c->drops = __atomic_load_n(&l->drops, __ATOMIC_RELAXED);
+    uint64_t nf   = __atomic_load_n(&l->next_free_ps, __ATOMIC_RELAXED);
+    uint64_t last = __atomic_load_n(&l->last_ps, __ATOMIC_RELAXED);
+    uint64_t from = (last > now_ps) ? last : now_ps;
+
+    if ((ps_per_byte == 0) || (nf <= from)) {
+        return 0;
+    }
+    return (uint64_t)((double)(nf - from) / ps_per_byte + 0.5);
+}
+
+static void sv_model_read_link(sv_model_link_t *l, double ps_per_byte,
+                               sv_model_counters_t *c)
+{
+    c->pkts    = __atomic_load_n(&l->pkts, __ATOMIC_RELAXED);
+    c->bytes   = __atomic_load_n(&l->bytes, __ATOMIC_RELAXED);
+    c->drops   = __atomic_load_n(&l->drops, __ATOMIC_RELAXED);
+    c->q_max   = __atomic_load_n(&l->q_max, __ATOMIC_RELAXED);
+    c->q_drops = __atomic_load_n(&l->q_drops, __ATOMIC_RELAXED);
+    c->q_bytes = sv_model_queued(l, ps_per_byte,
+                                 sv_model_ps(&sv_model_cfg, sv_now_ns()));
 }
 
 void sv_model_port_counters(unsigned port, sv_model_counters_t *tx,
                             sv_model_counters_t *rx)
 {
+    double rate;
+
     if ((sv_model == NULL) || (port >= SV_MODEL_MAX_PORTS)) {
         memset(tx, 0, sizeof(*tx));
         memset(rx, 0, sizeof(*rx));
         return;
     }
-    sv_model_read_link(&sv_model->tx[port], tx);
-    sv_model_read_link(&sv_model->rx[port], rx);
+    rate = sv_model_cfg.port_ps_per_byte[port];
+    sv_model_read_link(&sv_model->tx[port], rate, tx);
+    sv_model_read_link(&sv_model->rx[port], rate, rx);
 }
 
 void sv_model_path_counters(unsigned path, sv_model_counters_t *c)
@@ -547,7 +632,8 @@ void sv_model_path_counters(unsigned path, sv_model_counters_t *c)
         memset(c, 0, sizeof(*c));
         return;
     }
-    sv_model_read_link(&sv_model->path[path], c);
+    sv_model_read_link(&sv_model->path[path],
+                       sv_model_cfg.path_ps_per_byte[path], c);
 }
 
 void sv_model_print_config(FILE *stream)

@@ -64,21 +64,43 @@ typedef struct sv_model_acct {
 
 void sv_model_acct_flush(sv_model_acct_t *acct);
 
+/* What became of the packets of one message (sv_model_xmit_msg). */
+typedef struct sv_msg_fate {
+    uint64_t last_ns;  /* the latest arrival (or loss) */
+    uint64_t nak_ns;   /* the first packet after a loss arrived (0: none) */
+    uint64_t sent_ns;  /* the last packet left the sender's link */
+} sv_msg_fate_t;
+
 /* Packets first..npkts-1 of a message of `len` bytes (`mtu` per packet, the
  * last one shorter, each with `hdr` bytes of headers) leave back to back at
  * `now_ns`, as many sv_model_xmit calls would, but the shared counters move
- * once (into `acct` if not NULL). Returns the first lost packet, or -1.
- * *last_ns: the latest arrival (or loss); *nak_ns: when the first packet
- * after a loss arrived (0: none). */
+ * once (into `acct` if not NULL). Returns the first lost packet, or -1. */
 int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
                           uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
                           uint64_t npkts, uint64_t len, uint32_t mtu,
-                          uint32_t hdr, uint64_t now_ns, uint64_t *last_ns,
-                          uint64_t *nak_ns, sv_model_acct_t *acct);
+                          uint32_t hdr, uint64_t now_ns, sv_msg_fate_t *fate,
+                          sv_model_acct_t *acct);
 
-/* Counters for the stats dump and softverbs-stat. */
+/* How long a packet of `bytes` takes from src_port to dst_port on an idle
+ * fabric: the path's propagation delay plus one serialization time per
+ * rate-limited hop; 0 when the model has no rates or delays. What an ACK
+ * or NAK costs on its way back: it is charged no queueing, no link time
+ * and no loss (a link's clock serves packets in the order they are
+ * modelled, and an ACK modelled at its future send time would hold up
+ * the packets sent before it). */
+uint64_t sv_model_idle_ns(unsigned src_port, unsigned dst_port,
+                          uint32_t src_qpn, uint32_t dst_qpn, uint32_t bytes);
+
+/* Counters for the stats dump and softverbs-stat. drops: every packet
+ * lost on its way through this link (anywhere on its route, see
+ * sv_model_acct_flush). The queue of a rate-limited link: q_bytes is what
+ * was queued when its latest packet reached it (that one included),
+ * drained at the link's rate since; q_max the most a packet found queued
+ * (itself included: never above SOFTVERBS_BUF_BYTES where it is set);
+ * q_drops the packets it tail-dropped. */
 typedef struct sv_model_counters {
     uint64_t pkts, bytes, drops;
+    uint64_t q_bytes, q_max, q_drops;
 } sv_model_counters_t;
 void sv_model_port_counters(unsigned port, sv_model_counters_t *tx,
                             sv_model_counters_t *rx);

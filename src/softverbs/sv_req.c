@@ -6,8 +6,11 @@
  * target cannot take it yet (RNR, or an RC target not in RTR): it then waits
  * in the QP's deferred queue, with everything behind it, and is retried from
  * later post/poll calls when its timer expires, as a NIC retries.  Message
- * timing comes from the model; a completion becomes visible when its last
- * packet arrives (RC: after go-back-N recovered every loss).
+ * timing comes from the model. A receive completion becomes visible when
+ * the last packet arrives; the send completion as a NIC gives it: RC when
+ * the ACK of the last packet is back (after go-back-N recovered every
+ * loss), a READ when its response arrived, UC and UD when the last packet
+ * left the sender's link (nothing answers them).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -36,6 +39,8 @@ static const uint64_t sv_rnr_ns[32] = {
 
 typedef struct sv_wire {
     uint64_t ts;       /* last packet arrived (or was lost, or gave up) */
+    uint64_t sent;     /* the last packet left the sender's link */
+    uint64_t ack;      /* RC: an ACK's or NAK's way back (0: UC/UD) */
     uint64_t prefix;   /* UC: bytes before the first lost packet */
     int      ok;       /* 0: lost (UC/UD) or retries exhausted (RC) */
 } sv_wire_t;
@@ -43,40 +48,47 @@ typedef struct sv_wire {
 /*
  * One message of `len` bytes from sport to dport through the model.  RC
  * recovers losses by go-back-N: a NAK when a later packet of the burst
- * arrives, otherwise the retransmission timer; every resent packet is
- * charged to the links again.  UC and UD lose the message.
+ * arrives (the resend starts when the NAK is back), otherwise the
+ * retransmission timer; every resent packet is charged to the links
+ * again.  UC and UD lose the message.
  */
 static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
                         uint32_t sqpn, uint32_t dqpn, uint64_t len,
                         uint64_t t0, int reliable, sv_wire_t *out)
 {
     sv_port_stats_t *st = sv_port_stats(qp->port->index);
-    uint64_t mtu = qp->mtu, npkts, t = t0, t_last, t_nak, first = 0;
+    uint64_t mtu = qp->mtu, npkts, t = t0, t_nak, first = 0;
     unsigned retries = 0;
+    sv_msg_fate_t fate;
     int64_t lost;
 
     npkts = (len + mtu - 1) / mtu;
     if (npkts == 0) {
         npkts = 1;
     }
+    out->ack = 0;
     if (!sv_model_active()) {
         sv_model_count(sport, dport, sqpn, dqpn, npkts,
                        len + npkts * SV_PKT_HDR, &qp->acct);
-        out->ts = t0;
-        out->ok = 1;
+        out->ts   = t0;
+        out->sent = t0;
+        out->ok   = 1;
         return;
+    }
+    if (reliable) {
+        out->ack = sv_model_idle_ns(dport, sport, dqpn, sqpn, SV_ACK_BYTES);
     }
     for (;;) {
         lost = sv_model_xmit_msg(sport, dport, sqpn, dqpn, first, npkts, len,
-                                 (uint32_t)mtu, SV_PKT_HDR, t, &t_last,
-                                 &t_nak, &qp->acct);
+                                 (uint32_t)mtu, SV_PKT_HDR, t, &fate,
+                                 &qp->acct);
+        out->ts   = fate.last_ns;
+        out->sent = fate.sent_ns;
         if (lost < 0) {
-            out->ts = t_last;
             out->ok = 1;
             return;
         }
         if (!reliable) {
-            out->ts     = t_last;
             out->prefix = (uint64_t)lost * mtu;
             out->ok     = 0;
             return;
@@ -84,16 +96,17 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
         if ((uint64_t)lost > first) {
             retries = 0;               /* progress resets the retry count */
         }
+        t_nak = fate.nak_ns;
         if ((t_nak == 0) &&
             (qp->sq_posted - SV_LOAD(&qp->sq_retired) > 1)) {
             /* A lost tail in a stream: the next message's first packet
              * (the QP keeps the pipe full) draws the NAK, not the timer. */
-            t_nak = t_last;
+            t_nak = fate.last_ns;
         }
         if (t_nak != 0) {
-            t = t_nak;
+            t = t_nak + out->ack;
         } else {
-            t = t_last + qp->timeout_ns;
+            t = fate.last_ns + qp->timeout_ns;
             SV_ADD(&st->rc_timeouts, 1);
         }
         if (++retries > qp->attr.retry_cnt) {
@@ -191,7 +204,7 @@ static void sv_req_batch_flush(sv_qp_t *qp)
         if (e->m.partial) {
             /* UC cut by a loss: the prefix is placed (if it could be),
              * the message is dropped all the same */
-            sv_req_drop(qp, &e->w, e->m.ts);
+            sv_req_drop(qp, &e->w, e->m.sent);
             continue;
         }
         if (r == SV_RESP_OK) {
@@ -384,18 +397,22 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w, uint64_t now)
     m.dqp = sv_resp_qp(m.peer, m.dport, m.dqpn);
 
     if (w->opcode == IBV_WR_RDMA_READ) {
-        /* request out, response back on the reverse path */
+        /* request out, response back on the reverse path: the response
+         * is the answer, no ACK follows it */
         sv_req_wire(qp, sport, m.dport, qp->qp.qp_num, m.dqpn, 0, now, 1,
                     &wire);
         if (wire.ok) {
             sv_req_wire(qp, m.dport, sport, m.dqpn, qp->qp.qp_num, w->len,
                         wire.ts, 1, &wire);
         }
+        wire.ack = 0;
     } else {
         sv_req_wire(qp, sport, m.dport, qp->qp.qp_num, m.dqpn, w->len, now,
                     type == IBV_QPT_RC, &wire);
     }
-    m.ts = wire.ts;
+    m.ts   = wire.ts;
+    m.sent = wire.sent;
+    m.ack  = wire.ack;
     if (!wire.ok) {
         if (type == IBV_QPT_RC) {
             sv_req_complete(qp, w, IBV_WC_RETRY_EXC_ERR, wire.ts);
@@ -416,7 +433,7 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w, uint64_t now)
             sv_req_batch_flush(qp);
             (void)sv_resp_write(&m);
         }
-        sv_req_drop(qp, w, wire.ts);  /* completes after the batch */
+        sv_req_drop(qp, w, wire.sent);  /* completes after the batch */
         return SV_REQ_DONE;
     }
 
@@ -441,15 +458,17 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w, uint64_t now)
     return sv_req_finish(qp, w, &m, r, now);
 }
 
-/* What the requester sees of the target's answer r. */
+/* What the requester sees of the target's answer r, and when: RC once the
+ * ACK or NAK is back, UC/UD once the last packet left. */
 static int sv_req_finish(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m,
                          enum sv_resp r, uint64_t now)
 {
     enum ibv_qp_type type = qp->qp.qp_type;
     unsigned sport        = qp->port->index;
+    uint64_t ts           = (type == IBV_QPT_RC) ? m->ts + m->ack : m->sent;
 
     if (r == SV_RESP_OK) {
-        sv_req_complete(qp, w, IBV_WC_SUCCESS, m->ts);
+        sv_req_complete(qp, w, IBV_WC_SUCCESS, ts);
         return SV_REQ_DONE;
     }
     if (r == SV_RESP_DEAD) {
@@ -457,11 +476,11 @@ static int sv_req_finish(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m,
     }
     if (r == SV_RESP_LOCAL) {
         /* any QP type: the NIC could not read (or write) its own side */
-        sv_req_complete(qp, w, IBV_WC_LOC_PROT_ERR, m->ts);
+        sv_req_complete(qp, w, IBV_WC_LOC_PROT_ERR, ts);
         return SV_REQ_DONE;
     }
     if (type != IBV_QPT_RC) {
-        sv_req_drop(qp, w, m->ts);   /* UC/UD: silently discarded */
+        sv_req_drop(qp, w, ts);      /* UC/UD: silently discarded */
         return SV_REQ_DONE;
     }
     switch (r) {
@@ -469,25 +488,26 @@ static int sv_req_finish(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m,
         SV_ADD(&sv_port_stats(sport)->rnr_naks, 1);
         if (qp->attr.rnr_retry != 7) {
             if (w->rnr_left == 0) {
-                sv_req_complete(qp, w, IBV_WC_RNR_RETRY_EXC_ERR, m->ts);
+                sv_req_complete(qp, w, IBV_WC_RNR_RETRY_EXC_ERR, ts);
                 return SV_REQ_DONE;
             }
             --w->rnr_left;
         }
-        qp->next_try_ns = m->ts +
+        /* the RNR NAK's timer runs from its arrival */
+        qp->next_try_ns = ts +
                           sv_rnr_ns[SV_LOAD_RELAXED(&m->dqp->min_rnr_timer) &
                                     31];
         return SV_REQ_DEFER;
     case SV_RESP_NOT_READY:
         return sv_req_defer_timeout(qp, w, now);
     case SV_RESP_ACCESS:
-        sv_req_complete(qp, w, IBV_WC_REM_ACCESS_ERR, m->ts);
+        sv_req_complete(qp, w, IBV_WC_REM_ACCESS_ERR, ts);
         return SV_REQ_DONE;
     case SV_RESP_INV_REQ:
-        sv_req_complete(qp, w, IBV_WC_REM_INV_REQ_ERR, m->ts);
+        sv_req_complete(qp, w, IBV_WC_REM_INV_REQ_ERR, ts);
         return SV_REQ_DONE;
     case SV_RESP_OP_ERR:
-        sv_req_complete(qp, w, IBV_WC_REM_OP_ERR, m->ts);
+        sv_req_complete(qp, w, IBV_WC_REM_OP_ERR, ts);
         return SV_REQ_DONE;
     default:
         sv_req_dead(qp, w, now);

@@ -42,6 +42,27 @@ void sv_stats_port_closed(unsigned port, unsigned dev)
     pthread_mutex_unlock(&sv_stats_lock);
 }
 
+/* The model's counters of one link: "<obj>.<i>.<dir>pkts" ...; a sender's
+ * link never tail-drops, so `queue_drops` only where it can. */
+static void sv_stats_print_link(FILE *f, const char *obj, unsigned i,
+                                const char *dir, const sv_model_counters_t *c,
+                                int can_drop)
+{
+#define SV_STATS_LINK(_key, _val) \
+    fprintf(f, "%s.%u.%s%s %llu\n", obj, i, dir, _key, \
+            (unsigned long long)(_val));
+
+    SV_STATS_LINK("pkts", c->pkts)
+    SV_STATS_LINK("bytes", c->bytes)
+    SV_STATS_LINK("drops", c->drops)
+    SV_STATS_LINK("queue_bytes", c->q_bytes)
+    SV_STATS_LINK("queue_max", c->q_max)
+    if (can_drop) {
+        SV_STATS_LINK("queue_drops", c->q_drops)
+    }
+#undef SV_STATS_LINK
+}
+
 static void sv_stats_print_port(FILE *f, const sv_stats_snap_t *s,
                                 const char *state, int pid)
 {
@@ -54,18 +75,8 @@ static void sv_stats_print_port(FILE *f, const sv_stats_snap_t *s,
     fprintf(f, "port.%u.pid %d\n", s->port, pid);
     fprintf(f, "port.%u.state %s\n", s->port, state);
     SV_PORT_STATS_FIELDS(SV_STATS_PRINT)
-    fprintf(f, "port.%u.tx_pkts %llu\n", s->port,
-            (unsigned long long)s->tx.pkts);
-    fprintf(f, "port.%u.tx_bytes %llu\n", s->port,
-            (unsigned long long)s->tx.bytes);
-    fprintf(f, "port.%u.tx_drops %llu\n", s->port,
-            (unsigned long long)s->tx.drops);
-    fprintf(f, "port.%u.rx_pkts %llu\n", s->port,
-            (unsigned long long)s->rx.pkts);
-    fprintf(f, "port.%u.rx_bytes %llu\n", s->port,
-            (unsigned long long)s->rx.bytes);
-    fprintf(f, "port.%u.rx_drops %llu\n", s->port,
-            (unsigned long long)s->rx.drops);
+    sv_stats_print_link(f, "port", s->port, "tx_", &s->tx, 0);
+    sv_stats_print_link(f, "port", s->port, "rx_", &s->rx, 1);
 #undef SV_STATS_PRINT
 }
 
@@ -114,9 +125,7 @@ void sv_stats_dump(FILE *f, int all_ports)
     n = sv_model_num_paths();
     for (i = 0; i < n; ++i) {
         sv_model_path_counters(i, &c);
-        fprintf(f, "path.%u.pkts %llu\n", i, (unsigned long long)c.pkts);
-        fprintf(f, "path.%u.bytes %llu\n", i, (unsigned long long)c.bytes);
-        fprintf(f, "path.%u.drops %llu\n", i, (unsigned long long)c.drops);
+        sv_stats_print_link(f, "path", i, "", &c, 1);
     }
 }
 

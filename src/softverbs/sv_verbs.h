@@ -425,6 +425,8 @@ typedef struct sv_msg {
     int               liovcnt;
     uint64_t          len;
     uint64_t          ts;       /* arrival of the last packet */
+    uint64_t          sent;     /* the last packet left the sender */
+    uint64_t          ack;      /* RC: the answer's way back to the sender */
     int               partial;  /* UC: only a prefix arrived, no CQE */
 } sv_msg_t;
 

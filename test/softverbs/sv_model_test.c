@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *vars[] = {
     "SOFTVERBS_LINK_GBPS", "SOFTVERBS_PATH_GBPS", "SOFTVERBS_BUF_BYTES",
@@ -230,7 +231,9 @@ static void test_rate(void *area)
 /*
  * Two senders at full rate into one receiver: its link queue grows by a
  * packet every 4096 ns. The test keeps its own copy of the receiver link
- * (busy-until) and predicts each drop from the queue the packet finds.
+ * (busy-until) and predicts each drop from the queue the packet finds, and
+ * the queue counters: the most a packet found (itself included), the tail
+ * drops, and the queue drained once the link's work is done.
  */
 static void test_tail_drop(void *area)
 {
@@ -239,6 +242,7 @@ static void test_tail_drop(void *area)
                                             "SOFTVERBS_BUF_BYTES=64k", NULL };
     const uint64_t buf = 65536, pkt = 4096;
     uint64_t now, ta, busy, drops, mismatch, max_q;
+    sv_model_counters_t tx, rx;
     unsigned k, s;
     sv_pkt_fate_t f;
     int pass;
@@ -279,6 +283,26 @@ static void test_tail_drop(void *area)
                   (unsigned long long)(buf - pkt));
             CHECK(max_q <= buf - pkt, "queueing bounded by the buffer");
         }
+        /* 1 byte/ns: the queueing delay in ns is the bytes ahead */
+        sv_model_port_counters(2, &tx, &rx);
+        CHECK((rx.q_max == max_q + pkt) && (rx.q_drops == drops) &&
+              (rx.drops == drops) && (rx.q_bytes <= rx.q_max),
+              "receiver queue: max %llu B (expected %llu), tail drops %llu, "
+              "now %llu B", (unsigned long long)rx.q_max,
+              (unsigned long long)(max_q + pkt),
+              (unsigned long long)rx.q_drops,
+              (unsigned long long)rx.q_bytes);
+        sv_model_port_counters(0, &tx, &rx);
+        CHECK((tx.q_max == 200 * pkt) && (tx.q_drops == 0),
+              "a sender's link queues its own 200 packets: max %llu B, "
+              "%llu drops", (unsigned long long)tx.q_max,
+              (unsigned long long)tx.q_drops);
+        while (sv_now_ns() < busy + 1000000) {
+            usleep(1000);                /* the receiver link's work done */
+        }
+        sv_model_port_counters(2, &tx, &rx);
+        CHECK(rx.q_bytes == 0, "queue empty once the link is idle: %llu B",
+              (unsigned long long)rx.q_bytes);
     }
 }
 
@@ -356,13 +380,13 @@ static void test_loss(void *area)
     model_setup(area, cfg, 0);
     differ = 0;
     for (i = 0; i + 20 <= n; i += q) {
-        uint64_t last_ns, nak_ns, exp_lost = UINT64_MAX, j;
+        uint64_t exp_lost = UINT64_MAX, j;
+        sv_msg_fate_t mf;
         int64_t lost;
 
         q    = 1 + (i * 7) % 20;
         lost = sv_model_xmit_msg(4, 5, 0x1234, 0x5678, 0, q, q * 4096 - 100,
-                                 4096, 0, now, &last_ns, &nak_ns,
-                                 (i & 1) ? &acct : NULL);
+                                 4096, 0, now, &mf, (i & 1) ? &acct : NULL);
         if ((i % 5) == 0) {
             sv_model_acct_flush(&acct);   /* a doorbell ends */
         }
@@ -491,6 +515,64 @@ static void test_path_delay(void *area)
           (unsigned long long)bad, (unsigned long long)seen);
 }
 
+/*
+ * A message's timing as the requester uses it: when its last packet left
+ * the sender (UC/UD complete then) and the way back of an ACK (RC
+ * completes when it is back): delay plus one serialization per rate-limited
+ * hop, no queueing.
+ */
+static void test_msg_timing(void *area)
+{
+    /* 8 Gbit/s = 1 byte/ns */
+    static const char *const timed[] = { "SOFTVERBS_LINK_GBPS=8",
+                                         "SOFTVERBS_DELAY_US=3", NULL };
+    static const char *const skewed[] = { "SOFTVERBS_DELAY_US=2",
+                                          "SOFTVERBS_PATH_SKEW_US=70", NULL };
+    static const char *const lossy[] = { "SOFTVERBS_LOSS=0.5", NULL };
+    static const char *const none[] = { NULL };
+    const uint64_t pkts = 4, mtu = 4096, ack = 64;
+    sv_msg_fate_t mf;
+    uint64_t now, d, bad = 0;
+    uint32_t q;
+
+    printf("message timing and the way back:\n");
+    model_setup(area, timed, 0);
+    now = sv_now_ns();
+    sv_model_xmit_msg(0, 1, 10, 20, 0, pkts, pkts * mtu, mtu, 0, now, &mf,
+                      NULL);
+    CHECK(mf.sent_ns - now == pkts * mtu, "last of %llu packets left after "
+          "%llu ns (expected %llu)", (unsigned long long)pkts,
+          (unsigned long long)(mf.sent_ns - now),
+          (unsigned long long)(pkts * mtu));
+    CHECK(mf.last_ns - now == pkts * mtu + 3000 + mtu,
+          "and arrived after %llu ns (expected %llu)",
+          (unsigned long long)(mf.last_ns - now),
+          (unsigned long long)(pkts * mtu + 3000 + mtu));
+    d = sv_model_idle_ns(1, 0, 20, 10, ack);
+    CHECK(d == 3000 + 2 * ack, "an ACK's way back: %llu ns (expected %llu)",
+          (unsigned long long)d, (unsigned long long)(3000 + 2 * ack));
+
+    model_setup(area, skewed, 0);
+    for (q = 0; q < 64; ++q) {
+        d = sv_model_idle_ns(1, 0, 9000 + q, 7000 + q, ack);
+        if (d != 2000 + 10000 * sv_model_path_of(9000 + q, 7000 + q)) {
+            ++bad;
+        }
+    }
+    CHECK(bad == 0, "the way back takes the delay of its own path (%llu "
+          "wrong)", (unsigned long long)bad);
+
+    model_setup(area, lossy, 0);
+    now = sv_now_ns();
+    sv_model_xmit_msg(0, 1, 10, 20, 0, pkts, pkts * mtu, mtu, 0, now, &mf,
+                      NULL);
+    CHECK((sv_model_idle_ns(1, 0, 20, 10, ack) == 0) &&
+          (mf.sent_ns == mf.last_ns),
+          "loss alone: no time on the wire, either way");
+    model_setup(area, none, 0);
+    CHECK(sv_model_idle_ns(1, 0, 20, 10, ack) == 0, "model off: no way back");
+}
+
 static void test_ecmp(void *area)
 {
     static const char *const cfg8[] = { "SOFTVERBS_LOSS=0.5", NULL };
@@ -546,6 +628,7 @@ int main(void)
     test_loss(area);
     test_outage(area);
     test_path_delay(area);
+    test_msg_timing(area);
     test_ecmp(area);
     free(area);
     if (failures) {

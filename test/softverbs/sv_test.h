@@ -174,5 +174,6 @@ void svt_unmapped_src(svt_t *t);
 void svt_batch(svt_t *t);
 void svt_batch_loss(svt_t *t);
 void svt_comp_channel(svt_t *t);
+void svt_ack_time(svt_t *t);
 
 #endif

@@ -41,6 +41,8 @@ static const svt_case_t svt_cases[] = {
       "completion channels: blocking wait, re-arm, solicited-only" },
     { "doorbell",     svt_doorbell,
       "a chain of 16 WRs is one doorbell in the SOFTVERBS_STATS dump" },
+    { "ack_time",     svt_ack_time,
+      "RC completes when the ACK is back, UC when the packet left" },
 };
 
 int main(int argc, char **argv)

@@ -55,6 +55,26 @@ sv_verbs(sv_batch batch)
 sv_verbs(sv_batch_model batch SOFTVERBS_LINK_GBPS=25 SOFTVERBS_DELAY_US=5)
 # UC losses inside a batched chain place a packet prefix, nothing after it
 sv_verbs(sv_batch_loss batch_loss SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=21)
+# send completions: RC when the ACK is back, UC when the packet left; a
+# delay far above scheduling noise (the checks are lower bounds only)
+sv_verbs(sv_ack_time ack_time SOFTVERBS_DELAY_US=200)
+sv_verbs(sv_ack_time_skew ack_time SOFTVERBS_DELAY_US=200
+         SOFTVERBS_PATH_SKEW_US=100 SOFTVERBS_LINK_GBPS=10)
+
+# three sender processes into one receiving port (port 0, the receiver's,
+# at 1 Gbit/s, the senders' at 8): queue depth and drops read with
+# softverbs-stat; lossless, then tail drop at a 16 KiB buffer
+function(sv_incast mode buf)
+    add_test(NAME sv_incast_${mode}
+             COMMAND ${SV_RUN} ${SV_BIN}/sv_incast_test ${mode})
+    set_tests_properties(sv_incast_${mode} PROPERTIES LABELS "softverbs"
+        TIMEOUT 120 ENVIRONMENT "SOFTVERBS_LIB=${SOFTVERBS_LIB};\
+SOFTVERBS_FABRIC=t_sv_incast_${mode};SVT_TIMEOUT=100;SVT_SHM_CHECK=1;\
+SVT_STAT_TOOL=${UCCL_BUILDDIR}/softverbs-stat;SOFTVERBS_LINK_GBPS=8,0:1;\
+SOFTVERBS_BUF_BYTES=${buf}")
+endfunction()
+sv_incast(lossless 0)
+sv_incast(taildrop 16384)
 
 # a hostile fabric member (sv_hostile.c) rewrites what the victim shares:
 # the victim sees clean errors only, then fresh objects deliver data
