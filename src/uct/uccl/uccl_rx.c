@@ -267,12 +267,18 @@ static int uct_uccl_rx_retx(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc,
  * chunk of a PUT or GET reply (the sender waits for it to complete the
  * operation or to release the GET source). Arrivals out of order are
  * normal when chunks are sprayed: they wait like others. An ACK owed only
- * for arrivals in order is held for one engine pass: the user's reply
- * (from its AM handler, or once progress returned) carries it instead
+ * for AMs in order is held for one engine pass: the user's reply (from its
+ * AM handler, or once progress returned) carries it instead
  * (uct_uccl_rx_ack_piggyback), and a ping-pong sends no ACK packet. */
+typedef enum {
+    UCT_UCCL_ACK_SOON,      /* at the end of this pass, or ACK_DELAY */
+    UCT_UCCL_ACK_NOW,       /* the sender waits for it */
+    UCT_UCCL_ACK_REPLY      /* an AM: the user's reply may carry it */
+} uct_uccl_ack_when_t;
+
 static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
                                 unsigned path, uct_uccl_sack_result_t r,
-                                int urgent)
+                                uct_uccl_ack_when_t when)
 {
     uct_uccl_iface_t *iface = conn->iface;
     uint64_t now            = uct_uccl_now_ns();
@@ -283,11 +289,12 @@ static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
     conn->echo_wait = now - ucs_min(now, iface->rx_since_ns);
     if (!conn->ack_pending) {
         conn->ack_due  = now + iface->config.ack_delay_ns;
-        conn->ack_hold = (r == UCT_UCCL_SACK_IN_ORDER) &&
+        conn->ack_hold = (when == UCT_UCCL_ACK_REPLY) &&
+                         (r == UCT_UCCL_SACK_IN_ORDER) &&
                          !iface->async.active;
     }
     if ((++conn->rx_since_ack >= iface->config.ack_every) ||
-        (r == UCT_UCCL_SACK_DUPLICATE) || urgent) {
+        (r == UCT_UCCL_SACK_DUPLICATE) || (when == UCT_UCCL_ACK_NOW)) {
         conn->ack_due = 0;
     }
     uct_uccl_iface_ack_add(iface, conn);
@@ -371,7 +378,9 @@ static void uct_uccl_rx_write_imm(uct_uccl_conn_t *conn,
     }
     conn->stats.dup_rx    += (r == UCT_UCCL_SACK_DUPLICATE);
     conn->stats.chunks_rx += (r != UCT_UCCL_SACK_DUPLICATE);
-    uct_uccl_rx_owe_ack(conn, csn, path->index, r, uct_uccl_imm_last(imm));
+    uct_uccl_rx_owe_ack(conn, csn, path->index, r,
+                        uct_uccl_imm_last(imm) ? UCT_UCCL_ACK_NOW :
+                                                 UCT_UCCL_ACK_SOON);
     if (r == UCT_UCCL_SACK_IN_ORDER) {
         uct_uccl_rx_order_release(conn);
     }
@@ -401,7 +410,9 @@ static int uct_uccl_rx_record(uct_uccl_conn_t *conn, const uct_uccl_qp_t *path,
         ++conn->iface->stats.out_of_window;
         return 0;
     }
-    uct_uccl_rx_owe_ack(conn, csn, path->index, *r_p, 0);
+    uct_uccl_rx_owe_ack(conn, csn, path->index, *r_p,
+                        (kind == UCT_UCCL_KIND_AM) ? UCT_UCCL_ACK_REPLY :
+                                                     UCT_UCCL_ACK_SOON);
     if (*r_p == UCT_UCCL_SACK_DUPLICATE) {
         ++conn->stats.dup_rx;
         return 0;
@@ -482,7 +493,7 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         if (!conn->rc && uct_uccl_rx_retx(conn, desc, &csn)) {
             /* a resend means a loss: answer at once */
             uct_uccl_rx_owe_ack(conn, csn, path->index,
-                                UCT_UCCL_SACK_DUPLICATE, 1);
+                                UCT_UCCL_SACK_DUPLICATE, UCT_UCCL_ACK_NOW);
             uct_uccl_rx_order_release(conn);
         }
         goto out_put;
