@@ -64,10 +64,18 @@ key() {
     awk -v k="$2" '$1 == k {print $2; exit}' "$1" 2>/dev/null
 }
 
-# drops FILE: tail drops in a softverbs stats file (paths and rx links)
+# drops FILE: tail drops in a softverbs stats file, each counted where
+# its queue dropped it (core paths and receiving links)
 drops() {
-    awk '$1 ~ /^path\.[0-9]+\.drops$/ || $1 ~ /^port\.[0-9]+\.rx_drops$/ \
+    awk '$1 ~ /^path\.[0-9]+\.queue_drops$/ ||
+         $1 ~ /^port\.[0-9]+\.rx_queue_drops$/ \
          {s += $2} END {print s + 0}' "$1" 2>/dev/null
+}
+
+# maxq FILE: the deepest queue a receiving link had (bytes)
+maxq() {
+    awk '$1 ~ /^port\.[0-9]+\.rx_queue_max$/ && $2 > m {m = $2}
+         END {print m + 0}' "$1" 2>/dev/null
 }
 
 # incast NAME CFG BULK FABRIC_ENV...: one receiver, BULK senders and a
@@ -105,14 +113,16 @@ incast() {
               "$_f.probe" 2>/dev/null | tr '\n' ' ')" >&2
 }
 
-# row NAME CFG CAPACITY: probe percentiles, goodput, share, drops
+# row NAME CFG CAPACITY: probe percentiles, goodput, share, drops, the
+# deepest receiving queue
 row() {
     _f=$tmp/$1.$2
     _g=$(key "$_f.srv" goodput_gbps)
-    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$2" \
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$2" \
         "$(key "$_f.probe" rtt_p50_us)" "$(key "$_f.probe" rtt_p99_us)" \
         "$(key "$_f.probe" rtt_p999_us)" "${_g:-FAIL}" \
-        "$(bench_ratio "$_g" "$3")" "$(drops "$_f.stats")"
+        "$(bench_ratio "$_g" "$3")" "$(drops "$_f.stats")" \
+        "$(maxq "$_f.stats")"
 }
 
 header() {
@@ -120,8 +130,8 @@ header() {
     echo "$1"
     echo
     echo "| config | probe p50 (us) | p99 (us) | p999 (us) | goodput" \
-         "(Gbit/s) | of capacity | drops |"
-    echo "|---|---|---|---|---|---|---|"
+         "(Gbit/s) | of capacity | drops | max rx queue (B) |"
+    echo "|---|---|---|---|---|---|---|---|"
 }
 
 # per-flow spread: slowest / fastest sender
