@@ -25,6 +25,7 @@
 #define UCT_UCCL_HDR_GROW         256    /* zcopy descriptors per growth */
 #define UCT_UCCL_CLOSE_WAIT_NS    10000000ull /* closing: control buffers */
 #define UCT_UCCL_RX_ALIGN         8      /* AM payload, by default */
+#define UCT_UCCL_LATENCY          1e-6   /* s: what iface_query reports */
 
 /* Messages up to this size keep their order on one path (paths reorder):
  * they move to another only once everything on the current one completed */

@@ -82,9 +82,11 @@ ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
     attr->cap.am.max_hdr          = uct_uccl_iface_am_max_hdr(iface);
     attr->cap.am.max_iov          = 1;
 
-    /* a software engine in front of the NIC: a few us of latency, the NIC's
-     * bandwidth, and per-message CPU overhead of the engine */
-    attr->latency                 = ucs_linear_func_make(3e-6, 0);
+    /* a software engine in front of the NIC: the NIC's latency and
+     * bandwidth, and per-message CPU overhead of the engine; UCP weighs the
+     * latency against copies to choose rendezvous (a zero-copy GET or PUT)
+     * over eager copies, so an inflated one keeps large messages copied */
+    attr->latency                 = ucs_linear_func_make(UCT_UCCL_LATENCY, 0);
     attr->bandwidth.dedicated     = 0;
     attr->bandwidth.shared        = 10000.0 * UCS_MBYTE;
     attr->overhead                = 100e-9;
