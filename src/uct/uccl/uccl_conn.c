@@ -254,6 +254,7 @@ static void uct_uccl_conn_pace_cb(ucs_wtimer_t *timer)
     uct_uccl_conn_t *conn = ucs_container_of(timer, uct_uccl_conn_t,
                                              pace_timer);
 
+    --conn->iface->paced;
     uct_uccl_iface_sched_add(conn->iface, conn);
 }
 
@@ -419,7 +420,10 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
     if (conn->in_sched) {
         ucs_list_del(&conn->sched);
     }
-    ucs_wtimer_remove(&iface->pace_wheel, &conn->pace_timer);
+    if (uct_uccl_conn_is_paced(conn)) {
+        ucs_wtimer_remove(&iface->pace_wheel, &conn->pace_timer);
+        --iface->paced;
+    }
     if (conn->ack_pending) {
         ucs_list_del(&conn->ack_link);
     }

@@ -122,7 +122,9 @@ static void uct_uccl_sigusr2(int signo)
 
 
 /* One run of the engine, from the user's progress call or a background
- * pass (uccl_async.c), with the async context blocked */
+ * pass (uccl_async.c), with the async context blocked. The send CQ is
+ * polled only while WRs are out, the pacing wheel swept only while a conn
+ * waits on it. */
 unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
 {
     unsigned count;
@@ -131,8 +133,11 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
     ++iface->busy;
     count  = uct_uccl_iface_poll_recv(iface);
     count += uct_uccl_iface_poll_ctl(iface);
-    count += uct_uccl_iface_poll_send(iface);
+    if (iface->tx_outstanding > 0) {
+        count += uct_uccl_iface_poll_send(iface);
+    }
 
+    /* read after the polls: what they did stamped conns with later times */
     now = uct_uccl_now_ns();
     if (!iface->async.active) {
         iface->async.last_user = now;
@@ -149,7 +154,9 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
     /* ACKs first: a transmit may copy megabytes (on softverbs the post
      * itself moves the data), and the peer would take the wait for loss */
     count += uct_uccl_rx_flush_acks(iface, now);
-    ucs_twheel_sweep(&iface->pace_wheel, ucs_get_time());
+    if (iface->paced > 0) {
+        ucs_twheel_sweep(&iface->pace_wheel, ucs_get_time());
+    }
     count += uct_uccl_iface_transmit(iface);
     uct_uccl_rx_refill(iface);
     --iface->busy;

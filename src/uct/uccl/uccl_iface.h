@@ -132,6 +132,7 @@ struct uct_uccl_iface {
     uint64_t                rx_since_ns; /* what that poll found arrived
                                             after this (the poll before) */
     ucs_twheel_t            pace_wheel;  /* paced conns wait here */
+    unsigned                paced;       /* timers on it */
     unsigned                num_passive; /* conns peers opened to us */
     unsigned                rx_held;     /* receive buffers parked for
                                             their order, all conns */

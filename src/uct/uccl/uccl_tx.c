@@ -38,7 +38,10 @@ static void uct_uccl_tx_pace_wait(uct_uccl_conn_t *conn, uint64_t now)
     }
     ucs_twheel_sweep(wheel, ucs_get_time());
     delta = ucs_time_from_sec((conn->cc.next_send_ns - now) * 1e-9);
-    (void)ucs_wtimer_add(wheel, &conn->pace_timer, ucs_max(delta, wheel->res));
+    if (ucs_wtimer_add(wheel, &conn->pace_timer,
+                       ucs_max(delta, wheel->res)) == UCS_OK) {
+        ++conn->iface->paced;
+    }
     ++conn->stats.cc_paced;
 }
 
