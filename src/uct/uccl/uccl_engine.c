@@ -102,7 +102,16 @@ static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
             break;
         }
         for (i = 0; i < n; ++i) {
-            uct_uccl_rx_completion(iface, &wcs[i]);
+            if (ucs_unlikely(wcs[i].qp_num == iface->ctl.qpn)) {
+                uct_uccl_iface_ctl_recv(iface, &wcs[i]);
+            } else {
+                uct_uccl_rx_completion(iface, &wcs[i]);
+            }
+        }
+        /* control buffers go back per batch: a flood of requests must not
+         * hold them all while the replies to our own requests arrive */
+        if (iface->ctl.nrepost > 0) {
+            uct_uccl_iface_ctl_repost(iface);
         }
         total += n;
     } while ((n == UCT_UCCL_CQ_BATCH) && (total < iface->config.srq_size));
@@ -122,9 +131,9 @@ static void uct_uccl_sigusr2(int signo)
 
 
 /* One run of the engine, from the user's progress call or a background
- * pass (uccl_async.c), with the async context blocked. The send CQ is
- * polled only while WRs are out, the pacing wheel swept only while a conn
- * waits on it. */
+ * pass (uccl_async.c), with the async context blocked. The receive CQ
+ * (data and control) is polled always, the send CQs only while WRs are
+ * out, the pacing wheel swept only while a conn waits on it. */
 unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
 {
     unsigned count;
@@ -132,7 +141,9 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
 
     ++iface->busy;
     count  = uct_uccl_iface_poll_recv(iface);
-    count += uct_uccl_iface_poll_ctl(iface);
+    if (iface->ctl.tx_nfree < UCT_UCCL_CTL_TX_DEPTH) {
+        count += uct_uccl_iface_poll_ctl_tx(iface);
+    }
     if (iface->tx_outstanding > 0) {
         count += uct_uccl_iface_poll_send(iface);
     }

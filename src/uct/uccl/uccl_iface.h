@@ -108,12 +108,16 @@ struct uct_uccl_iface {
 
     /* control QP and its buffers (one MR) */
     struct {
-        struct ibv_cq       *cq;
+        struct ibv_cq       *cq;         /* its sends; it receives on
+                                            recv_cq, with the data QPs */
         struct ibv_qp       *qp;
+        uint32_t            qpn;
         struct ibv_mr       *mr;
         char                *bufs;       /* RX_DEPTH rx + TX_DEPTH tx */
         unsigned            tx_free[UCT_UCCL_CTL_TX_DEPTH];
         unsigned            tx_nfree;
+        unsigned            repost[UCT_UCCL_CTL_RX_DEPTH]; /* buffers */
+        unsigned            nrepost;     /* to post again after a poll */
     } ctl;
 
     ucs_mpool_t             tx_mp;       /* uct_uccl_chunk_t + seg */
@@ -260,7 +264,9 @@ ucs_status_t uct_uccl_iface_queues_init(uct_uccl_iface_t *iface);
 void uct_uccl_iface_queues_cleanup(uct_uccl_iface_t *iface);
 ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface);
 void uct_uccl_iface_ctl_cleanup(uct_uccl_iface_t *iface);
-unsigned uct_uccl_iface_poll_ctl(uct_uccl_iface_t *iface);
+unsigned uct_uccl_iface_poll_ctl_tx(uct_uccl_iface_t *iface);
+void uct_uccl_iface_ctl_recv(uct_uccl_iface_t *iface, const struct ibv_wc *wc);
+void uct_uccl_iface_ctl_repost(uct_uccl_iface_t *iface);
 void uct_uccl_iface_disconnect_all(uct_uccl_iface_t *iface);
 
 /* engine (uccl_engine.c) */

@@ -168,7 +168,10 @@ static void uct_uccl_ctl_post_recv(uct_uccl_iface_t *iface,
 
 void *uct_uccl_iface_ctl_tx_buf(uct_uccl_iface_t *iface, unsigned *idx_p)
 {
-    if (iface->ctl.tx_nfree == 0) {
+    /* the engine reaps sends once a pass; a burst of control packets
+     * (replies to many requests) takes back what completed meanwhile */
+    if ((iface->ctl.tx_nfree == 0) &&
+        (uct_uccl_iface_poll_ctl_tx(iface) == 0)) {
         ++iface->stats.ctl_tx_busy;
         return NULL;
     }
@@ -239,55 +242,64 @@ ucs_status_t uct_uccl_iface_ctl_send(uct_uccl_iface_t *iface,
     return UCS_OK;
 }
 
-unsigned uct_uccl_iface_poll_ctl(uct_uccl_iface_t *iface)
+/* The control QP's send completions: its buffers come back */
+unsigned uct_uccl_iface_poll_ctl_tx(uct_uccl_iface_t *iface)
 {
-    struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
-    unsigned repost[UCT_UCCL_CQ_BATCH];
-    uct_uccl_ctl_src_t src;
-    char *buf;
-    unsigned i, nrepost = 0;
-    int n;
+    struct ibv_wc wcs[UCT_UCCL_CTL_TX_DEPTH];
+    int i, n;
 
-    n = ibv_poll_cq(iface->ctl.cq, UCT_UCCL_CQ_BATCH, wcs);
-    if (n <= 0) {
-        if (n < 0) {
-            ucs_error("uccl: control CQ poll failed: %d", n);
-        }
+    n = ibv_poll_cq(iface->ctl.cq, UCT_UCCL_CTL_TX_DEPTH, wcs);
+    if (n < 0) {
+        ucs_error("uccl: control CQ poll failed: %d", n);
         return 0;
     }
-
     for (i = 0; i < n; ++i) {
-        if (wcs[i].wr_id & UCT_UCCL_CTL_WRID_TX) {
-            iface->ctl.tx_free[iface->ctl.tx_nfree++] =
-                    wcs[i].wr_id & ~UCT_UCCL_CTL_WRID_TX;
-            if (wcs[i].status != IBV_WC_SUCCESS) {
-                ++iface->stats.err_cqe;
-                ucs_debug("uccl: control send failed: %s",
-                          ibv_wc_status_str(wcs[i].status));
-            }
-            continue;
-        }
-
-        repost[nrepost++] = wcs[i].wr_id;
+        iface->ctl.tx_free[iface->ctl.tx_nfree++] =
+                wcs[i].wr_id & ~UCT_UCCL_CTL_WRID_TX;
         if (wcs[i].status != IBV_WC_SUCCESS) {
             ++iface->stats.err_cqe;
-            continue;
+            ucs_debug("uccl: control send failed: %s",
+                      ibv_wc_status_str(wcs[i].status));
         }
-        if (wcs[i].byte_len <= UCT_UCCL_GRH_LEN) {
-            ++iface->stats.bad_ctl;
-            continue;
-        }
-        buf     = uct_uccl_ctl_rx_buf(iface, wcs[i].wr_id);
-        src.qpn = wcs[i].src_qp;
-        src.lid = wcs[i].slid;
-        src.gid = (wcs[i].wc_flags & IBV_WC_GRH) ?
-                  (const uint8_t*)buf + UCT_UCCL_GRH_SGID : NULL;
-        uct_uccl_conn_handle_ctl(iface, buf + UCT_UCCL_GRH_LEN,
-                                 wcs[i].byte_len - UCT_UCCL_GRH_LEN, &src);
     }
-
-    uct_uccl_ctl_post_recv(iface, repost, nrepost);
     return n;
+}
+
+/* A control packet in the receive CQ (it serves the data QPs too, so an
+ * idle engine polls one CQ); its buffer is posted again with the others
+ * of the poll (uct_uccl_iface_ctl_repost) */
+void uct_uccl_iface_ctl_recv(uct_uccl_iface_t *iface, const struct ibv_wc *wc)
+{
+    uct_uccl_ctl_src_t src;
+    char *buf;
+
+    if (ucs_unlikely(wc->wr_id >= UCT_UCCL_CTL_RX_DEPTH)) {
+        ucs_error("uccl: control receive of unknown buffer %lu",
+                  (unsigned long)wc->wr_id);
+        return;
+    }
+    iface->ctl.repost[iface->ctl.nrepost++] = wc->wr_id;
+    if (wc->status != IBV_WC_SUCCESS) {
+        ++iface->stats.err_cqe;
+        return;
+    }
+    if (wc->byte_len <= UCT_UCCL_GRH_LEN) {
+        ++iface->stats.bad_ctl;
+        return;
+    }
+    buf     = uct_uccl_ctl_rx_buf(iface, wc->wr_id);
+    src.qpn = wc->src_qp;
+    src.lid = wc->slid;
+    src.gid = (wc->wc_flags & IBV_WC_GRH) ?
+              (const uint8_t*)buf + UCT_UCCL_GRH_SGID : NULL;
+    uct_uccl_conn_handle_ctl(iface, buf + UCT_UCCL_GRH_LEN,
+                             wc->byte_len - UCT_UCCL_GRH_LEN, &src);
+}
+
+void uct_uccl_iface_ctl_repost(uct_uccl_iface_t *iface)
+{
+    uct_uccl_ctl_post_recv(iface, iface->ctl.repost, iface->ctl.nrepost);
+    iface->ctl.nrepost = 0;
 }
 
 /* Closing: wait (briefly) for control send buffers to come back; what
@@ -295,22 +307,9 @@ unsigned uct_uccl_iface_poll_ctl(uct_uccl_iface_t *iface)
 static void uct_uccl_iface_ctl_reclaim(uct_uccl_iface_t *iface)
 {
     uint64_t deadline = uct_uccl_now_ns() + UCT_UCCL_CLOSE_WAIT_NS;
-    struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
-    unsigned repost[UCT_UCCL_CQ_BATCH];
-    unsigned nrepost;
-    int i, n;
 
     while ((iface->ctl.tx_nfree == 0) && (uct_uccl_now_ns() < deadline)) {
-        n = ibv_poll_cq(iface->ctl.cq, UCT_UCCL_CQ_BATCH, wcs);
-        for (i = 0, nrepost = 0; i < n; ++i) {
-            if (wcs[i].wr_id & UCT_UCCL_CTL_WRID_TX) {
-                iface->ctl.tx_free[iface->ctl.tx_nfree++] =
-                        wcs[i].wr_id & ~UCT_UCCL_CTL_WRID_TX;
-            } else {
-                repost[nrepost++] = wcs[i].wr_id;
-            }
-        }
-        uct_uccl_ctl_post_recv(iface, repost, nrepost);
+        (void)uct_uccl_iface_poll_ctl_tx(iface);
     }
 }
 
@@ -356,8 +355,7 @@ ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
         goto err_free;
     }
 
-    iface->ctl.cq = ibv_create_cq(iface->md->ctx,
-                                  UCT_UCCL_CTL_RX_DEPTH + UCT_UCCL_CTL_TX_DEPTH,
+    iface->ctl.cq = ibv_create_cq(iface->md->ctx, UCT_UCCL_CTL_TX_DEPTH,
                                   NULL, iface->event.chan, 0);
     if (iface->ctl.cq == NULL) {
         ucs_error("uccl: cannot create control CQ: %m");
@@ -365,7 +363,7 @@ ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
     }
 
     qp_init.send_cq          = iface->ctl.cq;
-    qp_init.recv_cq          = iface->ctl.cq;
+    qp_init.recv_cq          = iface->recv_cq;
     qp_init.qp_type          = IBV_QPT_UD;
     qp_init.cap.max_send_wr  = UCT_UCCL_CTL_TX_DEPTH;
     qp_init.cap.max_recv_wr  = UCT_UCCL_CTL_RX_DEPTH;
@@ -380,6 +378,7 @@ ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
         ucs_error("uccl: cannot create the UD control QP: %m");
         goto err_budget;
     }
+    iface->ctl.qpn = iface->ctl.qp->qp_num;
 
     attr.qp_state   = IBV_QPS_INIT;
     attr.pkey_index = 0;
@@ -561,8 +560,11 @@ ucs_status_t uct_uccl_iface_queues_init(uct_uccl_iface_t *iface)
 
     iface->send_cq = ibv_create_cq(md->ctx, iface->config.cq_size, NULL,
                                    iface->event.chan, 0);
-    iface->recv_cq = ibv_create_cq(md->ctx, iface->config.cq_size, NULL,
-                                   iface->event.chan, 0);
+    /* the control QP's receives share it (uct_uccl_iface_ctl_recv) */
+    iface->recv_cq = ibv_create_cq(md->ctx,
+                                   iface->config.cq_size +
+                                   UCT_UCCL_CTL_RX_DEPTH,
+                                   NULL, iface->event.chan, 0);
     if ((iface->send_cq == NULL) || (iface->recv_cq == NULL)) {
         ucs_error("uccl: cannot create CQs of %u entries: %m",
                   iface->config.cq_size);
