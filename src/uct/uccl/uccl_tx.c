@@ -189,8 +189,15 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
  * purges) the scheduler posts it before progress returns. */
 void uct_uccl_tx_post_now(uct_uccl_conn_t *conn)
 {
-    if (!conn->iface->busy && (conn->tx_queued > 0)) {
-        (void)uct_uccl_tx_pump(conn, conn->iface->config.drr_quantum);
+    if (conn->iface->busy || (conn->tx_queued == 0)) {
+        return;
+    }
+    (void)uct_uccl_tx_pump(conn, conn->iface->config.drr_quantum);
+    if ((conn->tx_queued == 0) && conn->in_sched &&
+        ucs_queue_is_empty(&conn->pending_q)) {
+        /* all sent: the scheduler has nothing to pump for it */
+        ucs_list_del(&conn->sched);
+        conn->in_sched = 0;
     }
 }
 
