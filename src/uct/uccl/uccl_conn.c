@@ -58,6 +58,7 @@ static ucs_status_t uct_uccl_conn_qp_init(uct_uccl_conn_t *conn,
     qp_init.qp_type          = conn->rc ? IBV_QPT_RC : IBV_QPT_UC;
     qp_init.cap.max_send_wr  = iface->config.tx_queue_len;
     qp_init.cap.max_send_sge = 3;
+    qp_init.cap.max_inline_data = UCT_UCCL_INLINE_MAX;
     qp_init.sq_sig_all       = 0;     /* the last WR of each chain */
     path->sent = ucs_malloc((iface->config.tx_ring_mask + 1) *
                             sizeof(*path->sent), "uccl_path_sent");
@@ -73,6 +74,10 @@ static ucs_status_t uct_uccl_conn_qp_init(uct_uccl_conn_t *conn,
         path->sent = NULL;
         return UCS_ERR_NO_RESOURCE;
     }
+    /* the device may grant less inline room than asked: the least of
+     * the conn's paths holds for all (conn create starts it at the most) */
+    conn->max_inline = ucs_min(conn->max_inline,
+                               qp_init.cap.max_inline_data);
 
     attr.qp_state        = IBV_QPS_INIT;
     attr.pkey_index      = 0;
@@ -223,6 +228,7 @@ static ucs_status_t uct_uccl_conn_paths_create(uct_uccl_conn_t *conn,
         uct_uccl_budget_give(budget, granted);
         return UCS_ERR_NO_MEMORY;
     }
+    conn->max_inline = UCT_UCCL_INLINE_MAX;
 
     for (i = 0; i < granted; ++i) {
         conn->paths[i].conn  = conn;

@@ -121,6 +121,7 @@ struct uct_uccl_conn {
 
     unsigned                num_paths;
     uct_uccl_qp_t           *paths;
+    uint32_t                max_inline;  /* a WR up to this goes inline */
     uct_uccl_paths_t        sel;         /* path scoreboard and choice */
     unsigned                burst_left;  /* chunks left for sel.last */
     uct_uccl_qp_t           *chains;     /* paths with a chain, in the */

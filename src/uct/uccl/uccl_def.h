@@ -19,6 +19,8 @@
 #define UCT_UCCL_SRQ_BATCH        32     /* SRQ WQEs per chained post */
 #define UCT_UCCL_CQ_BATCH         32     /* completions per poll */
 #define UCT_UCCL_SEND_HDR_MAX     48     /* largest SEND header */
+#define UCT_UCCL_INLINE_MAX       128    /* bytes a data WR carries inline
+                                            (asked of the device) */
 #define UCT_UCCL_MAX_ZCOPY        (1ul << 30) /* PUT/GET, cut into chunks */
 #define UCT_UCCL_PUT_GUARD        64     /* recent PUT targets remembered */
 #define UCT_UCCL_TX_GROW_MIN      32     /* send buffers per pool growth */

@@ -168,7 +168,7 @@ void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn)
         for (wr = path->chain; wr != NULL; wr = wr->next) {
             ((uct_uccl_chunk_t*)wr->wr_id)->flags &= ~UCT_UCCL_CHUNK_F_CHAINED;
         }
-        path->chain_tail->send_flags = IBV_SEND_SIGNALED;
+        path->chain_tail->send_flags |= IBV_SEND_SIGNALED;
         ret = ibv_post_send(path->qp, path->chain, &bad_wr);
         if (ucs_unlikely(ret != 0)) {
             /* cannot happen while we respect max_send_wr; undo the
@@ -226,6 +226,23 @@ static unsigned uct_uccl_chunk_piggy_ack(uct_uccl_conn_t *conn,
     return n + 1;
 }
 
+/* A small WR goes inline: the device copies it at post, reads no buffer
+ * later and needs no key (a small message's latency) */
+static void uct_uccl_chunk_inline(const uct_uccl_conn_t *conn,
+                                  uct_uccl_chunk_t *chunk)
+{
+    struct ibv_send_wr *wr = &chunk->wr;
+    uint32_t total         = 0;
+    int i;
+
+    for (i = 0; i < wr->num_sge; ++i) {
+        total += chunk->sge[i].length;
+    }
+    if (total <= conn->max_inline) {
+        wr->send_flags |= IBV_SEND_INLINE;
+    }
+}
+
 void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
 {
     struct ibv_send_wr *wr = &chunk->wr;
@@ -280,6 +297,7 @@ void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
         n = uct_uccl_chunk_piggy_ack(conn, chunk, n);
     }
     wr->num_sge = n;
+    uct_uccl_chunk_inline(conn, chunk);
 }
 
 /* A later PUT chunk to the same target, at least as long, was sent after
