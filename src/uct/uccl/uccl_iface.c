@@ -190,6 +190,30 @@ uct_uccl_iface_cc_init(uct_uccl_iface_t *iface,
                            ucs_get_time());
 }
 
+/* The port of "<device>:<port>" the user opens the iface on */
+static ucs_status_t uct_uccl_iface_port_parse(uct_uccl_md_t *md,
+                                              const uct_iface_params_t *params,
+                                              unsigned *port_num_p)
+{
+    const char *dev_name, *colon;
+
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
+        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("uccl: iface needs a device name");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    dev_name = params->mode.device.dev_name;
+    colon    = strrchr(dev_name, ':');
+    if ((colon == NULL) || (sscanf(colon + 1, "%u", port_num_p) != 1) ||
+        (uct_uccl_md_port(md, *port_num_p) == NULL)) {
+        ucs_error("uccl: '%s' is not an active <device>:<port> of %s",
+                  dev_name, md->name);
+        return UCS_ERR_NO_DEVICE;
+    }
+    return UCS_OK;
+}
+
 static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
                            uct_worker_h worker,
                            const uct_iface_params_t *params,
@@ -198,7 +222,6 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     uct_uccl_iface_config_t *config = ucs_derived_of(tl_config,
                                                      uct_uccl_iface_config_t);
     uct_uccl_md_t *md               = ucs_derived_of(tl_md, uct_uccl_md_t);
-    const char *dev_name, *colon;
     unsigned port_num;
     ucs_status_t status;
 
@@ -212,19 +235,9 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,
            sizeof(*self) - sizeof(self->super));
 
-    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
-        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
-        ucs_error("uccl: iface needs a device name");
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    dev_name = params->mode.device.dev_name;
-    colon    = strrchr(dev_name, ':');
-    if ((colon == NULL) || (sscanf(colon + 1, "%u", &port_num) != 1) ||
-        (uct_uccl_md_port(md, port_num) == NULL)) {
-        ucs_error("uccl: '%s' is not an active <device>:<port> of %s",
-                  dev_name, md->name);
-        return UCS_ERR_NO_DEVICE;
+    status = uct_uccl_iface_port_parse(md, params, &port_num);
+    if (status != UCS_OK) {
+        return status;
     }
 
     status = uct_uccl_iface_config_check(config);
@@ -285,7 +298,7 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
         goto err_ctl;
     }
     ucs_debug("uccl: iface %s mode %s paths %u chunk %zu ctl qpn 0x%x",
-              dev_name, self->rc_mode ? "rc" : "uc", self->config.num_paths,
+              params->mode.device.dev_name, self->rc_mode ? "rc" : "uc", self->config.num_paths,
               self->config.chunk_size, self->ctl.qp->qp_num);
     return UCS_OK;
 

@@ -40,17 +40,45 @@ static int uct_uccl_wire_seq_ok(uint32_t seq)
     return !(seq & ~UCT_UCCL_SEQ_MASK);
 }
 
+/* An AM: its id, its flags, its length, and a carried ACK record */
+static ucs_status_t uct_uccl_wire_am_check(const void *buf, size_t len)
+{
+    const uct_uccl_am_hdr_t *am = buf;
+    uct_uccl_ack_t ack;
+    size_t need;
+
+    if (len < sizeof(*am)) {
+        return UCS_ERR_MESSAGE_TRUNCATED;
+    }
+    /* the id indexes UCX's handler table */
+    if ((am->flags & ~UCT_UCCL_AM_F_ACK) || (am->am_id >= UCT_AM_ID_MAX)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    need = sizeof(*am) + (size_t)am->length +
+           ((am->flags & UCT_UCCL_AM_F_ACK) ? sizeof(ack) : 0);
+    if (len != need) {
+        return (len < need) ? UCS_ERR_MESSAGE_TRUNCATED :
+                              UCS_ERR_INVALID_PARAM;
+    }
+    if (am->flags & UCT_UCCL_AM_F_ACK) {
+        /* a whole ACK packet without SACK words */
+        uct_uccl_wire_am_ack(am, &ack);
+        if ((uct_uccl_wire_ctl_check(&ack, sizeof(ack)) != UCS_OK) ||
+            (ack.hdr.type != UCT_UCCL_CTL_ACK)) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+    }
+    return UCS_OK;
+}
+
 ucs_status_t uct_uccl_wire_data_check(const void *buf, size_t len,
                                       uint32_t imm)
 {
     uct_uccl_kind_t kind = uct_uccl_imm_kind(imm);
-    const uct_uccl_am_hdr_t *am;
-    uct_uccl_ack_t ack;
     const uct_uccl_get_req_t *req;
     const uct_uccl_get_done_t *done;
     const uct_uccl_get_data_t *data;
     const uct_uccl_retx_hdr_t *retx;
-    size_t need;
 
     if (uct_uccl_imm_check(imm) != UCS_OK) {
         return UCS_ERR_INVALID_PARAM;
@@ -64,29 +92,7 @@ ucs_status_t uct_uccl_wire_data_check(const void *buf, size_t len,
 
     switch (kind) {
     case UCT_UCCL_KIND_AM:
-        if (len < sizeof(*am)) {
-            return UCS_ERR_MESSAGE_TRUNCATED;
-        }
-        am = buf;
-        /* the id indexes UCX's handler table */
-        if ((am->flags & ~UCT_UCCL_AM_F_ACK) || (am->am_id >= UCT_AM_ID_MAX)) {
-            return UCS_ERR_INVALID_PARAM;
-        }
-        need = sizeof(*am) + (size_t)am->length +
-               ((am->flags & UCT_UCCL_AM_F_ACK) ? sizeof(ack) : 0);
-        if (len != need) {
-            return (len < need) ? UCS_ERR_MESSAGE_TRUNCATED :
-                                  UCS_ERR_INVALID_PARAM;
-        }
-        if (am->flags & UCT_UCCL_AM_F_ACK) {
-            /* a whole ACK packet without SACK words */
-            uct_uccl_wire_am_ack(am, &ack);
-            if ((uct_uccl_wire_ctl_check(&ack, sizeof(ack)) != UCS_OK) ||
-                (ack.hdr.type != UCT_UCCL_CTL_ACK)) {
-                return UCS_ERR_INVALID_PARAM;
-            }
-        }
-        return UCS_OK;
+        return uct_uccl_wire_am_check(buf, len);
     case UCT_UCCL_KIND_GET_REQ:
         if (len < sizeof(*req)) {
             return UCS_ERR_MESSAGE_TRUNCATED;
