@@ -5,9 +5,11 @@
  * the given UCT ifaces opened on it with progress on, no endpoint and no
  * traffic, and PASSES calls to uct_worker_progress. Under callgrind, runs
  * with two pass counts give each progress function's instructions per
- * call when it finds nothing to do.
+ * call when it finds nothing to do; a run with a pause after every pass
+ * (-p) makes the timers fire more often per pass and so tells what a
+ * pass costs per call from what it costs per timer tick.
  *
- *   empty_pass PASSES TL:DEV [TL:DEV...]     (e.g. uccl:sv0:1)
+ *   empty_pass [-p PAUSE_US] PASSES TL:DEV [TL:DEV...]  (e.g. uccl:sv0:1)
  *
  * Each TL:DEV is looked up among the resources of every memory domain of
  * every component; its iface config comes from the environment (UCX_*), as
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define EMPTY_PASS_MAX_IFACES  8
 
@@ -180,17 +183,43 @@ static void empty_pass_close(empty_pass_t *ep)
     ucs_async_context_destroy(ep->async);
 }
 
+static void empty_pass_usage(void)
+{
+    fprintf(stderr,
+            "usage: empty_pass [-p PAUSE_US] PASSES TL:DEV [TL:DEV...]\n");
+}
+
+/* a positive number from a command line argument, or 0 */
+static long empty_pass_number(const char *arg)
+{
+    char *end;
+    long value = strtol(arg, &end, 10);
+
+    return ((*arg != '\0') && (*end == '\0') && (value > 0)) ? value : 0;
+}
+
 int main(int argc, char **argv)
 {
     empty_pass_t ep = {};
     ucs_status_t status;
     long i, passes;
-    char *end;
+    long pause_us = 0;
     int arg;
 
-    passes = (argc > 2) ? strtol(argv[1], &end, 10) : 0;
-    if ((argc < 3) || (*end != '\0') || (passes <= 0)) {
-        fprintf(stderr, "usage: empty_pass PASSES TL:DEV [TL:DEV...]\n");
+    while ((arg = getopt(argc, argv, "p:")) != -1) {
+        pause_us = (arg == 'p') ? empty_pass_number(optarg) : 0;
+        if (pause_us == 0) {
+            empty_pass_usage();
+            return 2;
+        }
+    }
+    if (argc - optind < 2) {
+        empty_pass_usage();
+        return 2;
+    }
+    passes = empty_pass_number(argv[optind]);
+    if (passes == 0) {
+        empty_pass_usage();
         return 2;
     }
 
@@ -203,7 +232,7 @@ int main(int argc, char **argv)
     if (status != UCS_OK) {
         goto err_async;
     }
-    for (arg = 2; arg < argc; ++arg) {
+    for (arg = optind + 1; arg < argc; ++arg) {
         status = empty_pass_add(&ep, argv[arg]);
         if (status != UCS_OK) {
             fprintf(stderr, "empty_pass: %s: %s\n", argv[arg],
@@ -215,8 +244,12 @@ int main(int argc, char **argv)
 
     for (i = 0; i < passes; ++i) {
         uct_worker_progress(ep.worker);
+        if (pause_us > 0) {
+            usleep(pause_us);
+        }
     }
-    printf("empty_pass: %ld passes over %u ifaces\n", passes, ep.count);
+    printf("empty_pass: %ld passes over %u ifaces, %ld us pause\n", passes,
+           ep.count, pause_us);
     empty_pass_close(&ep);
     return 0;
 
