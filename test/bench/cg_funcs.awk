@@ -10,7 +10,9 @@
 # unit of wall time (timers, upkeep), so their cost grows with how long
 # the run took, not with the work it did. A function's share is the
 # callers' shares weighted by the calls they made (a root's is all),
-# spread through the call graph; SELF and CALLS are what is left. A last
+# spread through the call graph, but not into the functions given in -v
+# barriers (what they do is work or polling whoever calls them, e.g. a
+# progress pass a timer runs); SELF and CALLS are what is left. A last
 # line "*  timer_calls  0  N  0" counts the calls into the roots (how
 # often a caller took its branch to a timer).
 
@@ -37,6 +39,10 @@ BEGIN {
     nroots = split(roots, r, " ")
     for (i = 1; i <= nroots; ++i) {
         is_root[r[i]] = 1
+    }
+    nbarriers = split(barriers, r, " ")
+    for (i = 1; i <= nbarriers; ++i) {
+        is_barrier[r[i]] = 1
     }
 }
 
@@ -93,7 +99,8 @@ END {
         }
         for (f in fn_of) {
             split(f, p, "\t")
-            if (!(p[2] in is_root) && (calls[f] > 0)) {
+            if (!(p[2] in is_root) && !(p[2] in is_barrier) &&
+                (calls[f] > 0)) {
                 share[f] = sum[f] / calls[f]
             }
         }
