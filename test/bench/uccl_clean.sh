@@ -10,6 +10,11 @@
 # fabric without delay and with SOFTVERBS_DELAY_US=2 (a hardware ACK and a
 # software ACK then both pay the wire).
 #
+# The ucx_perftest latency rows are its 50th percentile (the "Final:"
+# line's third field), not its average: on a small shared machine a few
+# iterations that wait out a descheduled process weigh more in the average
+# than all the others.
+#
 #   uccl_clean.sh BUILDDIR
 #
 # BENCH_ROUNDS (3), BENCH_TIMEOUT (180 s), BENCH_DELAYS ("0 2"),
@@ -50,7 +55,7 @@ ucp() {
         ucx_perftest -p $port -- \
         ucx_perftest localhost -p $port -t "$3" -s "$4" -n "$5" |
         awk -v t="$3" '/^Final:/ {
-            if (t ~ /_lat$/) printf "%.2f", $4; else printf "%.0f", $7 }'
+            if (t ~ /_lat$/) printf "%.2f", $3; else printf "%.0f", $7 }'
 }
 uct() {
     BENCH_ENV="$(tls_of "$1") SOFTVERBS_DELAY_US=$2" bench_pair \
@@ -58,7 +63,7 @@ uct() {
         ucx_perftest localhost -p $port -x "$(uct_of "$1")" -d sv0:1 \
         -t "$3" -D "$4" -s "$5" -n "$6" |
         awk -v t="$3" '/^Final:/ {
-            if (t ~ /_lat$/) printf "%.2f", $4; else printf "%.0f", $7 }'
+            if (t ~ /_lat$/) printf "%.2f", $3; else printf "%.0f", $7 }'
 }
 # netpipe CFG DELAY: "LAT BW" (us, MB/s)
 netpipe() {
@@ -135,5 +140,6 @@ for d in $delays; do
 done
 echo
 echo "Latencies: one way (half a round trip), lower is better; ratios above"
-echo "1 mean uccl is slower. Bandwidths: higher is better. UCT rows use -x"
-echo "uccl or -x rc_verbs on sv0:1; UCP and NetPIPE rows UCX_TLS."
+echo "1 mean uccl is slower. UCP and UCT latencies are ucx_perftest's 50th"
+echo "percentile. Bandwidths: higher is better. UCT rows use -x uccl or -x"
+echo "rc_verbs on sv0:1; UCP and NetPIPE rows UCX_TLS."
