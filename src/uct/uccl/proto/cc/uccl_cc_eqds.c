@@ -12,7 +12,9 @@
  * lost, repeated or reordered one is harmless. A sender that has drained
  * (all acknowledged, nothing queued at its last request) gets its
  * speculative credit back, as a new flow would. Credit beyond credit_cap
- * is dropped. Until the first grant shows that the peer is receiver-driven,
+ * is dropped; what it dropped of the grants the sender asked for (its
+ * bytes still wait) is asked for again, on top of the want. Until the
+ * first grant shows that the peer is receiver-driven,
  * ACKed bytes return their credit: a fixed window of the speculative size,
  * so a peer that grants nothing cannot stall the conn.
  *
@@ -42,6 +44,7 @@ typedef struct uct_uccl_cc_eqds {
     uint64_t grant_total;   /* of it, what was credited (cap) */
     uint64_t sent_total;    /* bytes sent against credit */
     uint64_t want_total;    /* largest want asked for */
+    uint64_t dropped;       /* asked-for grants the cap dropped */
     uint64_t spec_told;     /* largest spec told */
     uint64_t backlog_end;   /* sent_total once the known backlog is out */
     int      peer_grants;   /* the peer grants: credit is strict */
@@ -173,7 +176,8 @@ static void uct_uccl_cc_eqds_on_credit(uct_uccl_cc_t *cc, uint32_t granted,
                                        uint64_t now)
 {
     uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
-    uint64_t delta, credit;
+    uint64_t before       = e->grant_seen;
+    uint64_t delta, credit, accepted, asked;
 
     if (!e->peer_grants) {
         e->peer_grants = 1;
@@ -182,8 +186,14 @@ static void uct_uccl_cc_eqds_on_credit(uct_uccl_cc_t *cc, uint32_t granted,
     delta = uct_uccl_cc_eqds_serial(&e->grant_seen, granted);
     if (delta > 0) {
         credit          = uct_uccl_cc_eqds_credit(e);
-        e->grant_total += uct_uccl_cc_min_u64(delta, (credit < e->cap) ?
+        accepted        = uct_uccl_cc_min_u64(delta, (credit < e->cap) ?
                                                      e->cap - credit : 0);
+        e->grant_total += accepted;
+        /* of the grant, what was asked for (a lie beyond it is not) */
+        asked           = (e->want_total + e->dropped > before) ?
+                          uct_uccl_cc_min_u64(delta, e->want_total +
+                                              e->dropped - before) : 0;
+        e->dropped     += (asked > accepted) ? asked - accepted : 0;
     }
     uct_uccl_cc_eqds_publish(cc);
 }
@@ -206,7 +216,7 @@ static void uct_uccl_cc_eqds_tx_request(uct_uccl_cc_t *cc,
     if (spec > e->spec_told) {
         e->spec_told = spec;
     }
-    req->want = (uint32_t)e->want_total;
+    req->want = (uint32_t)(e->want_total + e->dropped);
     req->spec = (uint32_t)e->spec_told;
 }
 
