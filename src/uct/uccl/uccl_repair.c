@@ -138,6 +138,9 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
 
     ++conn->stats.acks_rx;
     iface->stats.bad_ack += (info.bad_bits > 0);
+    if (ack->flags & UCT_UCCL_ACK_F_CREDIT) {
+        uct_uccl_credit_tx_grant(conn, ack->credit, now); /* before on_ack */
+    }
     /* the fabric's part of the sample; none when the peer's CQ wait may
      * have been all of it */
     conn->stats.cc_samples += (info.rtt_ns > info.rx_wait_ns);
