@@ -169,7 +169,8 @@ ucs_config_field_t uct_uccl_cc_config_table[] = {
     {"CC_EQDS_SPEC", "0",
      "eqds: speculative credit of a sender's burst: sent before any grant\n"
      "(0: one BDP, CC_BASE_RTT x CC_LINK_RATE, or 64k when CC_BASE_RTT is\n"
-     "0; never less than one chunk).",
+     "0, and at least one chunk). A value below a chunk makes bulk data\n"
+     "wait for its grants: only messages that small go unscheduled.",
      UCT_UCCL_CC_CFG_FIELD(eqds.spec), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"CC_EQDS_CREDIT_CAP", "0",

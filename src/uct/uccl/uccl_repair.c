@@ -81,6 +81,7 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
         uct_uccl_chunk_build_wr(conn, chunk);
     }
     uct_uccl_path_chain(conn, path, chunk);
+    uct_uccl_cc_on_resend(&conn->cc, chunk->length, now);
     e->path          = path->index;
     conn->lossy_until = now + UCT_UCCL_LOSSY_RTOS * conn->rto.rto_ns;
     ++conn->stats.retx;
