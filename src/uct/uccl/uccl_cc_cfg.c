@@ -187,6 +187,13 @@ ucs_config_field_t uct_uccl_cc_config_table[] = {
      "chunk; at most 1m).",
      UCT_UCCL_CC_CFG_FIELD(eqds.quantum), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"CC_EQDS_BURST", "0",
+     "eqds: most the receiver's pacer grants at once after it could not\n"
+     "run for a while (its user busy, the process descheduled): budget it\n"
+     "missed beyond this is lost, so as not to burst into the receiver's\n"
+     "buffer (0: two quanta).",
+     UCT_UCCL_CC_CFG_FIELD(eqds.burst), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"CC_EQDS_RATE", "0",
      "eqds: share of CC_LINK_RATE the receiver's pacer grants, in (0, 1]\n"
      "(0: 0.95, room for the headers).",
@@ -268,11 +275,17 @@ uct_uccl_cc_config_pacer(const uct_uccl_cc_config_t *config,
                         ucs_min(config->eqds.quantum, UINT32_MAX) :
                         ucs_min(chunk_size, UCT_UCCL_CC_EQDS_MAX_QUANTUM);
     params->rate_frac = config->eqds.rate_frac;
+    /* a late tick grants at most two quanta at once by default: a burst
+     * of grants is a burst of data at the receiver's buffer */
+    params->max_burst = (config->eqds.burst != 0) ?
+                        ucs_min(config->eqds.burst, UINT32_MAX) :
+                        2 * params->quantum;
     status = uct_uccl_cc_eqds_pacer_init(&trial, params, 0);
     if (status != UCS_OK) {
         ucs_error("uccl: congestion control '%s' refuses its pacer's "
-                  "UCX_UCCL_CC_EQDS_QUANTUM %zu or CC_EQDS_RATE %g: %s",
-                  config->name, config->eqds.quantum, config->eqds.rate_frac,
+                  "UCX_UCCL_CC_EQDS_QUANTUM %zu, CC_EQDS_BURST %zu or "
+                  "CC_EQDS_RATE %g: %s", config->name, config->eqds.quantum,
+                  config->eqds.burst, config->eqds.rate_frac,
                   ucs_status_string(status));
     }
     return status;

@@ -53,6 +53,7 @@ typedef struct uct_uccl_cc_config {
         size_t   credit_cap;
         size_t   demand_cap;
         size_t   quantum;     /* bytes; 0: one chunk */
+        size_t   burst;       /* bytes; 0: two quanta */
         double   rate_frac;
     } eqds;
 } uct_uccl_cc_config_t;

@@ -105,6 +105,7 @@ typedef struct uct_uccl_conn_credit {
     uint64_t                req_ns;      /* the last request went then */
     uint64_t                heard_ns;    /* ... or a new grant came */
     uint64_t                retry_ns;    /* unheard this long: ask again */
+    uint8_t                 resend_wait; /* a resend waits for credit */
     uint8_t                 owed;        /* a grant goes to the peer */
     ucs_list_link_t         owed_link;   /* iface's credit.owed */
 } uct_uccl_conn_credit_t;

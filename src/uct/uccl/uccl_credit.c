@@ -23,6 +23,9 @@
  * heard nothing) is answered at once with the current grant, which
  * repairs a lost one.
  *
+ * Resends (UC) spend credit too, and under credit wait for it: after a
+ * loss, a burst of them would overflow the receiver's buffer again.
+ *
  * RC mode works alike; no ACK is sent in software there, so every grant
  * goes alone.
  */
@@ -130,30 +133,41 @@ void uct_uccl_credit_sent(uct_uccl_conn_t *conn, const uct_uccl_credit_t *rec)
     }
 }
 
-/* What waits in the queue, counted up to what a request may ask for */
+/* What waits: the chunks a refused resend stands for (every SACK hole,
+ * at most a chunk each), then the queue, counted up to what a request may
+ * ask for */
 static uint64_t uct_uccl_credit_backlog(uct_uccl_conn_t *conn)
 {
-    uint64_t cap = conn->iface->config.cc_params.eqds.demand_cap;
+    const uct_uccl_tracker_t *t = &conn->tracker;
+    uint64_t cap   = conn->iface->config.cc_params.eqds.demand_cap;
     uint64_t bytes = 0;
     uct_uccl_chunk_t *chunk;
 
     if (cap == 0) {
         cap = UCT_UCCL_CC_EQDS_DEMAND_CAP;
     }
+    if (conn->credit.resend_wait && !conn->rc) {
+        bytes = (uint64_t)(uct_uccl_seq_dist(t->high_sacked, t->una) -
+                           ucs_min(t->sacked_cnt,
+                                   uct_uccl_seq_dist(t->high_sacked,
+                                                     t->una))) *
+                uct_uccl_conn_chunk_size(conn);
+        bytes = ucs_max(bytes, uct_uccl_conn_chunk_size(conn));
+    }
     ucs_queue_for_each(chunk, &conn->tx_queue, queue) {
-        bytes += chunk->length;
         if (bytes >= cap) {
             break;
         }
+        bytes += chunk->length;
     }
-    return bytes;
+    return ucs_min(bytes, cap);
 }
 
-/* The pump left chunks queued. The peer must hear of what the credit does
- * not cover: ask when what it still means to grant (the last request's
- * want less its grant so far) falls short of that, or when nothing was
- * heard from it for too long; never with the last control buffers, which
- * the ACKs need more. */
+/* Chunks wait (the pump left some queued, or a resend waits for credit).
+ * The peer must hear of what the credit does not cover: ask when what it
+ * still means to grant (the last request's want less its grant so far)
+ * falls short of that, or when nothing was heard from it for too long;
+ * never with the last control buffers, which the ACKs need more. */
 void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
 {
     uct_uccl_conn_credit_t *cr = &conn->credit;
@@ -191,6 +205,26 @@ void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
     cr->spec     = req.spec;
     cr->req_ns   = now;
     cr->heard_ns = now;
+}
+
+/* May a resend of `bytes` go now? Always under a window. Under credit
+ * only what the credit covers: resends are bytes on the receiver's link
+ * like any (its pacer grants them), and a burst of them at once, after a
+ * loss, is what overflows its buffer again. One that may not go asks for
+ * credit, and the ACKs and timers that found it try again. */
+int uct_uccl_credit_may_resend(uct_uccl_conn_t *conn, uint32_t bytes,
+                               uint64_t now)
+{
+    uct_uccl_cc_t *cc = &conn->cc;
+
+    if (!(cc->flags & UCT_UCCL_CC_F_STRICT) ||
+        (cc->cwnd_bytes >= cc->inflight_bytes + bytes)) {
+        conn->credit.resend_wait = 0;
+        return 1;
+    }
+    conn->credit.resend_wait = 1;
+    uct_uccl_credit_tx_request(conn, now);
+    return 0;
 }
 
 /* The peer's cumulative grant, from an ACK or a CREDIT record */

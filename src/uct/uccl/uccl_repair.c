@@ -38,9 +38,12 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
     if (conn->iface->tx_outstanding >= conn->iface->config.cq_size) {
         return UCS_ERR_NO_RESOURCE;
     }
+    now = uct_uccl_now_ns();
+    if (!uct_uccl_credit_may_resend(conn, chunk->length, now)) {
+        return UCS_ERR_NO_RESOURCE; /* the credit it asked for brings it */
+    }
 
     /* a path that lost a chunk is used less, and the resend avoids it */
-    now = uct_uccl_now_ns();
     uct_uccl_paths_loss(&conn->sel, e->path, now);
     path = uct_uccl_path_select(conn, chunk->length, e->path, now);
     if (path == NULL) {

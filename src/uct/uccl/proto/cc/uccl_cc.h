@@ -248,9 +248,9 @@ static inline void uct_uccl_cc_on_timeout(uct_uccl_cc_t *cc, uint64_t now)
 }
 
 /* bytes went again (a resend: still in flight once, not a new send). A
- * window algorithm ignores it; a credit one spends credit on it, into
- * debt if need be (a resend is never held back for credit), so that what
- * crosses the receiver's link stays what it granted. */
+ * window algorithm ignores it; a credit one spends credit on it (into
+ * debt if it went beyond), so that what crosses the receiver's link stays
+ * what it granted. */
 static inline void uct_uccl_cc_on_resend(uct_uccl_cc_t *cc, uint32_t bytes,
                                          uint64_t now)
 {

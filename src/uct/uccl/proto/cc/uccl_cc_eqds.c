@@ -30,7 +30,7 @@
  * grant_total - sent_total, never negative (a send the transport forced
  * past it is a debt the next credit pays). Resends count as sent: the
  * receiver's link carries them too, so they are asked for and granted
- * (after the fact: a resend never waits for credit) like new bytes.
+ * like new bytes.
  */
 #include "uccl_cc_int.h"
 #include "uccl_cc_eqds_pacer.h"
