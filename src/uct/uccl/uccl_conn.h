@@ -105,6 +105,9 @@ typedef struct uct_uccl_conn_credit {
     uint64_t                req_ns;      /* the last request went then */
     uint64_t                heard_ns;    /* ... or a new grant came */
     uint64_t                retry_ns;    /* unheard this long: ask again */
+    uint64_t                peer_ns;     /* the peer's last grant came */
+    uint64_t                wait_ns;     /* short of credit, unanswered,
+                                            since; 0: not waiting */
     uint8_t                 resend_wait; /* a resend waits for credit */
     uint8_t                 owed;        /* a grant goes to the peer */
     ucs_list_link_t         owed_link;   /* iface's credit.owed */

@@ -227,6 +227,35 @@ int uct_uccl_credit_may_resend(uct_uccl_conn_t *conn, uint32_t bytes,
     return 0;
 }
 
+/* A sender short of credit sends nothing, so no send completion or
+ * timeout can show that its peer died: a peer that answers none of its
+ * requests for PEER_TIMEOUT (a live one answers every repeated request)
+ * is taken for dead, as one silent on outstanding chunks is. From the
+ * timers. */
+int uct_uccl_credit_starved(uct_uccl_conn_t *conn, uint64_t now)
+{
+    uct_uccl_conn_credit_t *cr = &conn->credit;
+    uct_uccl_cc_t *cc          = &conn->cc;
+    uct_uccl_chunk_t *head;
+    int waiting;
+
+    waiting = conn->credit.resend_wait;
+    if (!waiting && (cc->flags & UCT_UCCL_CC_F_STRICT) &&
+        !ucs_queue_is_empty(&conn->tx_queue)) {
+        head    = ucs_queue_head_elem_non_empty(&conn->tx_queue,
+                                                uct_uccl_chunk_t, queue);
+        waiting = (cc->cwnd_bytes < cc->inflight_bytes + head->length);
+    }
+    if (!waiting) {
+        cr->wait_ns = 0;
+        return 0;
+    }
+    if ((cr->wait_ns == 0) || (cr->peer_ns > cr->wait_ns)) {
+        cr->wait_ns = (cr->wait_ns == 0) ? now : cr->peer_ns;
+    }
+    return now - cr->wait_ns >= conn->iface->config.peer_timeout_ns;
+}
+
 /* The peer's cumulative grant, from an ACK or a CREDIT record */
 void uct_uccl_credit_tx_grant(uct_uccl_conn_t *conn, uint32_t grant,
                               uint64_t now)
@@ -234,6 +263,7 @@ void uct_uccl_credit_tx_grant(uct_uccl_conn_t *conn, uint32_t grant,
     uct_uccl_conn_credit_t *cr = &conn->credit;
 
     uct_uccl_cc_on_credit(&conn->cc, grant, now);
+    cr->peer_ns = now;
     if ((int32_t)(grant - cr->grant) > 0) {
         cr->grant    = grant;
         cr->heard_ns = now;

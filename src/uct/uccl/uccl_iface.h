@@ -291,6 +291,7 @@ void uct_uccl_credit_conn_detach(uct_uccl_conn_t *conn);
 void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now);
 int uct_uccl_credit_may_resend(uct_uccl_conn_t *conn, uint32_t bytes,
                                uint64_t now);
+int uct_uccl_credit_starved(uct_uccl_conn_t *conn, uint64_t now);
 void uct_uccl_credit_tx_grant(uct_uccl_conn_t *conn, uint32_t grant,
                               uint64_t now);
 void uct_uccl_credit_owe(uct_uccl_conn_t *conn);

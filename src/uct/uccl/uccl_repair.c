@@ -213,6 +213,13 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
     uct_uccl_iface_t *iface = conn->iface;
     uint32_t inflight;
 
+    if (ucs_unlikely(conn->cc.ops->tx_request != NULL) &&
+        uct_uccl_credit_starved(conn, now)) {
+        ucs_debug("uccl: conn %u: no grant from the peer for %.1f ms",
+                  conn->id, (now - conn->credit.wait_ns) / 1e6);
+        uct_uccl_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
+        return;
+    }
     if (conn->rc) {
         return; /* the NIC retransmits; errors come as completions */
     }
