@@ -26,7 +26,10 @@
 # Gbit/s links, 0.25 Gbit/s core paths in ecmp) so that the modelled fabric,
 # not the two shared cores, is the bottleneck: the receiver takes 125 MB/s.
 #
-# CC_CONFIGS ("fixed swift timely rc_verbs"), CC_SCENARIOS (all),
+# eqds grants at the receiving link's rate: it is told the modelled one
+# (UCX_UCCL_CC_LINK_RATE); the other algorithms run with their defaults.
+#
+# CC_CONFIGS ("fixed swift timely eqds rc_verbs"), CC_SCENARIOS (all),
 # CC_SENDERS (4), CC_SECONDS (3), CC_SIZE (262144), CC_WINDOW (4 messages
 # in flight per sender), CC_LINK_GBPS (1), CC_BUF (128k), BENCH_TIMEOUT
 # (120 s per process).
@@ -36,7 +39,7 @@ out=${2:-$build/cc_scenarios}
 run=$build/contrib/uccl-run
 prog=$build/test/bench/cc_incast
 tmo=${BENCH_TIMEOUT:-120}
-configs=${CC_CONFIGS:-fixed swift timely rc_verbs}
+configs=${CC_CONFIGS:-fixed swift timely eqds rc_verbs}
 scenarios=${CC_SCENARIOS:-incast incast_buf ecmp outage slow loss}
 nbulk=${CC_SENDERS:-4}
 secs=${CC_SECONDS:-3}
@@ -55,6 +58,8 @@ bench_port_init
 tls_of() {
     case $1 in
         rc_verbs) echo "UCX_TLS=rc_verbs,ud_verbs,self" ;;
+        eqds)     echo "UCX_TLS=uccl,self UCX_UCCL_CC=eqds" \
+                       "UCX_UCCL_CC_LINK_RATE=${link}Gbps" ;;
         *)        echo "UCX_TLS=uccl,self UCX_UCCL_CC=$1" ;;
     esac
 }

@@ -1,9 +1,9 @@
 #!/bin/sh
 #
 # UCX_UCCL_CC from the user: every algorithm the transport runs opens the
-# uccl iface (ucx_info -d lists it); an unknown name, the receiver-driven
-# eqds (no wire carrier yet) and values the algorithm refuses each give one
-# clear error and no iface, never a crash.
+# uccl iface (ucx_info -d lists it); an unknown name and values the
+# algorithm (or eqds's receiver pacer) refuses each give one clear error
+# and no iface, never a crash.
 #   cc_config.sh
 # Environment: UCCL_RUN, SOFTVERBS_FABRIC.
 #
@@ -41,11 +41,15 @@ info() {
     fi
 }
 
-for cc in fixed swift timely; do
+for cc in fixed swift timely eqds; do
     info iface UCX_UCCL_CC=$cc
 done
+info iface UCX_UCCL_CC=eqds UCX_UCCL_CC_EQDS_SPEC=16k \
+    UCX_UCCL_CC_EQDS_QUANTUM=16k UCX_UCCL_CC_EQDS_RATE=0.5
 info "unknown congestion control 'bogus'" UCX_UCCL_CC=bogus
-info "is receiver-driven" UCX_UCCL_CC=eqds
+info "refuses its UCX_UCCL_CC_" UCX_UCCL_CC=eqds UCX_UCCL_CC_EQDS_CREDIT_CAP=4g
+info "refuses its pacer" UCX_UCCL_CC=eqds UCX_UCCL_CC_EQDS_QUANTUM=2m
+info "refuses its pacer" UCX_UCCL_CC=eqds UCX_UCCL_CC_EQDS_RATE=1.5
 info "refuses its UCX_UCCL_CC_" UCX_UCCL_CC=swift UCX_UCCL_CC_SWIFT_MAX_MDF=2
 info "refuses its UCX_UCCL_CC_" UCX_UCCL_CC=timely \
     UCX_UCCL_CC_TIMELY_T_LOW=1ms UCX_UCCL_CC_TIMELY_T_HIGH=100us

@@ -91,14 +91,21 @@ uct_verify_test(uct_rc_verify_small_queues data uct UCX_UCCL_MODE=rc
 
 # every congestion control algorithm carries the data test on a clean
 # fabric, and RTT samples reached it (UC: send to ACK; RC: post to
-# completion)
+# completion). eqds: the client asked for credit and was granted bytes
+# beyond its speculative ones, the server heard the requests and granted
+# (in ACKs in UC, in CREDIT records in RC).
 foreach(mode uc rc)
-    foreach(cc swift timely)
+    foreach(cc swift timely eqds)
         set(UCT_VERIFY_ARGS -n 100 -S 43)
+        if(cc STREQUAL "eqds")
+            set(expect "UCCL_EXPECT_COUNTERS=cc_rx_granted credit_req_rx"
+                "UCCL_EXPECT_CLIENT_COUNTERS=cc_samples cc_granted credit_req_tx")
+        else()
+            set(expect UCCL_EXPECT_CLIENT_COUNTERS=cc_samples)
+        endif()
         uct_verify_test(uct_${mode}_cc_${cc}_verify data uct
                         UCX_UCCL_MODE=${mode} UCX_UCCL_CC=${cc}
-                        UCX_UCCL_STATS_DUMP=y
-                        UCCL_EXPECT_CLIENT_COUNTERS=cc_samples)
+                        UCX_UCCL_STATS_DUMP=y ${expect})
     endforeach()
 endforeach()
 

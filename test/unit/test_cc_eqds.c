@@ -69,6 +69,25 @@ static void test_sender_basics(void)
     UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
     UT_EQ(st(&cc).credit_bytes, CC_CHUNK);
 
+    /* a speculative credit given below a chunk is taken as given: once
+     * the peer grants, a chunk waits for its grant, a small message not */
+    {
+        uct_uccl_cc_params_t q;
+        uct_uccl_cc_t c2;
+
+        cc_params(&q);
+        q.eqds.spec_bytes = 4096;
+        UT_EQ(uct_uccl_cc_init(&c2, "eqds", &q), UCS_OK);
+        UT_EQ(st(&c2).credit_bytes, 4096);
+        uct_uccl_cc_on_credit(&c2, 0, now);
+        UT_TRUE(!uct_uccl_cc_can_send(&c2, CC_CHUNK, now));
+        UT_TRUE(uct_uccl_cc_can_send(&c2, 64, now));
+        UT_EQ(want_of(&c2, CC_CHUNK), CC_CHUNK - 4096);
+        uct_uccl_cc_on_credit(&c2, CC_CHUNK - 4096, now);
+        UT_TRUE(uct_uccl_cc_can_send(&c2, CC_CHUNK, now));
+        uct_uccl_cc_cleanup(&c2);
+    }
+
     /* before the peer grants anything: ACKs return credit (a window of
      * the speculative size), so a peer that never grants cannot stall */
     for (i = 0; i < 10; ++i) {
@@ -153,6 +172,97 @@ static void test_sender_grants(void)
     printf("  grants: cumulative, repeats/old ignored, 4 wraps of 32 bits, "
            "a 2 GiB lie capped at %llu MiB\n",
            UCT_UCCL_CC_EQDS_CREDIT_CAP >> 20);
+}
+
+/* Credit the cap drops of a grant the sender asked for is asked for again
+ * (its bytes still wait): a receiver that grants faster than the sender
+ * sends cannot leave it starved with an unchanged request */
+static void test_sender_cap_reask(void)
+{
+    const uint64_t cap = 4 * CC_CHUNK, total = 16 * CC_CHUNK;
+    uct_uccl_cc_params_t p;
+    uct_uccl_cc_t cc;
+    uint64_t now = CC_T0, sent = 0;
+    uint32_t w, rounds = 0;
+
+    cc_params(&p);
+    p.eqds.spec_bytes = CC_CHUNK;
+    p.eqds.credit_cap = cap;
+    UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
+    uct_uccl_cc_on_credit(&cc, 0, now);
+    w = want_of(&cc, total);
+    UT_EQ(w, total - CC_CHUNK);
+    /* the receiver grants all it was asked for at once: the cap keeps 4 */
+    uct_uccl_cc_on_credit(&cc, w, now);
+    UT_EQ(st(&cc).credit_bytes, cap);
+    while (sent < total) {
+        UT_TRUE(++rounds <= 8);
+        while (uct_uccl_cc_can_send(&cc, CC_CHUNK, now)) {
+            uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
+            sent += CC_CHUNK;
+        }
+        /* stuck for credit with bytes queued: the want grows by what was
+         * dropped, and granting it lets the rest go */
+        if (sent < total) {
+            UT_EQ(st(&cc).credit_bytes, 0);
+            UT_EQ(want_of(&cc, total - sent), w + (total - sent));
+            w += total - sent;
+            uct_uccl_cc_on_credit(&cc, w, now);
+        }
+        check_conserved(&cc, sent);
+    }
+    UT_EQ(sent, total);
+    /* a lie beyond the want is dropped and not asked for again */
+    w = want_of(&cc, 0);
+    uct_uccl_cc_on_credit(&cc, w + (1u << 30), now);
+    UT_EQ(want_of(&cc, 0), w);
+    uct_uccl_cc_cleanup(&cc);
+    printf("  cap: granted 16 chunks at once, 4 held, the dropped 12 asked "
+           "again; all sent in %u rounds\n", rounds);
+}
+
+/* A resend spends credit once the peer grants (into debt: it is never
+ * held back), is asked for like new bytes, and a debt is paid by grants,
+ * not forgiven when the sender drains; before the first grant a resend
+ * is outside the window, as with the window algorithms */
+static void test_sender_resend(void)
+{
+    uct_uccl_cc_params_t p;
+    uct_uccl_cc_t cc;
+    uint64_t now = CC_T0;
+    uint32_t w;
+
+    cc_params(&p);
+    p.eqds.spec_bytes = CC_CHUNK;
+    UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
+    uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
+    uct_uccl_cc_on_resend(&cc, CC_CHUNK, now);   /* ACK-clocked: free */
+    cc_ack(&cc, CC_CHUNK, 10 * CC_US, 0, now);
+    UT_EQ(st(&cc).credit_bytes, CC_CHUNK);
+
+    uct_uccl_cc_on_credit(&cc, 0, now);
+    w = want_of(&cc, 3 * CC_CHUNK);
+    UT_EQ(w, 2 * CC_CHUNK);
+    uct_uccl_cc_on_credit(&cc, w, now);
+    UT_EQ(st(&cc).credit_bytes, 3 * CC_CHUNK);
+    uct_uccl_cc_on_send(&cc, 3 * CC_CHUNK, now);
+    uct_uccl_cc_on_resend(&cc, CC_CHUNK, now);
+    uct_uccl_cc_on_resend(&cc, CC_CHUNK, now);
+    UT_EQ(st(&cc).credit_bytes, 0);
+    UT_TRUE(!uct_uccl_cc_can_send(&cc, 1, now));
+    /* drained with a debt: no speculative credit back */
+    cc_ack(&cc, 3 * CC_CHUNK, 10 * CC_US, 0, now);
+    UT_EQ(cc.inflight_bytes, 0);
+    UT_EQ(st(&cc).credit_bytes, 0);
+    /* one chunk queued: asked for with the two resent */
+    UT_EQ(want_of(&cc, CC_CHUNK), w + 3 * CC_CHUNK);
+    uct_uccl_cc_on_credit(&cc, w + 2 * CC_CHUNK, now);
+    UT_EQ(st(&cc).credit_bytes, 0);               /* the debt paid */
+    uct_uccl_cc_on_credit(&cc, w + 3 * CC_CHUNK, now);
+    UT_EQ(st(&cc).credit_bytes, CC_CHUNK);
+    uct_uccl_cc_cleanup(&cc);
+    printf("  resends: spend credit once granted (debt, paid by grants, "
+           "not forgiven); free while ACK-clocked\n");
 }
 
 /* Requests: want = sent + backlog - speculative, never backwards; a
@@ -736,6 +846,8 @@ int main(int argc, char **argv)
     test_sender_basics();
     test_sender_grants();
     test_sender_requests();
+    test_sender_cap_reask();
+    test_sender_resend();
     test_receiver();
     test_pacer_rate();
     test_pacer_fair();

@@ -91,7 +91,8 @@ static void check_am_ack(uint8_t *buf, uint32_t imm)
     in.echo_csn    = 76;
     in.rx_delay_ns = 1000;
     in.echo_path   = 3;
-    in.flags       = UCT_UCCL_ACK_F_BUSY;
+    in.flags       = UCT_UCCL_ACK_F_BUSY | UCT_UCCL_ACK_F_CREDIT;
+    in.credit      = 0xfffffff0u;
     put_ack(am, &in);
     data_truncations(buf, len, imm);
     uct_uccl_wire_am_ack(am, &out);
@@ -112,6 +113,10 @@ static void check_am_ack(uint8_t *buf, uint32_t imm)
     UT_TRUE(data_check(buf, len, imm) != UCS_OK);
     out       = in;
     out.flags = 0x80;
+    put_ack(am, &out);
+    UT_TRUE(data_check(buf, len, imm) != UCS_OK);
+    out       = in;
+    out.flags = UCT_UCCL_ACK_F_BUSY;   /* a credit without its flag */
     put_ack(am, &out);
     UT_TRUE(data_check(buf, len, imm) != UCS_OK);
     out         = in;
@@ -482,6 +487,123 @@ static void test_ack_batch(void)
            "garbled counts/records rejected\n");
 }
 
+static size_t build_credit(void *rec, uint32_t flags, uint32_t conn)
+{
+    uct_uccl_credit_t *c = rec;
+
+    memset(c, 0, sizeof(*c));
+    uct_uccl_wire_hdr_init(&c->hdr, UCT_UCCL_CTL_CREDIT, sizeof(*c));
+    c->dst_conn_id = conn;
+    c->token       = 0x0badc0ffee0ddf00ull;
+    c->flags       = flags;
+    if (flags & UCT_UCCL_CREDIT_F_REQUEST) {
+        c->want = (uint32_t)ut_rand();
+        c->spec = (uint32_t)ut_rand();
+    }
+    if (flags & UCT_UCCL_CREDIT_F_GRANT) {
+        c->grant = (uint32_t)ut_rand();
+    }
+    return sizeof(*c);
+}
+
+/* apply _stmt to a fresh valid credit and expect it rejected */
+#define CREDIT_GARBLE(_flags, _stmt) \
+    do { \
+        size_t _len = build_credit(buf, _flags, 3); \
+        _stmt; \
+        if (ctl_check(buf, _len) == UCS_OK) { \
+            UT_FAIL("garbled CREDIT accepted: %s", #_stmt); \
+        } \
+        ++ut_checks; \
+    } while (0)
+
+/* CREDIT alone and in a batch beside ACKs; the credit an ACK carries */
+static void test_credit(void)
+{
+    static const uint32_t flags[] = {
+        UCT_UCCL_CREDIT_F_REQUEST, UCT_UCCL_CREDIT_F_GRANT,
+        UCT_UCCL_CREDIT_F_REQUEST | UCT_UCCL_CREDIT_F_GRANT
+    };
+    uint8_t buf[BUF_MAX], ref[BUF_MAX];
+    uct_uccl_ack_batch_t *b = (void*)buf;
+    uct_uccl_credit_t *c    = (void*)buf;
+    const uct_uccl_ctl_hdr_t *rec;
+    uct_uccl_ack_t *ack;
+    size_t size;
+    unsigned i;
+    void *p;
+
+    for (i = 0; i < sizeof(flags) / sizeof(flags[0]); ++i) {
+        size = build_credit(buf, flags[i], 7);
+        ctl_truncations(buf, size);
+        memcpy(ref, buf, size);
+        UT_EQ(((uct_uccl_credit_t*)ref)->flags, flags[i]);
+    }
+    UT_TRUE(!strcmp(uct_uccl_wire_ctl_name(UCT_UCCL_CTL_CREDIT), "CREDIT"));
+
+    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->flags = 0);
+    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->flags |= 0x4);
+    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->want = 1);
+    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->spec = 1);
+    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_REQUEST, c->grant = 1);
+    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_REQUEST, c->hdr.length = sizeof(*c) + 8);
+    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_REQUEST, c->hdr.length = sizeof(*c) - 4);
+    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_REQUEST,
+                  c->hdr.version = UCT_UCCL_WIRE_VERSION - 1);
+    /* a longer packet than its record is garbage after it */
+    size = build_credit(buf, UCT_UCCL_CREDIT_F_GRANT, 3);
+    c->hdr.length = size + 8;
+    UT_TRUE(ctl_check(buf, size + 8) != UCS_OK);
+
+    /* a batch of ACKs and CREDITs, in any order, decodes as built */
+    for (i = 0; i < 200; ++i) {
+        unsigned n = 1 + ut_rand_below(8), j, types = 0;
+
+        uct_uccl_wire_batch_init(b);
+        for (j = 0; j < n; ++j) {
+            if (ut_rand_below(2)) {
+                size = build_credit(ref, flags[ut_rand_below(3)], j);
+                types |= 1u << j;
+            } else {
+                size = build_ack(ref, ut_rand_below(4), j);
+            }
+            p = uct_uccl_wire_batch_add(b, size, UCT_UCCL_WIRE_CTL_MAX);
+            UT_TRUE(p != NULL);
+            memcpy(p, ref, size);
+        }
+        ctl_truncations(buf, b->hdr.length);
+        rec = uct_uccl_wire_batch_first(b);
+        for (j = 0; j < n; ++j) {
+            UT_EQ(rec->type, (types & (1u << j)) ? UCT_UCCL_CTL_CREDIT :
+                                                   UCT_UCCL_CTL_ACK);
+            UT_EQ(((const uct_uccl_credit_t*)rec)->dst_conn_id, j);
+            rec = uct_uccl_wire_batch_next(rec);
+        }
+        UT_TRUE((const uint8_t*)rec == buf + b->hdr.length);
+        /* a garbled credit record spoils the batch */
+        if (types & 1) {
+            ((uct_uccl_credit_t*)uct_uccl_wire_batch_first(b))->flags = 0;
+            UT_TRUE(ctl_check(buf, b->hdr.length) != UCS_OK);
+        }
+    }
+
+    /* an ACK's credit is a grant only with its flag */
+    size = build_ack(buf, 2, 1);
+    ack  = (void*)buf;
+    ack->credit = 12345;
+    UT_TRUE(ctl_check(buf, size) != UCS_OK);
+    ack->flags = UCT_UCCL_ACK_F_CREDIT;
+    ctl_truncations(buf, size);
+    ack->credit = 0;   /* a cumulative grant may be 0 */
+    UT_EQ(ctl_check(buf, size), UCS_OK);
+    ack->flags = UCT_UCCL_ACK_F_CREDIT | UCT_UCCL_ACK_F_BUSY;
+    UT_EQ(ctl_check(buf, size), UCS_OK);
+    ack->flags = 0x4;
+    UT_TRUE(ctl_check(buf, size) != UCS_OK);
+    printf("  CREDIT: request, grant, both round trip; 8 kinds of garbling "
+           "rejected; 200 mixed batches; an ACK's grant needs its flag\n");
+}
+
 static void test_small_ctl(void)
 {
     uint8_t buf[BUF_MAX];
@@ -553,6 +675,9 @@ static void test_fuzz(void)
                                           uct_uccl_wire_ack_size(j + 1),
                                           BUF_MAX), j + 1, j);
     }
+    build_credit(uct_uccl_wire_batch_add((uct_uccl_ack_batch_t*)good,
+                                         sizeof(uct_uccl_credit_t), BUF_MAX),
+                 UCT_UCCL_CREDIT_F_REQUEST | UCT_UCCL_CREDIT_F_GRANT, 9);
     glen = ((uct_uccl_ack_batch_t*)good)->hdr.length;
     for (i = 0; i < 100000; ++i) {
         memcpy(buf, good, glen);
@@ -573,6 +698,7 @@ int main(int argc, char **argv)
     test_data();
     test_conn();
     test_ack_batch();
+    test_credit();
     test_small_ctl();
     test_fuzz();
     return ut_done("test_wire");

@@ -2,8 +2,10 @@
  * UCX_UCCL_CC*: the congestion control's variables (see uccl_cc_cfg.h).
  */
 #include "uccl_cc_cfg.h"
+#include "proto/cc/uccl_cc_def.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/math.h>
 #include <ucs/time/time.h>
 #include <string.h>
 
@@ -15,11 +17,17 @@ ucs_config_field_t uct_uccl_cc_config_table[] = {
      "  fixed  - a constant window of CC_WINDOW bytes, no pacing;\n"
      "  swift  - Swift: a delay target (CC_SWIFT_*), AIMD window, paced when\n"
      "           the window is below one chunk;\n"
-     "  timely - Timely: a rate from the RTT gradient (CC_TIMELY_*), paced.\n"
+     "  timely - Timely: a rate from the RTT gradient (CC_TIMELY_*), paced;\n"
+     "  eqds   - EQDS: receiver-driven credit. A sender starts a burst with\n"
+     "           CC_EQDS_SPEC speculative bytes and asks the receiver for the\n"
+     "           rest (a CREDIT control packet); the receiver's pacer grants\n"
+     "           it in quanta, round robin over its senders, at CC_LINK_RATE\n"
+     "           (set it to the receiving link's rate); grants ride the ACKs\n"
+     "           or go alone (RC, or no ACK due). CC_EQDS_*.\n"
      "Delays are RTT samples of the sender's clock (post to ACK; RC: post\n"
      "to send completion). Paced sends wait on a timer wheel of resolution\n"
-     "CC_PACE_RES. (eqds, receiver-driven credit, is not yet carried by the\n"
-     "wire protocol and is refused.)",
+     "CC_PACE_RES. Both ends should run the same algorithm: an eqds sender\n"
+     "whose peer grants nothing keeps a fixed window of CC_EQDS_SPEC.",
      UCT_UCCL_CC_CFG_FIELD(name), UCS_CONFIG_TYPE_STRING},
 
     {"CC_WINDOW", "2m",
@@ -45,7 +53,7 @@ ucs_config_field_t uct_uccl_cc_config_table[] = {
 
     {"CC_LINK_RATE", "auto",
      "Line rate the algorithms assume (timely starts at it and never\n"
-     "exceeds it), e.g. 10Gbps or 1.25GBs; auto: 100Gbps.",
+     "exceeds it; eqds grants at it), e.g. 10Gbps or 1.25GBs; auto: 100Gbps.",
      UCT_UCCL_CC_CFG_FIELD(link_rate), UCS_CONFIG_TYPE_BW},
 
     {"CC_BASE_RTT", "0",
@@ -158,6 +166,39 @@ ucs_config_field_t uct_uccl_cc_config_table[] = {
      "timely: the hyperactive step, in additive steps (0: 5).",
      UCT_UCCL_CC_CFG_FIELD(timely.hai_mult), UCS_CONFIG_TYPE_UINT},
 
+    {"CC_EQDS_SPEC", "0",
+     "eqds: speculative credit of a sender's burst: sent before any grant\n"
+     "(0: one BDP, CC_BASE_RTT x CC_LINK_RATE, or 64k when CC_BASE_RTT is\n"
+     "0, and at least one chunk). A value below a chunk makes bulk data\n"
+     "wait for its grants: only messages that small go unscheduled.",
+     UCT_UCCL_CC_CFG_FIELD(eqds.spec), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"CC_EQDS_CREDIT_CAP", "0",
+     "eqds: most credit a sender holds; grants beyond it are dropped (0:\n"
+     "4m, at least twice CC_EQDS_SPEC; below 2g).",
+     UCT_UCCL_CC_CFG_FIELD(eqds.credit_cap), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"CC_EQDS_DEMAND_CAP", "0",
+     "eqds: most a sender asks for beyond what it sent (0: 16m; below 2g).",
+     UCT_UCCL_CC_CFG_FIELD(eqds.demand_cap), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"CC_EQDS_QUANTUM", "0",
+     "eqds: bytes the receiver's pacer grants a sender per turn (0: one\n"
+     "chunk; at most 1m).",
+     UCT_UCCL_CC_CFG_FIELD(eqds.quantum), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"CC_EQDS_BURST", "0",
+     "eqds: most the receiver's pacer grants at once after it could not\n"
+     "run for a while (its user busy, the process descheduled): budget it\n"
+     "missed beyond this is lost, so as not to burst into the receiver's\n"
+     "buffer (0: two quanta).",
+     UCT_UCCL_CC_CFG_FIELD(eqds.burst), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"CC_EQDS_RATE", "0",
+     "eqds: share of CC_LINK_RATE the receiver's pacer grants, in (0, 1]\n"
+     "(0: 0.95, room for the headers).",
+     UCT_UCCL_CC_CFG_FIELD(eqds.rate_frac), UCS_CONFIG_TYPE_DOUBLE},
+
     {NULL}
 };
 
@@ -205,6 +246,51 @@ static void uct_uccl_cc_cfg_timely(const uct_uccl_cc_config_t *config,
     p->hai_mult     = config->timely.hai_mult;
 }
 
+static void uct_uccl_cc_cfg_eqds(const uct_uccl_cc_config_t *config,
+                                 uct_uccl_cc_eqds_params_t *p)
+{
+    p->spec_bytes = config->eqds.spec;
+    p->credit_cap = config->eqds.credit_cap;
+    p->demand_cap = config->eqds.demand_cap;
+}
+
+int uct_uccl_cc_config_rx_driven(const uct_uccl_cc_config_t *config)
+{
+    const uct_uccl_cc_ops_t *ops = uct_uccl_cc_find(config->name);
+
+    return (ops != NULL) && (ops->rx_credit != NULL);
+}
+
+ucs_status_t
+uct_uccl_cc_config_pacer(const uct_uccl_cc_config_t *config,
+                         uint32_t chunk_size,
+                         uct_uccl_cc_eqds_pacer_params_t *params)
+{
+    uct_uccl_cc_eqds_pacer_t trial;
+    ucs_status_t status;
+
+    memset(params, 0, sizeof(*params));
+    params->link_bps  = uct_uccl_cc_cfg_bps(config->link_rate);
+    params->quantum   = (config->eqds.quantum != 0) ?
+                        ucs_min(config->eqds.quantum, UINT32_MAX) :
+                        ucs_min(chunk_size, UCT_UCCL_CC_EQDS_MAX_QUANTUM);
+    params->rate_frac = config->eqds.rate_frac;
+    /* a late tick grants at most two quanta at once by default: a burst
+     * of grants is a burst of data at the receiver's buffer */
+    params->max_burst = (config->eqds.burst != 0) ?
+                        ucs_min(config->eqds.burst, UINT32_MAX) :
+                        2 * params->quantum;
+    status = uct_uccl_cc_eqds_pacer_init(&trial, params, 0);
+    if (status != UCS_OK) {
+        ucs_error("uccl: congestion control '%s' refuses its pacer's "
+                  "UCX_UCCL_CC_EQDS_QUANTUM %zu, CC_EQDS_BURST %zu or "
+                  "CC_EQDS_RATE %g: %s", config->name, config->eqds.quantum,
+                  config->eqds.burst, config->eqds.rate_frac,
+                  ucs_status_string(status));
+    }
+    return status;
+}
+
 ucs_status_t uct_uccl_cc_config_params(const uct_uccl_cc_config_t *config,
                                        uint32_t chunk_size, uint32_t mtu,
                                        uct_uccl_cc_params_t *params)
@@ -218,15 +304,6 @@ ucs_status_t uct_uccl_cc_config_params(const uct_uccl_cc_config_t *config,
                   config->name);
         return UCS_ERR_INVALID_PARAM;
     }
-    if (ops->rx_credit != NULL) {
-        /* its grants would need a carrier in the ACKs: without one it is
-         * not what its name says */
-        ucs_error("uccl: congestion control '%s' (UCX_UCCL_CC) is "
-                  "receiver-driven, which the transport does not carry yet",
-                  config->name);
-        return UCS_ERR_UNSUPPORTED;
-    }
-
     memset(params, 0, sizeof(*params));
     params->window_bytes     = config->window;
     params->chunk_size       = chunk_size;
@@ -242,6 +319,7 @@ ucs_status_t uct_uccl_cc_config_params(const uct_uccl_cc_config_t *config,
     params->hops             = config->hops;
     uct_uccl_cc_cfg_swift(config, &params->swift);
     uct_uccl_cc_cfg_timely(config, &params->timely);
+    uct_uccl_cc_cfg_eqds(config, &params->eqds);
 
     /* the algorithm checks its values: once here, not per conn */
     status = uct_uccl_cc_init(&trial, ops->name, params);

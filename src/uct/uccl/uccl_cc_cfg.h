@@ -7,6 +7,7 @@
 #define UCT_UCCL_CC_CFG_H_
 
 #include "proto/cc/uccl_cc.h"
+#include "proto/cc/uccl_cc_eqds_pacer.h"
 
 #include <ucs/config/parser.h>
 
@@ -47,6 +48,14 @@ typedef struct uct_uccl_cc_config {
         int      hai_thresh;
         unsigned hai_mult;
     } timely;
+    struct {
+        size_t   spec;        /* bytes; 0: one BDP */
+        size_t   credit_cap;
+        size_t   demand_cap;
+        size_t   quantum;     /* bytes; 0: one chunk */
+        size_t   burst;       /* bytes; 0: two quanta */
+        double   rate_frac;
+    } eqds;
 } uct_uccl_cc_config_t;
 
 extern ucs_config_field_t uct_uccl_cc_config_table[];
@@ -57,5 +66,15 @@ extern ucs_config_field_t uct_uccl_cc_config_table[];
 ucs_status_t uct_uccl_cc_config_params(const uct_uccl_cc_config_t *config,
                                        uint32_t chunk_size, uint32_t mtu,
                                        uct_uccl_cc_params_t *params);
+
+/* Is the named algorithm receiver-driven (its receiver grants credit)? */
+int uct_uccl_cc_config_rx_driven(const uct_uccl_cc_config_t *config);
+
+/* The receiver's credit pacer of a receiver-driven algorithm, checked:
+ * UCS_OK, or an error, logged */
+ucs_status_t
+uct_uccl_cc_config_pacer(const uct_uccl_cc_config_t *config,
+                         uint32_t chunk_size,
+                         uct_uccl_cc_eqds_pacer_params_t *params);
 
 #endif

@@ -194,6 +194,7 @@ static ucs_status_t uct_uccl_conn_paths_state_init(uct_uccl_conn_t *conn)
                   iface->config.cc, ucs_status_string(status));
         return status;
     }
+    uct_uccl_credit_conn_attach(conn);
     return UCS_OK;
 }
 
@@ -433,6 +434,7 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
     if (conn->ack_pending) {
         ucs_list_del(&conn->ack_link);
     }
+    uct_uccl_credit_conn_detach(conn);
     uct_uccl_async_conn_cleanup(conn);
 
     for (i = 0; i < conn->num_paths; ++i) {

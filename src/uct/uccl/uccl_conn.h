@@ -87,7 +87,31 @@ typedef struct uct_uccl_conn_stats {
     uint64_t                am_held;     /* AMs that waited for order */
     uint64_t                cc_paced;    /* sends the pacing held back */
     uint64_t                cc_samples;  /* RTT samples given to the cc */
+    uint64_t                credit_req_tx; /* requests for credit sent */
+    uint64_t                credit_req_rx; /* and received */
+    uint64_t                credit_tx;   /* grants sent without an ACK */
+    uint64_t                credit_rx;   /* and received */
 } uct_uccl_conn_stats_t;
+
+
+/* Receiver-driven congestion control of a conn (uccl_credit.c): the
+ * sender's requests to the peer, the receiver's grants owed to it */
+typedef struct uct_uccl_conn_credit {
+    uint32_t                want;        /* the last request sent */
+    uint32_t                spec;
+    uint32_t                grant;       /* the peer's newest grant */
+    uint32_t                rx_want;     /* the peer's last request */
+    uint32_t                rx_spec;
+    uint64_t                req_ns;      /* the last request went then */
+    uint64_t                heard_ns;    /* ... or a new grant came */
+    uint64_t                retry_ns;    /* unheard this long: ask again */
+    uint64_t                peer_ns;     /* the peer's last grant came */
+    uint64_t                wait_ns;     /* short of credit, unanswered,
+                                            since; 0: not waiting */
+    uint8_t                 resend_wait; /* a resend waits for credit */
+    uint8_t                 owed;        /* a grant goes to the peer */
+    ucs_list_link_t         owed_link;   /* iface's credit.owed */
+} uct_uccl_conn_credit_t;
 
 
 struct uct_uccl_conn {
@@ -144,6 +168,7 @@ struct uct_uccl_conn {
     uint32_t                serve_chunks; /* reply chunks being sent */
     ucs_list_link_t         gets;        /* GET ops not complete, in order */
     uct_uccl_cc_t           cc;
+    uct_uccl_conn_credit_t  credit;      /* receiver-driven cc */
     ucs_wtimer_t            pace_timer;  /* on the iface's pace_wheel */
     uct_uccl_put_guard_t    put_guard[UCT_UCCL_PUT_GUARD];
     uint8_t                 fence;       /* wait for all acked before next */

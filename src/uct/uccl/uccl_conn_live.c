@@ -139,7 +139,8 @@ static void uct_uccl_conn_keepalive_timer(uct_uccl_conn_t *conn,
 static void uct_uccl_conn_idle_check(uct_uccl_conn_t *conn, uint64_t now)
 {
     const uct_uccl_conn_stats_t *s = &conn->stats;
-    uint64_t seen = s->chunks_rx + s->dup_rx + s->acks_rx + conn->ka_rx;
+    uint64_t seen = s->chunks_rx + s->dup_rx + s->acks_rx + conn->ka_rx +
+                    s->credit_req_rx + s->credit_rx;
 
     if ((seen != conn->idle_seen) || (conn->idle_since == 0)) {
         conn->idle_seen  = seen;
@@ -180,6 +181,7 @@ void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status)
         uct_uccl_conn_send_disconnect(conn, status);
     }
     uct_uccl_tx_purge(conn, status);
+    uct_uccl_credit_conn_detach(conn);
     if (ep != NULL) {
         /* UCX may destroy the ep (and this conn) from the callback: it
          * runs when the engine is done (uccl_async.c) */
@@ -253,9 +255,14 @@ void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason)
                                   &pkt, sizeof(pkt));
 }
 
-/* The congestion control's state and counters, on the conn's line */
+/* The congestion control's state and counters, on the conn's line; a
+ * receiver-driven one's credit too (as sender: credit held, speculative
+ * bytes issued and sent, bytes granted by the peer, requests sent, grants
+ * received alone; as receiver: bytes granted, requests received, grants
+ * sent alone) */
 static void uct_uccl_conn_dump_cc(uct_uccl_conn_t *conn, FILE *stream)
 {
+    const uct_uccl_conn_stats_t *s = &conn->stats;
     uct_uccl_cc_stats_t cs;
 
     uct_uccl_cc_query(&conn->cc, &cs);
@@ -265,8 +272,17 @@ static void uct_uccl_conn_dump_cc(uct_uccl_conn_t *conn, FILE *stream)
             (conn->cc.ops != NULL) ? conn->cc.ops->name : "none",
             cs.cwnd_bytes, cs.rate_bps / 1000000, cs.srtt_ns / 1e3,
             cs.min_rtt_ns / 1e3, cs.target_ns / 1e3, cs.increases,
-            cs.decreases, conn->stats.cc_paced, conn->stats.cc_samples,
-            cs.lost_bytes, cs.timeouts);
+            cs.decreases, s->cc_paced, s->cc_samples, cs.lost_bytes,
+            cs.timeouts);
+    if ((conn->cc.ops == NULL) || (conn->cc.ops->tx_request == NULL)) {
+        return;
+    }
+    fprintf(stream, " cc_credit %lu cc_spec %lu cc_spec_sent %lu "
+            "cc_granted %lu credit_req_tx %lu credit_rx %lu "
+            "cc_rx_granted %lu credit_req_rx %lu credit_tx %lu",
+            cs.credit_bytes, cs.spec_bytes, cs.spec_sent_bytes,
+            cs.granted_bytes, s->credit_req_tx, s->credit_rx,
+            cs.rx_granted_bytes, s->credit_req_rx, s->credit_tx);
 }
 
 void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)

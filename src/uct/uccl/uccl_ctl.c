@@ -4,7 +4,7 @@
  * The control protocol over the UD control QP: conn set-up by request and
  * reply (retried until answered, idempotent on duplicates), binding of
  * every control packet to its conn and peer, and the dispatcher of control
- * packets (set-up, ACKs, disconnect, keepalive).
+ * packets (set-up, ACKs, credit, disconnect, keepalive).
  */
 #include "uccl_tx.h"
 
@@ -405,9 +405,19 @@ void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
         batch = pkt;
         rec   = uct_uccl_wire_batch_first(batch);
         for (i = 0; i < batch->count; ++i) {
-            uct_uccl_conn_handle_ack(iface, (const uct_uccl_ack_t*)rec, src);
+            if (rec->type == UCT_UCCL_CTL_CREDIT) {
+                uct_uccl_conn_handle_credit(iface,
+                                            (const uct_uccl_credit_t*)rec,
+                                            src);
+            } else {
+                uct_uccl_conn_handle_ack(iface, (const uct_uccl_ack_t*)rec,
+                                         src);
+            }
             rec = uct_uccl_wire_batch_next(rec);
         }
+        break;
+    case UCT_UCCL_CTL_CREDIT:
+        uct_uccl_conn_handle_credit(iface, pkt, src);
         break;
     case UCT_UCCL_CTL_DISCONNECT:
         uct_uccl_conn_handle_disconnect(iface, pkt, src);

@@ -43,6 +43,18 @@
                                             tail-marked for as many RTOs */
 #define UCT_UCCL_FAST_RETX_MAX    64     /* holes resent per ACK */
 
+/* Receiver-driven congestion control (uccl_credit.c) */
+#define UCT_UCCL_CREDIT_REQ_GAP_NS    10000ull   /* a conn's requests at
+                                                    most this often */
+#define UCT_UCCL_CREDIT_RETRY_MIN_NS  200000ull  /* a sender short of credit
+                                                    and unanswered asks
+                                                    again after this, */
+#define UCT_UCCL_CREDIT_RETRY_MAX_NS  10000000ull /* twice as long each
+                                                    time, up to this */
+#define UCT_UCCL_CREDIT_TICK_MAX      32     /* senders granted per tick */
+#define UCT_UCCL_CREDIT_CTL_RESERVE   16     /* control buffers a request
+                                                leaves to ACKs */
+
 /* Path scoreboard of a new conn (uccl_path.h) */
 #define UCT_UCCL_PATH_INIT_RTT_NS     50000ull
 #define UCT_UCCL_PATH_LOSS_PENALTY_NS 100000ull

@@ -11,7 +11,8 @@
  *    completions or ep errors for UCX while the user slept;
  *  - a one-shot timerfd, set while data is unacknowledged or a connection
  *    or keepalive is in progress: the engine's timers (resends, retries,
- *    peer timeouts) must run although no packet arrives.
+ *    peer timeouts) must run although no packet arrives; and for the
+ *    credit pacer's next grant while a peer's sender waits for one.
  *
  * Arming returns UCS_ERR_BUSY while there is work a progress call would do
  * right away; such work never waits for an event.
@@ -171,10 +172,26 @@ static int uct_uccl_event_timers_due(uct_uccl_iface_t *iface)
     return 0;
 }
 
-static ucs_status_t uct_uccl_event_arm_timer(uct_uccl_iface_t *iface)
+/* ns until the engine must run although no packet may arrive; 0: never */
+static uint64_t uct_uccl_event_timer_ns(uct_uccl_iface_t *iface)
 {
-    uint64_t ns = ucs_max(iface->config.rto.min_ns,
-                          UCT_UCCL_EVENT_TIMER_MIN_NS);
+    uint64_t ns    = uct_uccl_event_timers_due(iface) ?
+                     ucs_max(iface->config.rto.min_ns,
+                             UCT_UCCL_EVENT_TIMER_MIN_NS) : 0;
+    uint64_t grant = uct_uccl_credit_next_ns(iface);
+    uint64_t now;
+
+    if (grant != 0) {
+        now   = uct_uccl_now_ns();
+        grant = (grant > now) ? grant - now : 1; /* 0 would disarm */
+        ns    = (ns == 0) ? grant : ucs_min(ns, grant);
+    }
+    return ns;
+}
+
+static ucs_status_t uct_uccl_event_arm_timer(uct_uccl_iface_t *iface,
+                                             uint64_t ns)
+{
     struct itimerspec its = {
         .it_value.tv_sec  = ns / UCS_NSEC_PER_SEC,
         .it_value.tv_nsec = ns % UCS_NSEC_PER_SEC
@@ -200,6 +217,7 @@ ucs_status_t uct_uccl_iface_event_arm(uct_iface_h tl_iface, unsigned events)
 {
     uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
     struct ibv_cq *cqs[]    = {iface->recv_cq, iface->send_cq, iface->ctl.cq};
+    uint64_t ns;
     unsigned i;
 
     iface->event.armed = 0;
@@ -219,8 +237,8 @@ ucs_status_t uct_uccl_iface_event_arm(uct_iface_h tl_iface, unsigned events)
         }
     }
 
-    if (uct_uccl_event_timers_due(iface) &&
-        (uct_uccl_event_arm_timer(iface) != UCS_OK)) {
+    ns = uct_uccl_event_timer_ns(iface);
+    if ((ns != 0) && (uct_uccl_event_arm_timer(iface, ns) != UCS_OK)) {
         return UCS_ERR_IO_ERROR;
     }
     iface->event.armed = 1;

@@ -172,7 +172,8 @@ ucs_status_t uct_uccl_iface_fence(uct_iface_h tl_iface, unsigned flags)
     return UCS_OK;
 }
 
-/* The congestion control every conn starts with, and the pacing wheel */
+/* The congestion control every conn starts with, the receiver's credit
+ * pacer (receiver-driven) and the pacing wheel */
 static ucs_status_t
 uct_uccl_iface_cc_init(uct_uccl_iface_t *iface,
                        const uct_uccl_iface_config_t *config)
@@ -186,6 +187,10 @@ uct_uccl_iface_cc_init(uct_uccl_iface_t *iface,
         return status;
     }
     iface->config.cc = uct_uccl_cc_find(config->cc.name)->name;
+    status = uct_uccl_credit_init(iface, &config->cc);
+    if (status != UCS_OK) {
+        return status;
+    }
     return ucs_twheel_init(&iface->pace_wheel, iface->config.pace_res,
                            ucs_get_time());
 }
@@ -314,6 +319,7 @@ err:
     ucs_ptr_array_cleanup(&self->conn_ids, 0);
     kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);
     ucs_twheel_cleanup(&self->pace_wheel);
+    uct_uccl_credit_cleanup(self);
     return status;
 }
 
@@ -348,6 +354,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
     ucs_ptr_array_cleanup(&self->conn_ids, 0);
     kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);
     ucs_twheel_cleanup(&self->pace_wheel);
+    uct_uccl_credit_cleanup(self);
 }
 
 UCS_CLASS_DEFINE(uct_uccl_iface_t, uct_base_iface_t);

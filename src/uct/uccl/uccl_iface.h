@@ -137,6 +137,14 @@ struct uct_uccl_iface {
                                             after this (the poll before) */
     ucs_twheel_t            pace_wheel;  /* paced conns wait here */
     unsigned                paced;       /* timers on it */
+
+    /* receiver-driven cc (uccl_credit.c): the pacer grants the senders of
+     * our conns' peers */
+    struct {
+        int                 on;          /* the cc is receiver-driven */
+        uct_uccl_cc_eqds_pacer_t pacer;
+        ucs_list_link_t     owed;        /* conns owing a grant */
+    } credit;
     unsigned                num_passive; /* conns peers opened to us */
     unsigned                rx_held;     /* receive buffers parked for
                                             their order, all conns */
@@ -280,6 +288,29 @@ ucs_status_t uct_uccl_iface_mode_select(uct_uccl_iface_t *iface,
                                         const uct_uccl_md_t *md, int mode);
 void uct_uccl_iface_config_set(uct_uccl_iface_t *iface,
                                const uct_uccl_iface_config_t *config);
+
+/* receiver-driven congestion control (uccl_credit.c) */
+ucs_status_t uct_uccl_credit_init(uct_uccl_iface_t *iface,
+                                  const uct_uccl_cc_config_t *config);
+void uct_uccl_credit_cleanup(uct_uccl_iface_t *iface);
+void uct_uccl_credit_conn_attach(uct_uccl_conn_t *conn);
+void uct_uccl_credit_conn_detach(uct_uccl_conn_t *conn);
+void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now);
+int uct_uccl_credit_may_resend(uct_uccl_conn_t *conn, uint32_t bytes,
+                               uint64_t now);
+int uct_uccl_credit_starved(uct_uccl_conn_t *conn, uint64_t now);
+void uct_uccl_credit_tx_grant(uct_uccl_conn_t *conn, uint32_t grant,
+                              uint64_t now);
+void uct_uccl_credit_owe(uct_uccl_conn_t *conn);
+void uct_uccl_credit_paid(uct_uccl_conn_t *conn);
+void uct_uccl_credit_tick(uct_uccl_iface_t *iface, uint64_t now);
+size_t uct_uccl_credit_pack(uct_uccl_conn_t *conn, uct_uccl_credit_t *rec,
+                            const uct_uccl_cc_request_t *req, uint64_t now);
+void uct_uccl_credit_sent(uct_uccl_conn_t *conn, const uct_uccl_credit_t *rec);
+uint64_t uct_uccl_credit_next_ns(const uct_uccl_iface_t *iface);
+void uct_uccl_conn_handle_credit(uct_uccl_iface_t *iface,
+                                 const uct_uccl_credit_t *rec,
+                                 const uct_uccl_ctl_src_t *src);
 
 /* async (uccl_async.c) */
 ucs_status_t uct_uccl_async_init(uct_uccl_iface_t *iface, double idle);

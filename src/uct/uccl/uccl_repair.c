@@ -38,9 +38,12 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
     if (conn->iface->tx_outstanding >= conn->iface->config.cq_size) {
         return UCS_ERR_NO_RESOURCE;
     }
+    now = uct_uccl_now_ns();
+    if (!uct_uccl_credit_may_resend(conn, chunk->length, now)) {
+        return UCS_ERR_NO_RESOURCE; /* the credit it asked for brings it */
+    }
 
     /* a path that lost a chunk is used less, and the resend avoids it */
-    now = uct_uccl_now_ns();
     uct_uccl_paths_loss(&conn->sel, e->path, now);
     path = uct_uccl_path_select(conn, chunk->length, e->path, now);
     if (path == NULL) {
@@ -81,6 +84,7 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
         uct_uccl_chunk_build_wr(conn, chunk);
     }
     uct_uccl_path_chain(conn, path, chunk);
+    uct_uccl_cc_on_resend(&conn->cc, chunk->length, now);
     e->path          = path->index;
     conn->lossy_until = now + UCT_UCCL_LOSSY_RTOS * conn->rto.rto_ns;
     ++conn->stats.retx;
@@ -138,6 +142,9 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
 
     ++conn->stats.acks_rx;
     iface->stats.bad_ack += (info.bad_bits > 0);
+    if (ack->flags & UCT_UCCL_ACK_F_CREDIT) {
+        uct_uccl_credit_tx_grant(conn, ack->credit, now); /* before on_ack */
+    }
     /* the fabric's part of the sample; none when the peer's CQ wait may
      * have been all of it */
     conn->stats.cc_samples += (info.rtt_ns > info.rx_wait_ns);
@@ -206,6 +213,13 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
     uct_uccl_iface_t *iface = conn->iface;
     uint32_t inflight;
 
+    if (ucs_unlikely(conn->cc.ops->tx_request != NULL) &&
+        uct_uccl_credit_starved(conn, now)) {
+        ucs_debug("uccl: conn %u: no grant from the peer for %.1f ms",
+                  conn->id, (now - conn->credit.wait_ns) / 1e6);
+        uct_uccl_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
+        return;
+    }
     if (conn->rc) {
         return; /* the NIC retransmits; errors come as completions */
     }

@@ -463,6 +463,8 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     if (conn == NULL) {
         goto out_put;
     }
+    /* what crossed the link, duplicates too (receiver-driven cc) */
+    uct_uccl_cc_rx_on_data(&conn->cc, wc->byte_len, iface->rx_poll_ns);
 
     imm = uct_uccl_imm_from_wire(wc->imm_data);
     if (ucs_unlikely(uct_uccl_imm_check(imm) != UCS_OK)) {
@@ -534,9 +536,14 @@ static size_t uct_uccl_rx_ack_pack(uct_uccl_conn_t *conn, uct_uccl_ack_t *ack,
     ack->echo_path   = conn->echo_path;
     ack->rx_delay_ns = ucs_min(now - conn->echo_time, UINT32_MAX);
     ack->rx_wait_ns  = ucs_min(conn->echo_wait, UINT32_MAX);
-    ack->credit      = 0;
     ack->flags       = conn->ack_busy ? UCT_UCCL_ACK_F_BUSY : 0;
     conn->ack_busy   = 0;
+    if (uct_uccl_cc_rx_driven(&conn->cc)) {
+        /* the grant rides along: no CREDIT record needed */
+        ack->credit  = uct_uccl_cc_rx_credit(&conn->cc, now);
+        ack->flags  |= UCT_UCCL_ACK_F_CREDIT;
+        uct_uccl_credit_paid(conn);
+    }
     return ack->hdr.length;
 }
 
@@ -575,20 +582,59 @@ int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst)
     return 0;
 }
 
-/* Send every owed ACK: records for the same peer share a SEND (a batch),
- * all SENDs go out in one chain */
-unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now)
+/* Control records on their way out: those for the same peer share a SEND
+ * (a batch), all SENDs go out in one chain */
+typedef struct {
+    struct ibv_ah           *ahs[UCT_UCCL_CTL_TX_DEPTH];
+    uint32_t                qpns[UCT_UCCL_CTL_TX_DEPTH];
+    unsigned                idx[UCT_UCCL_CTL_TX_DEPTH];
+    size_t                  lens[UCT_UCCL_CTL_TX_DEPTH];
+    uct_uccl_ack_batch_t    *batch;
+    unsigned                count;
+} uct_uccl_rx_batcher_t;
+
+/* Append a record of `len` bytes for conn's peer (copied from rec); 0 when
+ * no control buffer is left (it goes on a later progress) */
+static int uct_uccl_rx_batch_add(uct_uccl_iface_t *iface,
+                                 uct_uccl_rx_batcher_t *b,
+                                 uct_uccl_conn_t *conn, const void *rec,
+                                 size_t len)
 {
-    struct ibv_ah *ahs[UCT_UCCL_CTL_TX_DEPTH];
-    uint32_t qpns[UCT_UCCL_CTL_TX_DEPTH];
-    unsigned idx[UCT_UCCL_CTL_TX_DEPTH];
-    size_t lens[UCT_UCCL_CTL_TX_DEPTH];
+    void *dst = NULL;
+
+    if ((b->count > 0) && (b->ahs[b->count - 1] == conn->ah) &&
+        (b->qpns[b->count - 1] == conn->remote_ctl_qpn)) {
+        dst = uct_uccl_wire_batch_add(b->batch, len, UCT_UCCL_WIRE_CTL_MAX);
+    }
+    if (dst == NULL) {
+        if (b->count == UCT_UCCL_CTL_TX_DEPTH) {
+            return 0;
+        }
+        b->batch = uct_uccl_iface_ctl_tx_buf(iface, &b->idx[b->count]);
+        if (b->batch == NULL) {
+            return 0;
+        }
+        uct_uccl_wire_batch_init(b->batch);
+        b->ahs[b->count]  = conn->ah;
+        b->qpns[b->count] = conn->remote_ctl_qpn;
+        ++b->count;
+        dst = uct_uccl_wire_batch_add(b->batch, len, UCT_UCCL_WIRE_CTL_MAX);
+        ucs_assert(dst != NULL);
+    }
+
+    memcpy(dst, rec, len);
+    b->lens[b->count - 1] = b->batch->hdr.length;
+    return 1;
+}
+
+/* Every owed ACK that is due */
+static unsigned uct_uccl_rx_batch_acks(uct_uccl_iface_t *iface,
+                                       uct_uccl_rx_batcher_t *b, uint64_t now)
+{
     uint64_t rec_buf[UCT_UCCL_WIRE_CTL_MAX / 8];
-    uct_uccl_ack_batch_t *batch = NULL;
     uct_uccl_conn_t *conn, *tmp;
-    unsigned count = 0, acks = 0;
+    unsigned acks = 0;
     size_t len;
-    void *dst;
 
     ucs_list_for_each_safe(conn, tmp, &iface->ack_list, ack_link) {
         if ((conn->state != UCT_UCCL_CONN_CONNECTED) || !conn->sack_valid) {
@@ -606,36 +652,54 @@ unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now)
 
         len = uct_uccl_rx_ack_pack(conn, (uct_uccl_ack_t*)rec_buf,
                                    UCT_UCCL_WIRE_CTL_MAX, now);
-        dst = NULL;
-        if ((batch != NULL) && (ahs[count - 1] == conn->ah) &&
-            (qpns[count - 1] == conn->remote_ctl_qpn)) {
-            dst = uct_uccl_wire_batch_add(batch, len, UCT_UCCL_WIRE_CTL_MAX);
+        if (!uct_uccl_rx_batch_add(iface, b, conn, rec_buf, len)) {
+            break;
         }
-        if (dst == NULL) {
-            if (count == UCT_UCCL_CTL_TX_DEPTH) {
-                break;
-            }
-            batch = uct_uccl_iface_ctl_tx_buf(iface, &idx[count]);
-            if (batch == NULL) {
-                break; /* the rest go out on a later progress */
-            }
-            uct_uccl_wire_batch_init(batch);
-            ahs[count]  = conn->ah;
-            qpns[count] = conn->remote_ctl_qpn;
-            ++count;
-            dst = uct_uccl_wire_batch_add(batch, len, UCT_UCCL_WIRE_CTL_MAX);
-            ucs_assert(dst != NULL);
-        }
-
-        memcpy(dst, rec_buf, len);
-        lens[count - 1] = batch->hdr.length;
         uct_uccl_rx_ack_paid(conn);
         ++conn->stats.acks_tx;
         ++acks;
     }
-
-    uct_uccl_iface_ctl_post(iface, ahs, qpns, idx, lens, count);
     return acks;
+}
+
+/* Every grant owed that no ACK carried */
+static unsigned uct_uccl_rx_batch_credits(uct_uccl_iface_t *iface,
+                                          uct_uccl_rx_batcher_t *b,
+                                          uint64_t now)
+{
+    uct_uccl_conn_t *conn, *tmp;
+    uct_uccl_credit_t rec;
+    unsigned count = 0;
+
+    ucs_list_for_each_safe(conn, tmp, &iface->credit.owed, credit.owed_link) {
+        if (conn->state != UCT_UCCL_CONN_CONNECTED) {
+            uct_uccl_credit_paid(conn);
+            continue;
+        }
+        (void)uct_uccl_credit_pack(conn, &rec, NULL, now);
+        if (!uct_uccl_rx_batch_add(iface, b, conn, &rec, sizeof(rec))) {
+            break;
+        }
+        uct_uccl_credit_sent(conn, &rec);
+        ++count;
+    }
+    return count;
+}
+
+/* Send every owed ACK and grant (the credit pacer grants first, so that
+ * the ACKs carry what it granted) */
+unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now)
+{
+    uct_uccl_rx_batcher_t b;
+    unsigned count;
+
+    b.count = 0;
+    b.batch = NULL;
+    uct_uccl_credit_tick(iface, now);
+    count  = uct_uccl_rx_batch_acks(iface, &b, now);
+    count += uct_uccl_rx_batch_credits(iface, &b, now);
+    uct_uccl_iface_ctl_post(iface, b.ahs, b.qpns, b.idx, b.lens, b.count);
+    return count;
 }
 
 static void uct_uccl_rx_desc_drop(void *arg, void *desc)

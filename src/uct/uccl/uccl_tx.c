@@ -179,6 +179,11 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
         uct_uccl_tx_mark_tails(conn, now);
     }
     uct_uccl_conn_post_chains(conn);
+    if (ucs_unlikely(conn->cc.ops->tx_request != NULL) &&
+        (conn->tx_queued > 0)) {
+        /* receiver-driven: ask for what the credit does not cover */
+        uct_uccl_credit_tx_request(conn, now);
+    }
     return count;
 }
 

@@ -15,6 +15,7 @@ static const char *uct_uccl_ctl_names[UCT_UCCL_CTL_LAST] = {
     [UCT_UCCL_CTL_ACK_BATCH]  = "ACK_BATCH",
     [UCT_UCCL_CTL_DISCONNECT] = "DISCONNECT",
     [UCT_UCCL_CTL_KEEPALIVE]  = "KEEPALIVE",
+    [UCT_UCCL_CTL_CREDIT]     = "CREDIT",
 };
 
 /* fixed part of each control type; 0 = not a valid type */
@@ -25,6 +26,7 @@ static const uint16_t uct_uccl_ctl_min_size[UCT_UCCL_CTL_LAST] = {
     [UCT_UCCL_CTL_ACK_BATCH]  = sizeof(uct_uccl_ack_batch_t),
     [UCT_UCCL_CTL_DISCONNECT] = sizeof(uct_uccl_disconnect_t),
     [UCT_UCCL_CTL_KEEPALIVE]  = sizeof(uct_uccl_keepalive_t),
+    [UCT_UCCL_CTL_CREDIT]     = sizeof(uct_uccl_credit_t),
 };
 
 const char *uct_uccl_wire_ctl_name(unsigned type)
@@ -197,9 +199,23 @@ static ucs_status_t uct_uccl_wire_ack_check(const uct_uccl_ack_t *ack)
     }
     if ((ack->hdr.length != uct_uccl_wire_ack_size(ack->sack_words)) ||
         (ack->sack_words > UCT_UCCL_WIRE_SACK_MAX_WORDS) ||
-        (ack->flags & ~UCT_UCCL_ACK_F_BUSY) ||
+        (ack->flags & ~(UCT_UCCL_ACK_F_BUSY | UCT_UCCL_ACK_F_CREDIT)) ||
+        (!(ack->flags & UCT_UCCL_ACK_F_CREDIT) && (ack->credit != 0)) ||
         !uct_uccl_wire_seq_ok(ack->cum_csn) ||
         !uct_uccl_wire_seq_ok(ack->echo_csn)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t uct_uccl_wire_credit_check(const uct_uccl_credit_t *c)
+{
+    const uint32_t all = UCT_UCCL_CREDIT_F_REQUEST | UCT_UCCL_CREDIT_F_GRANT;
+
+    if ((c->hdr.length != sizeof(*c)) || !(c->flags & all) ||
+        (c->flags & ~all) ||
+        (!(c->flags & UCT_UCCL_CREDIT_F_REQUEST) && (c->want || c->spec)) ||
+        (!(c->flags & UCT_UCCL_CREDIT_F_GRANT) && c->grant)) {
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;
@@ -249,10 +265,14 @@ static ucs_status_t uct_uccl_wire_batch_check(const uct_uccl_ack_batch_t *b)
         if (status != UCS_OK) {
             return status;
         }
-        if (rec->type != UCT_UCCL_CTL_ACK) {
+        if (rec->type == UCT_UCCL_CTL_ACK) {
+            status = uct_uccl_wire_ack_check((const uct_uccl_ack_t*)rec);
+        } else if (rec->type == UCT_UCCL_CTL_CREDIT) {
+            status = uct_uccl_wire_credit_check((const uct_uccl_credit_t*)
+                                                rec);
+        } else {
             return UCS_ERR_INVALID_PARAM;
         }
-        status = uct_uccl_wire_ack_check((const uct_uccl_ack_t*)rec);
         if (status != UCS_OK) {
             return status;
         }
@@ -282,6 +302,8 @@ ucs_status_t uct_uccl_wire_ctl_check(const void *pkt, size_t len)
         return uct_uccl_wire_ack_check(pkt);
     case UCT_UCCL_CTL_ACK_BATCH:
         return uct_uccl_wire_batch_check(pkt);
+    case UCT_UCCL_CTL_CREDIT:
+        return uct_uccl_wire_credit_check(pkt);
     case UCT_UCCL_CTL_DISCONNECT:
         d = pkt;
         return ((d->hdr.length == sizeof(*d)) && (d->reason <= 0)) ?

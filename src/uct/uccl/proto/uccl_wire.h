@@ -12,8 +12,9 @@
  *  2. headers at the start of SENDs on data QPs (they land in SRQ bounce
  *     buffers): AM, GET request/done (UC mode), retransmitted WRITE chunk;
  *  3. control packets on the UD control QP (after the 40-byte GRH): conn
- *     request/reply, ACK (variable SACK tail), ACK batch, disconnect,
- *     keepalive. Each starts with uct_uccl_ctl_hdr_t.
+ *     request/reply, ACK (variable SACK tail), credit, batch (of ACKs and
+ *     credits), disconnect, keepalive. Each starts with
+ *     uct_uccl_ctl_hdr_t.
  *
  * Sequence numbers (CSNs) live in a 24-bit serial space, see
  * uccl_seq.h. Every receive path validates with a uct_uccl_wire_*_check()
@@ -32,7 +33,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "uccl wire formats are little-endian, host must be too");
 
-#define UCT_UCCL_WIRE_VERSION     3
+#define UCT_UCCL_WIRE_VERSION     4
 #define UCT_UCCL_WIRE_MAGIC       0x4c434355u /* "UCCL" */
 #define UCT_UCCL_WIRE_MAX_PATHS   256
 /* Largest control packet: 4096-byte UD MTU minus the 40-byte GRH */
@@ -230,9 +231,10 @@ typedef enum {
     UCT_UCCL_CTL_CONN_REQ   = 1,
     UCT_UCCL_CTL_CONN_REP   = 2,
     UCT_UCCL_CTL_ACK        = 3, /* one conn's ACK; only inside a batch */
-    UCT_UCCL_CTL_ACK_BATCH  = 4, /* several ACKs in one SEND */
+    UCT_UCCL_CTL_ACK_BATCH  = 4, /* several ACKs and CREDITs in one SEND */
     UCT_UCCL_CTL_DISCONNECT = 5,
     UCT_UCCL_CTL_KEEPALIVE  = 6, /* liveness probe; echoed with REPLY flag */
+    UCT_UCCL_CTL_CREDIT     = 7, /* receiver-driven cc: request and grant */
     UCT_UCCL_CTL_LAST
 } uct_uccl_ctl_type_t;
 
@@ -305,13 +307,17 @@ typedef struct UCS_S_PACKED uct_uccl_conn_pkt {
  *            then is not a congested fabric. The RTO does not (it must
  *            cover the peer's whole response time). Any value is safe:
  *            it is clamped to the sample.
- *  credit:   receiver-granted bytes for receiver-driven cc (0: none).
+ *  credit:   with UCT_UCCL_ACK_F_CREDIT, the receiver's cumulative grant
+ *            to the data sender (receiver-driven cc, see the credit
+ *            packet); 0 without the flag.
  *  token:    the data sender's conn token (see the conn packet).
  *  flags:    UCT_UCCL_ACK_F_BUSY: the receiver is alive but refused a chunk
  *            (too much waits for its user): resend it later, not at once.
+ *            UCT_UCCL_ACK_F_CREDIT: credit is a grant.
  * Total length = sizeof(uct_uccl_ack_t) + 8 * sack_words.
  */
-#define UCT_UCCL_ACK_F_BUSY  0x1
+#define UCT_UCCL_ACK_F_BUSY    0x1
+#define UCT_UCCL_ACK_F_CREDIT  0x2
 typedef struct UCS_S_PACKED uct_uccl_ack {
     uct_uccl_ctl_hdr_t hdr;
     uint32_t dst_conn_id;  /* the data sender's conn id */
@@ -327,8 +333,33 @@ typedef struct UCS_S_PACKED uct_uccl_ack {
     uint64_t sack[];
 } uct_uccl_ack_t;
 
-/* Several records (ACKs) in one SEND. Each record starts with its own
- * uct_uccl_ctl_hdr_t and its length is a multiple of 8. */
+/*
+ * CREDIT: receiver-driven congestion control between the two ends of a
+ * conn, in either direction (each end may send data and receive it):
+ *  UCT_UCCL_CREDIT_F_REQUEST: want/spec are the sender's request to the
+ *            receiver (uct_uccl_cc_request_t: the cumulative grant it
+ *            needs for all it sent and queued, and the bytes it sent or
+ *            is about to send on speculative credit);
+ *  UCT_UCCL_CREDIT_F_GRANT: grant is the receiver's cumulative grant to
+ *            the sender, when no ACK carries it.
+ * All three are 32-bit serial numbers (a lost, repeated or reordered
+ * record is harmless); a field without its flag is 0. token is the
+ * receiver's conn token, as in an ACK.
+ */
+#define UCT_UCCL_CREDIT_F_REQUEST  0x1
+#define UCT_UCCL_CREDIT_F_GRANT    0x2
+typedef struct UCS_S_PACKED uct_uccl_credit {
+    uct_uccl_ctl_hdr_t hdr;
+    uint32_t dst_conn_id;
+    uint64_t token;
+    uint32_t flags;        /* UCT_UCCL_CREDIT_F_*, at least one */
+    uint32_t want;
+    uint32_t spec;
+    uint32_t grant;
+} uct_uccl_credit_t;
+
+/* Several records (ACKs, CREDITs) in one SEND. Each record starts with its
+ * own uct_uccl_ctl_hdr_t and its length is a multiple of 8. */
 typedef struct UCS_S_PACKED uct_uccl_ack_batch {
     uct_uccl_ctl_hdr_t hdr;
     uint16_t count;        /* records following, >= 1 */
@@ -377,6 +408,7 @@ _Static_assert(offsetof(uct_uccl_ack_t, sack) % 8 == 0, "sack alignment");
 _Static_assert(sizeof(uct_uccl_ack_batch_t) == 8, "ack batch size");
 _Static_assert(sizeof(uct_uccl_disconnect_t) == 24, "disconnect size");
 _Static_assert(sizeof(uct_uccl_keepalive_t) == 32, "keepalive size");
+_Static_assert(sizeof(uct_uccl_credit_t) == 32, "credit size");
 
 static inline size_t uct_uccl_wire_conn_size(unsigned num_paths)
 {
@@ -483,9 +515,9 @@ _Static_assert(sizeof(uct_uccl_packed_rkey_t) == 8, "packed rkey size");
  * Checks the common header (known type, version, length <= len and at least
  * the type's fixed size), type-specific sizes and fields (magic, path count
  * and MTU of conn packets, SACK word count, 24-bit sequence fields,
- * reserved fields zero) and, for a batch, every record (only ACK records
- * are allowed in a batch, each aligned and inside the batch).
- * A bare ACK outside a batch is accepted too.
+ * reserved fields zero) and, for a batch, every record (only ACK and
+ * CREDIT records are allowed in a batch, each aligned and inside the
+ * batch). A bare ACK or CREDIT outside a batch is accepted too.
  * Returns UCS_OK, UCS_ERR_MESSAGE_TRUNCATED for short packets, or
  * UCS_ERR_INVALID_PARAM / UCS_ERR_UNSUPPORTED (other version).
  */

@@ -9,8 +9,9 @@
  * optional (NULL means "ignored") and are told about:
  *   sender:   on_send, on_ack (bytes acked, RTT sample, the receiver's own
  *             queueing time, now), on_loss (fast retransmit), on_timeout
- *             (RTO), on_credit (cumulative grant from a receiver-driven
- *             peer), tx_request (what to ask such a peer for);
+ *             (RTO), on_resend (bytes sent again), on_credit (cumulative
+ *             grant from a receiver-driven peer), tx_request (what to ask
+ *             such a peer for);
  *   receiver: rx_on_data (bytes arrived), rx_on_request (what the peer
  *             asks for), rx_credit (cumulative grant to put in the next
  *             ACK) and rx_attach (join the iface's credit pacer).
@@ -61,7 +62,8 @@ typedef struct uct_uccl_cc_timely_params {
 } uct_uccl_cc_timely_params_t;
 
 typedef struct uct_uccl_cc_eqds_params {
-    uint64_t spec_bytes;     /* speculative credit; 0: one BDP */
+    uint64_t spec_bytes;     /* speculative credit; 0: one BDP, at least
+                              * one chunk */
     uint64_t credit_cap;     /* most credit a sender holds at once */
     uint64_t demand_cap;     /* most a sender asks for ahead of sending */
 } uct_uccl_cc_eqds_params_t;
@@ -134,6 +136,7 @@ typedef struct uct_uccl_cc_ops {
     void (*on_ack)(uct_uccl_cc_t *cc, const uct_uccl_cc_ack_t *ack);
     void (*on_loss)(uct_uccl_cc_t *cc, uint64_t lost_bytes, uint64_t now);
     void (*on_timeout)(uct_uccl_cc_t *cc, uint64_t now);
+    void (*on_resend)(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now);
     void (*on_credit)(uct_uccl_cc_t *cc, uint32_t granted, uint64_t now);
     void (*tx_request)(uct_uccl_cc_t *cc, uint64_t backlog_bytes,
                        uct_uccl_cc_request_t *req);
@@ -241,6 +244,18 @@ static inline void uct_uccl_cc_on_timeout(uct_uccl_cc_t *cc, uint64_t now)
     ++cc->timeouts;
     if (cc->ops->on_timeout != NULL) {
         cc->ops->on_timeout(cc, now);
+    }
+}
+
+/* bytes went again (a resend: still in flight once, not a new send). A
+ * window algorithm ignores it; a credit one spends credit on it (into
+ * debt if it went beyond), so that what crosses the receiver's link stays
+ * what it granted. */
+static inline void uct_uccl_cc_on_resend(uct_uccl_cc_t *cc, uint32_t bytes,
+                                         uint64_t now)
+{
+    if (cc->ops->on_resend != NULL) {
+        cc->ops->on_resend(cc, bytes, now);
     }
 }
 

@@ -2,8 +2,10 @@
  * EQDS (Olteanu et al., NSDI 2022): receiver-driven credit.
  *
  * Sender. It may send only what its credit covers (UCT_UCCL_CC_F_STRICT):
- * speculative credit of about one BDP (and at least one chunk, so a burst
- * can start before its request is answered), plus what the receiver
+ * speculative credit of about one BDP (derived, at least one chunk, so a
+ * burst can start before its request is answered; given, as given: below
+ * a chunk, bulk waits for its grants and only small messages go
+ * unscheduled), plus what the receiver
  * grants; speculative credit is spent first. A request (uct_uccl_cc_
  * request_t) asks for `want`, the cumulative grant needed for everything
  * sent and queued (backlog capped at demand_cap), and tells `spec`, the
@@ -12,7 +14,9 @@
  * lost, repeated or reordered one is harmless. A sender that has drained
  * (all acknowledged, nothing queued at its last request) gets its
  * speculative credit back, as a new flow would. Credit beyond credit_cap
- * is dropped. Until the first grant shows that the peer is receiver-driven,
+ * is dropped; what it dropped of the grants the sender asked for (its
+ * bytes still wait) is asked for again, on top of the want. Until the
+ * first grant shows that the peer is receiver-driven,
  * ACKed bytes return their credit: a fixed window of the speculative size,
  * so a peer that grants nothing cannot stall the conn.
  *
@@ -24,7 +28,9 @@
  *
  * The sender's accounting, all cumulative bytes: credit = spec_total +
  * grant_total - sent_total, never negative (a send the transport forced
- * past it is a debt the next credit pays).
+ * past it is a debt the next credit pays). Resends count as sent: the
+ * receiver's link carries them too, so they are asked for and granted
+ * like new bytes.
  */
 #include "uccl_cc_int.h"
 #include "uccl_cc_eqds_pacer.h"
@@ -42,6 +48,7 @@ typedef struct uct_uccl_cc_eqds {
     uint64_t grant_total;   /* of it, what was credited (cap) */
     uint64_t sent_total;    /* bytes sent against credit */
     uint64_t want_total;    /* largest want asked for */
+    uint64_t dropped;       /* asked-for grants the cap dropped */
     uint64_t spec_told;     /* largest spec told */
     uint64_t backlog_end;   /* sent_total once the known backlog is out */
     int      peer_grants;   /* the peer grants: credit is strict */
@@ -110,8 +117,9 @@ static ucs_status_t uct_uccl_cc_eqds_init(uct_uccl_cc_t *cc,
         bdp = (uint64_t)((double)params->base_rtt_ns * params->link_bps /
                          8e9);
     }
-    e->spec       = uct_uccl_cc_def_u64(p->spec_bytes, bdp);
-    e->spec       = (e->spec > chunk) ? e->spec : chunk;
+    /* a derived BDP is at least a chunk; a value given is taken as is */
+    e->spec       = (p->spec_bytes != 0) ? p->spec_bytes :
+                    ((bdp > chunk) ? bdp : chunk);
     e->cap        = uct_uccl_cc_def_u64(p->credit_cap,
                                         UCT_UCCL_CC_EQDS_CREDIT_CAP);
     if (p->credit_cap == 0) {
@@ -151,6 +159,22 @@ static void uct_uccl_cc_eqds_on_send(uct_uccl_cc_t *cc, uint32_t bytes,
     uct_uccl_cc_eqds_publish(cc);
 }
 
+/* a resend crossed the link too: once the peer grants, it spends credit
+ * (into debt) and so is asked for and granted like new bytes */
+static void uct_uccl_cc_eqds_on_resend(uct_uccl_cc_t *cc, uint32_t bytes,
+                                       uint64_t now)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+
+    if (!e->peer_grants) {
+        return; /* ACK-clocked: a window, which resends do not count in */
+    }
+    e->sent_total += bytes;
+    e->spec_avail  = uct_uccl_cc_min_u64(e->spec_avail,
+                                         uct_uccl_cc_eqds_credit(e));
+    uct_uccl_cc_eqds_publish(cc);
+}
+
 static void uct_uccl_cc_eqds_on_ack(uct_uccl_cc_t *cc,
                                     const uct_uccl_cc_ack_t *ack)
 {
@@ -162,8 +186,9 @@ static void uct_uccl_cc_eqds_on_ack(uct_uccl_cc_t *cc,
     }
     raw = uct_uccl_cc_eqds_raw(e);
     if ((cc->inflight_bytes == 0) && (e->sent_total >= e->backlog_end) &&
-        (raw < (int64_t)e->spec)) {
-        /* drained: the next burst starts like a new flow */
+        (raw < (int64_t)e->spec) && (!e->peer_grants || (raw >= 0))) {
+        /* drained: the next burst starts like a new flow (a debt for
+         * resends is paid by grants first) */
         uct_uccl_cc_eqds_add_spec(e, (uint64_t)((int64_t)e->spec - raw));
     }
     uct_uccl_cc_eqds_publish(cc);
@@ -173,7 +198,8 @@ static void uct_uccl_cc_eqds_on_credit(uct_uccl_cc_t *cc, uint32_t granted,
                                        uint64_t now)
 {
     uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
-    uint64_t delta, credit;
+    uint64_t before       = e->grant_seen;
+    uint64_t delta, credit, accepted, asked;
 
     if (!e->peer_grants) {
         e->peer_grants = 1;
@@ -182,8 +208,14 @@ static void uct_uccl_cc_eqds_on_credit(uct_uccl_cc_t *cc, uint32_t granted,
     delta = uct_uccl_cc_eqds_serial(&e->grant_seen, granted);
     if (delta > 0) {
         credit          = uct_uccl_cc_eqds_credit(e);
-        e->grant_total += uct_uccl_cc_min_u64(delta, (credit < e->cap) ?
+        accepted        = uct_uccl_cc_min_u64(delta, (credit < e->cap) ?
                                                      e->cap - credit : 0);
+        e->grant_total += accepted;
+        /* of the grant, what was asked for (a lie beyond it is not) */
+        asked           = (e->want_total + e->dropped > before) ?
+                          uct_uccl_cc_min_u64(delta, e->want_total +
+                                              e->dropped - before) : 0;
+        e->dropped     += (asked > accepted) ? asked - accepted : 0;
     }
     uct_uccl_cc_eqds_publish(cc);
 }
@@ -206,7 +238,7 @@ static void uct_uccl_cc_eqds_tx_request(uct_uccl_cc_t *cc,
     if (spec > e->spec_told) {
         e->spec_told = spec;
     }
-    req->want = (uint32_t)e->want_total;
+    req->want = (uint32_t)(e->want_total + e->dropped);
     req->spec = (uint32_t)e->spec_told;
 }
 
@@ -291,6 +323,7 @@ const uct_uccl_cc_ops_t uct_uccl_cc_eqds_ops = {
     .cleanup       = uct_uccl_cc_eqds_cleanup,
     .on_send       = uct_uccl_cc_eqds_on_send,
     .on_ack        = uct_uccl_cc_eqds_on_ack,
+    .on_resend     = uct_uccl_cc_eqds_on_resend,
     .on_credit     = uct_uccl_cc_eqds_on_credit,
     .tx_request    = uct_uccl_cc_eqds_tx_request,
     .rx_on_data    = uct_uccl_cc_eqds_rx_on_data,

@@ -1,0 +1,337 @@
+/**
+ * Copyright (C) uccl contributors. See file LICENSE for terms.
+ *
+ * Receiver-driven congestion control (UCX_UCCL_CC=eqds) on the wire. Each
+ * end of a conn may send data and receive it; its one uct_uccl_cc_t keeps
+ * the two roles apart (sender: its credit; receiver: the peer's demand and
+ * the grant to it), and so does uct_uccl_conn_credit_t.
+ *
+ * Sender. When what waits in its queue outgrows its credit, the pump asks
+ * the peer for more: a CREDIT record with REQUEST (uct_uccl_cc_request_t,
+ * cumulative), at most every REQ_GAP, as soon as the peer's outstanding
+ * grants (what it was asked for and did not grant yet) no longer cover
+ * what waits, and, while no new grant comes, again after RETRY_MIN, twice
+ * as long each time. Grants come in the peer's ACKs
+ * (UCT_UCCL_ACK_F_CREDIT) or in CREDIT records with GRANT.
+ *
+ * Receiver. The iface's pacer (one per iface, shared by its conns) grants
+ * the peers' demand at the link rate, round robin. The engine ticks it in
+ * every pass (uct_uccl_rx_flush_acks), from the user's progress call or
+ * from the background pass when the user does not call it; a conn it
+ * granted owes its peer the grant: an ACK packed in that pass carries it,
+ * else a CREDIT record goes. A request repeated unchanged (the sender
+ * heard nothing) is answered at once with the current grant, which
+ * repairs a lost one.
+ *
+ * Resends (UC) spend credit too, and under credit wait for it: after a
+ * loss, a burst of them would overflow the receiver's buffer again.
+ *
+ * RC mode works alike; no ACK is sent in software there, so every grant
+ * goes alone.
+ */
+#include "uccl_tx.h"
+#include "proto/cc/uccl_cc_def.h"
+
+#include <ucs/debug/log.h>
+#include <string.h>
+
+
+ucs_status_t uct_uccl_credit_init(uct_uccl_iface_t *iface,
+                                  const uct_uccl_cc_config_t *config)
+{
+    uct_uccl_cc_eqds_pacer_params_t params;
+    ucs_status_t status;
+
+    ucs_list_head_init(&iface->credit.owed);
+    iface->credit.on = uct_uccl_cc_config_rx_driven(config);
+    if (!iface->credit.on) {
+        return UCS_OK;
+    }
+
+    status = uct_uccl_cc_config_pacer(config, iface->config.chunk_size,
+                                      &params);
+    if (status != UCS_OK) {
+        return status;
+    }
+    return uct_uccl_cc_eqds_pacer_init(&iface->credit.pacer, &params,
+                                       uct_uccl_now_ns());
+}
+
+/* after every conn was destroyed (and so detached) */
+void uct_uccl_credit_cleanup(uct_uccl_iface_t *iface)
+{
+    if (iface->credit.on) {
+        uct_uccl_cc_eqds_pacer_cleanup(&iface->credit.pacer);
+    }
+}
+
+/* The conn's cc was (re)initialized: its receiver side joins the pacer */
+void uct_uccl_credit_conn_attach(uct_uccl_conn_t *conn)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+
+    conn->credit.retry_ns = UCT_UCCL_CREDIT_RETRY_MIN_NS;
+    if (iface->credit.on) {
+        uct_uccl_cc_rx_attach(&conn->cc, &iface->credit.pacer, conn);
+    }
+}
+
+/* A failed or closing conn is granted nothing more and owes nothing */
+void uct_uccl_credit_conn_detach(uct_uccl_conn_t *conn)
+{
+    if (conn->cc.ops != NULL) {
+        uct_uccl_cc_rx_attach(&conn->cc, NULL, NULL);
+    }
+    uct_uccl_credit_paid(conn);
+}
+
+void uct_uccl_credit_owe(uct_uccl_conn_t *conn)
+{
+    if (!conn->credit.owed) {
+        conn->credit.owed = 1;
+        ucs_list_add_tail(&conn->iface->credit.owed, &conn->credit.owed_link);
+    }
+}
+
+void uct_uccl_credit_paid(uct_uccl_conn_t *conn)
+{
+    if (conn->credit.owed) {
+        ucs_list_del(&conn->credit.owed_link);
+        conn->credit.owed = 0;
+    }
+}
+
+/* A CREDIT record to conn's peer: the request when req is not NULL, and
+ * our grant when our side grants (uct_uccl_credit_sent once it went) */
+size_t uct_uccl_credit_pack(uct_uccl_conn_t *conn, uct_uccl_credit_t *rec,
+                            const uct_uccl_cc_request_t *req, uint64_t now)
+{
+    memset(rec, 0, sizeof(*rec));
+    uct_uccl_wire_hdr_init(&rec->hdr, UCT_UCCL_CTL_CREDIT, sizeof(*rec));
+    rec->dst_conn_id = conn->remote_id;
+    rec->token       = conn->remote_token;
+    if (req != NULL) {
+        rec->flags |= UCT_UCCL_CREDIT_F_REQUEST;
+        rec->want   = req->want;
+        rec->spec   = req->spec;
+    }
+    if (uct_uccl_cc_rx_driven(&conn->cc)) {
+        rec->flags |= UCT_UCCL_CREDIT_F_GRANT;
+        rec->grant  = uct_uccl_cc_rx_credit(&conn->cc, now);
+    }
+    return sizeof(*rec);
+}
+
+void uct_uccl_credit_sent(uct_uccl_conn_t *conn, const uct_uccl_credit_t *rec)
+{
+    if (rec->flags & UCT_UCCL_CREDIT_F_GRANT) {
+        ++conn->stats.credit_tx;
+        uct_uccl_credit_paid(conn);
+    }
+    if (rec->flags & UCT_UCCL_CREDIT_F_REQUEST) {
+        ++conn->stats.credit_req_tx;
+    }
+}
+
+/* What waits: the chunks a refused resend stands for (every SACK hole,
+ * at most a chunk each), then the queue, counted up to what a request may
+ * ask for */
+static uint64_t uct_uccl_credit_backlog(uct_uccl_conn_t *conn)
+{
+    const uct_uccl_tracker_t *t = &conn->tracker;
+    uint64_t cap   = conn->iface->config.cc_params.eqds.demand_cap;
+    uint64_t bytes = 0;
+    uct_uccl_chunk_t *chunk;
+
+    if (cap == 0) {
+        cap = UCT_UCCL_CC_EQDS_DEMAND_CAP;
+    }
+    if (conn->credit.resend_wait && !conn->rc) {
+        bytes = (uint64_t)(uct_uccl_seq_dist(t->high_sacked, t->una) -
+                           ucs_min(t->sacked_cnt,
+                                   uct_uccl_seq_dist(t->high_sacked,
+                                                     t->una))) *
+                uct_uccl_conn_chunk_size(conn);
+        bytes = ucs_max(bytes, uct_uccl_conn_chunk_size(conn));
+    }
+    ucs_queue_for_each(chunk, &conn->tx_queue, queue) {
+        if (bytes >= cap) {
+            break;
+        }
+        bytes += chunk->length;
+    }
+    return ucs_min(bytes, cap);
+}
+
+/* Chunks wait (the pump left some queued, or a resend waits for credit).
+ * The peer must hear of what the credit does not cover: ask when what it
+ * still means to grant (the last request's want less its grant so far)
+ * falls short of that, or when nothing was heard from it for too long;
+ * never with the last control buffers, which the ACKs need more. */
+void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
+{
+    uct_uccl_conn_credit_t *cr = &conn->credit;
+    uct_uccl_cc_t *cc          = &conn->cc;
+    int32_t pending            = (int32_t)(cr->want - cr->grant);
+    uint64_t backlog, credit;
+    uct_uccl_cc_request_t req;
+    uct_uccl_credit_t rec;
+
+    if ((now - cr->req_ns < UCT_UCCL_CREDIT_REQ_GAP_NS) ||
+        (conn->iface->ctl.tx_nfree <= UCT_UCCL_CREDIT_CTL_RESERVE)) {
+        return;
+    }
+    backlog = uct_uccl_credit_backlog(conn);
+    credit  = (cc->cwnd_bytes > cc->inflight_bytes) ?
+              cc->cwnd_bytes - cc->inflight_bytes : 0;
+    if ((backlog <= credit) ||
+        ((pending > 0) && ((uint64_t)pending >= backlog - credit) &&
+         (now - cr->heard_ns < cr->retry_ns))) {
+        return; /* covered, or asked for already */
+    }
+
+    uct_uccl_cc_tx_request(cc, backlog, &req);
+    (void)uct_uccl_credit_pack(conn, &rec, &req, now);
+    if (uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,
+                                &rec, sizeof(rec)) != UCS_OK) {
+        return; /* the next pump tries again */
+    }
+    uct_uccl_credit_sent(conn, &rec);
+    if ((req.want == cr->want) && (req.spec == cr->spec)) {
+        /* unanswered: the next time later */
+        cr->retry_ns = ucs_min(2 * cr->retry_ns, UCT_UCCL_CREDIT_RETRY_MAX_NS);
+    }
+    cr->want     = req.want;
+    cr->spec     = req.spec;
+    cr->req_ns   = now;
+    cr->heard_ns = now;
+}
+
+/* May a resend of `bytes` go now? Always under a window. Under credit
+ * only what the credit covers: resends are bytes on the receiver's link
+ * like any (its pacer grants them), and a burst of them at once, after a
+ * loss, is what overflows its buffer again. One that may not go asks for
+ * credit, and the ACKs and timers that found it try again. */
+int uct_uccl_credit_may_resend(uct_uccl_conn_t *conn, uint32_t bytes,
+                               uint64_t now)
+{
+    uct_uccl_cc_t *cc = &conn->cc;
+
+    if (!(cc->flags & UCT_UCCL_CC_F_STRICT) ||
+        (cc->cwnd_bytes >= cc->inflight_bytes + bytes)) {
+        conn->credit.resend_wait = 0;
+        return 1;
+    }
+    conn->credit.resend_wait = 1;
+    uct_uccl_credit_tx_request(conn, now);
+    return 0;
+}
+
+/* A sender short of credit sends nothing, so no send completion or
+ * timeout can show that its peer died: a peer that answers none of its
+ * requests for PEER_TIMEOUT (a live one answers every repeated request)
+ * is taken for dead, as one silent on outstanding chunks is. From the
+ * timers. */
+int uct_uccl_credit_starved(uct_uccl_conn_t *conn, uint64_t now)
+{
+    uct_uccl_conn_credit_t *cr = &conn->credit;
+    uct_uccl_cc_t *cc          = &conn->cc;
+    uct_uccl_chunk_t *head;
+    int waiting;
+
+    waiting = conn->credit.resend_wait;
+    if (!waiting && (cc->flags & UCT_UCCL_CC_F_STRICT) &&
+        !ucs_queue_is_empty(&conn->tx_queue)) {
+        head    = ucs_queue_head_elem_non_empty(&conn->tx_queue,
+                                                uct_uccl_chunk_t, queue);
+        waiting = (cc->cwnd_bytes < cc->inflight_bytes + head->length);
+    }
+    if (!waiting) {
+        cr->wait_ns = 0;
+        return 0;
+    }
+    if ((cr->wait_ns == 0) || (cr->peer_ns > cr->wait_ns)) {
+        cr->wait_ns = (cr->wait_ns == 0) ? now : cr->peer_ns;
+    }
+    return now - cr->wait_ns >= conn->iface->config.peer_timeout_ns;
+}
+
+/* The peer's cumulative grant, from an ACK or a CREDIT record */
+void uct_uccl_credit_tx_grant(uct_uccl_conn_t *conn, uint32_t grant,
+                              uint64_t now)
+{
+    uct_uccl_conn_credit_t *cr = &conn->credit;
+
+    uct_uccl_cc_on_credit(&conn->cc, grant, now);
+    cr->peer_ns = now;
+    if ((int32_t)(grant - cr->grant) > 0) {
+        cr->grant    = grant;
+        cr->heard_ns = now;
+        cr->retry_ns = UCT_UCCL_CREDIT_RETRY_MIN_NS;
+    }
+}
+
+/* The pacer grants what the link allows by now; the conns it granted owe
+ * their peers the grant (this pass's ACKs or CREDIT records) */
+void uct_uccl_credit_tick(uct_uccl_iface_t *iface, uint64_t now)
+{
+    uct_uccl_cc_eqds_sender_t *out[UCT_UCCL_CREDIT_TICK_MAX];
+    uint64_t next;
+    unsigned i, n;
+
+    if (!iface->credit.on) {
+        return;
+    }
+    next = uct_uccl_cc_eqds_pacer_next_ns(&iface->credit.pacer);
+    if ((next == 0) || (next > now)) {
+        return;
+    }
+    n = uct_uccl_cc_eqds_pacer_tick(&iface->credit.pacer, now, out,
+                                    UCT_UCCL_CREDIT_TICK_MAX);
+    for (i = 0; i < n; ++i) {
+        uct_uccl_credit_owe(out[i]->arg);
+    }
+}
+
+/* When the pacer may grant next (ns, our clock); 0: no sender waits */
+uint64_t uct_uccl_credit_next_ns(const uct_uccl_iface_t *iface)
+{
+    return iface->credit.on ?
+           uct_uccl_cc_eqds_pacer_next_ns(&iface->credit.pacer) : 0;
+}
+
+void uct_uccl_conn_handle_credit(uct_uccl_iface_t *iface,
+                                 const uct_uccl_credit_t *rec,
+                                 const uct_uccl_ctl_src_t *src)
+{
+    uct_uccl_conn_t *conn = uct_uccl_conn_bound(iface, rec->dst_conn_id,
+                                                rec->token, src);
+    uct_uccl_cc_request_t req;
+    uint64_t now;
+
+    if ((conn == NULL) || (conn->state != UCT_UCCL_CONN_CONNECTED)) {
+        return;
+    }
+
+    now = uct_uccl_now_ns();
+    if (rec->flags & UCT_UCCL_CREDIT_F_GRANT) {
+        ++conn->stats.credit_rx;
+        uct_uccl_credit_tx_grant(conn, rec->grant, now);
+        uct_uccl_conn_kick(conn);
+    }
+    if (rec->flags & UCT_UCCL_CREDIT_F_REQUEST) {
+        ++conn->stats.credit_req_rx;
+        if (!uct_uccl_cc_rx_driven(&conn->cc)) {
+            return; /* we grant nothing: the peer keeps its own window */
+        }
+        req.want = rec->want;
+        req.spec = rec->spec;
+        uct_uccl_cc_rx_on_request(&conn->cc, &req, now);
+        if ((rec->want == conn->credit.rx_want) &&
+            (rec->spec == conn->credit.rx_spec)) {
+            uct_uccl_credit_owe(conn); /* asked again: a grant was lost */
+        }
+        conn->credit.rx_want = rec->want;
+        conn->credit.rx_spec = rec->spec;
+    }
+}
