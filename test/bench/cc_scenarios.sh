@@ -28,8 +28,13 @@
 #
 # eqds grants at the receiving link's rate: it is told the modelled one
 # (UCX_UCCL_CC_LINK_RATE); the other algorithms run with their defaults.
+# eqds_small is eqds sized for these buffers (128 KiB: 2 default chunks)
+# and for the scheduling delays of processes sharing the cores (a grant
+# used late lands on top of the next ones): 8 KiB chunks and quanta,
+# 4 KiB speculative, at most 32 KiB of credit held, 90% of the link.
 #
-# CC_CONFIGS ("fixed swift timely eqds rc_verbs"), CC_SCENARIOS (all),
+# CC_CONFIGS ("fixed swift timely eqds rc_verbs"; eqds_small on request),
+# CC_SCENARIOS (all),
 # CC_SENDERS (4), CC_SECONDS (3), CC_SIZE (262144), CC_WINDOW (4 messages
 # in flight per sender), CC_LINK_GBPS (1), CC_BUF (128k), BENCH_TIMEOUT
 # (120 s per process).
@@ -60,6 +65,11 @@ tls_of() {
         rc_verbs) echo "UCX_TLS=rc_verbs,ud_verbs,self" ;;
         eqds)     echo "UCX_TLS=uccl,self UCX_UCCL_CC=eqds" \
                        "UCX_UCCL_CC_LINK_RATE=${link}Gbps" ;;
+        eqds_small)
+                  echo "UCX_TLS=uccl,self UCX_UCCL_CC=eqds" \
+                       "UCX_UCCL_CC_LINK_RATE=${link}Gbps" \
+                       "UCX_UCCL_CHUNK_SIZE=8k UCX_UCCL_CC_EQDS_SPEC=4k" \
+                       "UCX_UCCL_CC_EQDS_CREDIT_CAP=32k UCX_UCCL_CC_EQDS_RATE=0.9" ;;
         *)        echo "UCX_TLS=uccl,self UCX_UCCL_CC=$1" ;;
     esac
 }
