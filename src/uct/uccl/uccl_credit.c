@@ -133,6 +133,16 @@ void uct_uccl_credit_sent(uct_uccl_conn_t *conn, const uct_uccl_credit_t *rec)
     }
 }
 
+/* Does a resend wait for credit? Not once everything was acknowledged
+ * (the chunk it would have resent arrived after all) */
+static int uct_uccl_credit_resend_due(uct_uccl_conn_t *conn)
+{
+    if (conn->credit.resend_wait && (uct_uccl_conn_inflight(conn) == 0)) {
+        conn->credit.resend_wait = 0;
+    }
+    return conn->credit.resend_wait;
+}
+
 /* What waits: the chunks a refused resend stands for (every SACK hole,
  * at most a chunk each), then the queue, counted up to what a request may
  * ask for */
@@ -146,7 +156,7 @@ static uint64_t uct_uccl_credit_backlog(uct_uccl_conn_t *conn)
     if (cap == 0) {
         cap = UCT_UCCL_CC_EQDS_DEMAND_CAP;
     }
-    if (conn->credit.resend_wait && !conn->rc) {
+    if (uct_uccl_credit_resend_due(conn)) {
         bytes = (uint64_t)(uct_uccl_seq_dist(t->high_sacked, t->una) -
                            ucs_min(t->sacked_cnt,
                                    uct_uccl_seq_dist(t->high_sacked,
@@ -239,7 +249,7 @@ int uct_uccl_credit_starved(uct_uccl_conn_t *conn, uint64_t now)
     uct_uccl_chunk_t *head;
     int waiting;
 
-    waiting = conn->credit.resend_wait;
+    waiting = uct_uccl_credit_resend_due(conn);
     if (!waiting && (cc->flags & UCT_UCCL_CC_F_STRICT) &&
         !ucs_queue_is_empty(&conn->tx_queue)) {
         head    = ucs_queue_head_elem_non_empty(&conn->tx_queue,
