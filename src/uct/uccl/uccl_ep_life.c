@@ -19,13 +19,18 @@ ucs_status_t uct_uccl_ep_flush(uct_ep_h tl_ep, unsigned flags,
     uct_uccl_conn_t *conn = ep->conn;
     uct_uccl_op_t *op;
 
-    if (conn->state == UCT_UCCL_CONN_FAILED) {
-        return (flags & UCT_FLUSH_FLAG_CANCEL) ? UCS_OK : conn->fail_status;
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        /* UCS_OK: every operation before it completed, its completion
+         * called (canceled), as when an ep is destroyed */
+        if (conn->state != UCT_UCCL_CONN_FAILED) {
+            uct_uccl_tx_purge(conn, UCS_ERR_CANCELED);
+        }
+        uct_uccl_async_report_ops_of(conn->iface, conn);
+        return UCS_OK;
     }
 
-    if (flags & UCT_FLUSH_FLAG_CANCEL) {
-        uct_uccl_tx_purge(conn, UCS_ERR_CANCELED);
-        return UCS_OK;
+    if (conn->state == UCT_UCCL_CONN_FAILED) {
+        return conn->fail_status;
     }
 
     if (!ucs_queue_is_empty(&conn->pending_q)) {
