@@ -229,6 +229,17 @@ static UCS_F_ALWAYS_INLINE int uct_uccl_conn_is_paced(uct_uccl_conn_t *conn)
     return conn->pace_timer.is_active;
 }
 
+/* Do a and b lead to the same peer iface (its control QP and port)? Our
+ * conns to one peer iface share the ACKs an AM carries */
+static inline int uct_uccl_conn_same_peer(const uct_uccl_conn_t *a,
+                                          const uct_uccl_conn_t *b)
+{
+    return (a->remote_ctl_qpn == b->remote_ctl_qpn) &&
+           (a->remote_dev.lid == b->remote_dev.lid) &&
+           !memcmp(a->remote_dev.gid, b->remote_dev.gid,
+                   sizeof(a->remote_dev.gid));
+}
+
 /* conn (uccl_conn.c) */
 ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
                                   const uct_uccl_device_addr_t *dev,

@@ -224,11 +224,7 @@ uct_uccl_conn_t *uct_uccl_conn_sibling(const uct_uccl_conn_t *via, uint32_t id,
         ++iface->stats.unknown_conn;
         return NULL;
     }
-    if ((token != conn->token) ||
-        (conn->remote_ctl_qpn != via->remote_ctl_qpn) ||
-        (conn->remote_dev.lid != via->remote_dev.lid) ||
-        memcmp(conn->remote_dev.gid, via->remote_dev.gid,
-               sizeof(conn->remote_dev.gid))) {
+    if ((token != conn->token) || !uct_uccl_conn_same_peer(conn, via)) {
         ++iface->stats.forged_ctl;
         return NULL;
     }

@@ -566,8 +566,7 @@ int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst)
     uct_uccl_ack_t ack;
 
     ucs_list_for_each(owing, &conn->iface->ack_list, ack_link) {
-        if ((owing->remote_uuid != conn->remote_uuid) ||
-            (owing->remote_ctl_qpn != conn->remote_ctl_qpn) ||
+        if (!uct_uccl_conn_same_peer(owing, conn) ||
             (owing->state != UCT_UCCL_CONN_CONNECTED) || !owing->sack_valid ||
             uct_uccl_sack_has_holes(&owing->sack)) {
             continue;
