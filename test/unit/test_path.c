@@ -2,7 +2,9 @@
  * Path selection: power of two choices prefers low-RTT paths in the
  * proportions P2C predicts, penalised paths are used less and recover as
  * the penalty decays, small messages stick, and everything is a function
- * of the seed. The QP budget grants paths so that many peers shrink them,
+ * of the seed. Path health: a loss burst or a stall parks a path, never
+ * more than max_parked of them; a parked path gets only probes, spaced
+ * out while they fail, and comes back when a probe is acked. The QP budget grants paths so that many peers shrink them,
  * down to one, before a conn cannot be made.
  */
 #include "unit_test.h"
@@ -179,6 +181,277 @@ static void test_small_and_edges(void)
     uct_uccl_paths_cleanup(&ps);
 }
 
+/* path health on: 4 losses in a row park, 1 us first probe */
+static uct_uccl_path_params_t health_params(uint64_t seed)
+{
+    uct_uccl_path_params_t p = params(seed);
+
+    p.park_losses     = 4;
+    p.max_parked      = N / 2;
+    p.probe_ns        = 1000;
+    p.probe_max_shift = 3;
+    return p;
+}
+
+/* a choice for data, never a parked path */
+static unsigned select_checked(uct_uccl_paths_t *ps, uint64_t now)
+{
+    unsigned p = uct_uccl_paths_select(ps, 65536, now);
+
+    if (uct_uccl_paths_parked(ps, p)) {
+        UT_FAIL("parked path %u chosen", p);
+    }
+    return p;
+}
+
+static void test_park_loss_burst(void)
+{
+    uct_uccl_path_params_t p = health_params(ut_seed);
+    uint64_t now = 5000, gaps[6];
+    unsigned i, k, chosen3 = 0;
+    uct_uccl_paths_t ps;
+
+    UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
+    for (i = 0; i < 16; ++i) {
+        uct_uccl_paths_sent(&ps, 3, now);
+    }
+    /* losses with an ACK between do not park */
+    for (i = 0; i < 3; ++i) {
+        uct_uccl_paths_loss(&ps, 3, now);
+    }
+    uct_uccl_paths_ack_time(&ps, now);
+    uct_uccl_paths_acked(&ps, 3, now - 100);
+    for (i = 0; i < 3; ++i) {
+        uct_uccl_paths_loss(&ps, 3, now);
+    }
+    UT_EQ(ps.nparked, 0);
+    /* the 4th in a row does */
+    uct_uccl_paths_loss(&ps, 3, now);
+    UT_TRUE(uct_uccl_paths_parked(&ps, 3));
+    UT_EQ(ps.nparked, 1);
+    UT_EQ(ps.stats.parks_loss, 1);
+    UT_EQ(ps.path[3].unacked, 16 - 1 - 7);
+
+    /* no data on it, and no probe before one is due */
+    for (i = 0; i < 100000; ++i) {
+        chosen3 += select_checked(&ps, now + 999) == 3;
+    }
+    UT_EQ(chosen3, 0);
+    UT_EQ(uct_uccl_paths_probe(&ps, now + 999), -1);
+
+    /* probes, one at a time, twice as far apart while they fail, capped */
+    for (k = 0; k < 6; ++k) {
+        now = ps.probe_next;
+        UT_EQ(uct_uccl_paths_probe(&ps, now), 3);
+        UT_EQ(uct_uccl_paths_probe(&ps, now), -1);
+        gaps[k] = ps.path[3].probe_at - now;
+        for (i = 0; i < 1000; ++i) {
+            UT_TRUE(select_checked(&ps, now) != 3);
+        }
+        uct_uccl_paths_sent(&ps, 3, now);
+        uct_uccl_paths_loss(&ps, 3, now + 10);
+        UT_TRUE(uct_uccl_paths_parked(&ps, 3));
+    }
+    UT_EQ(gaps[0], 2000);
+    UT_EQ(gaps[1], 4000);
+    UT_EQ(gaps[2], 8000);
+    UT_EQ(gaps[3], 8000);
+    UT_EQ(gaps[5], 8000);
+    UT_EQ(ps.stats.probes, 6);
+
+    /* an ACK of a chunk sent before it was parked proves nothing */
+    uct_uccl_paths_ack_time(&ps, now + 20);
+    uct_uccl_paths_acked(&ps, 3, ps.path[3].parked_at - 1);
+    UT_TRUE(uct_uccl_paths_parked(&ps, 3));
+    /* an acked probe brings it back, penalty cleared */
+    now = ps.probe_next;
+    UT_EQ(uct_uccl_paths_probe(&ps, now), 3);
+    uct_uccl_paths_sent(&ps, 3, now);
+    uct_uccl_paths_ack_time(&ps, now + 50);
+    uct_uccl_paths_acked(&ps, 3, now);
+    UT_TRUE(!uct_uccl_paths_parked(&ps, 3));
+    UT_EQ(ps.nparked, 0);
+    UT_EQ(ps.stats.unparks, 1);
+    /* chosen again once its penalty decayed (max 1 ms, halves per ms) */
+    now += 30ull << 20;
+    for (i = 0; i < 80000; ++i) {
+        chosen3 += uct_uccl_paths_select(&ps, 65536, now) == 3;
+    }
+    printf("  loss burst: parked, 6 failed probes (gaps %lu..%lu ns), back "
+           "after an acked probe: chosen %u of 80000 once its penalty "
+           "decayed\n", gaps[0], gaps[5], chosen3);
+    UT_TRUE((chosen3 > 9000) && (chosen3 < 11000));
+    uct_uccl_paths_cleanup(&ps);
+}
+
+/* every path loses a burst: at most max_parked of them are parked, and
+ * data always has an unparked path; a single path is never parked */
+static void test_park_never_all(void)
+{
+    uct_uccl_path_params_t p = health_params(ut_seed);
+    unsigned i, j, n;
+    uct_uccl_paths_t ps;
+
+    p.max_parked = 100;
+    UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
+    UT_EQ(ps.max_parked, N - 1);
+    for (j = 0; j < N; ++j) {
+        for (i = 0; i < 8; ++i) {
+            uct_uccl_paths_loss(&ps, j, 0);
+        }
+    }
+    UT_EQ(ps.nparked, N - 1);
+    for (i = 0, n = 0; i < N; ++i) {
+        n += uct_uccl_paths_parked(&ps, i);
+    }
+    UT_EQ(n, N - 1);
+    for (i = 0; i < 10000; ++i) {
+        UT_TRUE(!uct_uccl_paths_parked(&ps, select_checked(&ps, 10)));
+    }
+    uct_uccl_paths_cleanup(&ps);
+
+    p = health_params(ut_seed);
+    UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
+    for (j = 0; j < N; ++j) {
+        for (i = 0; i < 8; ++i) {
+            uct_uccl_paths_loss(&ps, j, 0);
+        }
+    }
+    UT_EQ(ps.nparked, N / 2);
+    uct_uccl_paths_cleanup(&ps);
+
+    p.num_paths = 1;
+    UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
+    for (i = 0; i < 100; ++i) {
+        uct_uccl_paths_loss(&ps, 0, 0);
+        UT_EQ(uct_uccl_paths_select(&ps, 65536, i), 0);
+    }
+    UT_EQ(ps.nparked, 0);
+    uct_uccl_paths_cleanup(&ps);
+
+    /* park_losses 0: never parked */
+    p = params(ut_seed);
+    UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
+    for (i = 0; i < 100; ++i) {
+        uct_uccl_paths_loss(&ps, 2, 0);
+    }
+    UT_EQ(ps.nparked, 0);
+    uct_uccl_paths_cleanup(&ps);
+    /* parking without probes is refused */
+    p = health_params(ut_seed);
+    p.probe_ns = 0;
+    UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_ERR_INVALID_PARAM);
+}
+
+/* a path with chunks out and no ACK for stall_ns while others have ACKs
+ * stalls; when every path is silent, none is parked */
+static void test_stall(void)
+{
+    uct_uccl_path_params_t p = health_params(ut_seed);
+    const uint64_t stall = 100000;
+    uint64_t now = 1000;
+    uct_uccl_paths_t ps;
+    unsigned i;
+
+    UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
+    for (i = 0; i < N; ++i) {
+        uct_uccl_paths_sent(&ps, i, now);
+    }
+    /* no ACK yet at all: nothing to compare with */
+    UT_EQ(uct_uccl_paths_check(&ps, now + 2 * stall, stall), 0);
+    /* all but path 5 acked, often */
+    for (now = 1000; now < 1000 + 3 * stall; now += stall / 10) {
+        uct_uccl_paths_ack_time(&ps, now);
+        for (i = 0; i < N; ++i) {
+            if (i != 5) {
+                uct_uccl_paths_sent(&ps, i, now);
+                uct_uccl_paths_acked(&ps, i, now);
+            }
+        }
+        if (now < 1000 + stall) {
+            UT_EQ(uct_uccl_paths_check(&ps, now, stall), 0);
+        }
+    }
+    UT_EQ(uct_uccl_paths_check(&ps, now, stall), 1);
+    UT_TRUE(uct_uccl_paths_parked(&ps, 5));
+    UT_EQ(ps.stats.parks_stall, 1);
+    /* an idle path (nothing out) never stalls */
+    UT_EQ(ps.path[6].unacked, 1);
+    uct_uccl_paths_ack_time(&ps, now);
+    uct_uccl_paths_acked(&ps, 6, now);
+    UT_EQ(uct_uccl_paths_check(&ps, now + stall / 2 + stall, stall), 0);
+    /* every path silent for stall_ns: the peer, not a path */
+    for (i = 0; i < N; ++i) {
+        uct_uccl_paths_sent(&ps, i, now);
+    }
+    UT_EQ(uct_uccl_paths_check(&ps, now + 5 * stall, stall), 0);
+    UT_EQ(ps.nparked, 1);
+    /* nothing outstanding: counts cleared */
+    uct_uccl_paths_idle(&ps);
+    for (i = 0; i < N; ++i) {
+        UT_EQ(ps.path[i].unacked, 0);
+    }
+    uct_uccl_paths_cleanup(&ps);
+}
+
+/* Random sends, ACKs, losses and choices: the invariants hold at every
+ * step (parked count, no data on a parked path but probes), and the same
+ * seed gives the same run */
+static uint64_t health_run(uint64_t seed, unsigned *parks, unsigned *unparks)
+{
+    uct_uccl_path_params_t p = health_params(seed);
+    uint64_t now = 0, hash = 0;
+    unsigned i, j, n, path, bad = (unsigned)(seed % N);
+    uct_uccl_paths_t ps;
+    int probe;
+
+    ut_rng = seed * 0x9e3779b97f4a7c15ull + 1;
+    UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
+    for (i = 0; i < 200000; ++i) {
+        now += 1 + ut_rand_below(200);
+        probe = uct_uccl_paths_probe(&ps, now);
+        path  = (probe >= 0) ? (unsigned)probe : select_checked(&ps, now);
+        uct_uccl_paths_sent(&ps, path, now);
+        /* the bad path loses everything for a while, others 2% */
+        if (((path == bad) && (i > 50000) && (i < 100000)) ||
+            (ut_rand_below(100) < 2)) {
+            uct_uccl_paths_loss(&ps, path, now);
+        } else {
+            uct_uccl_paths_ack_time(&ps, now);
+            uct_uccl_paths_acked(&ps, path, now);
+        }
+        if (i % 64 == 0) {
+            (void)uct_uccl_paths_check(&ps, now, 20000);
+        }
+        for (j = 0, n = 0; j < N; ++j) {
+            n += uct_uccl_paths_parked(&ps, j);
+        }
+        UT_EQ(n, ps.nparked);
+        UT_TRUE(ps.nparked <= ps.max_parked);
+        hash = hash * 31 + path + 7 * ps.nparked;
+    }
+    /* the loss burst of the bad path is over: it is back */
+    UT_TRUE(!uct_uccl_paths_parked(&ps, bad) || (ps.nparked < N / 2));
+    *parks   = ps.stats.parks_loss + ps.stats.parks_stall;
+    *unparks = ps.stats.unparks;
+    uct_uccl_paths_cleanup(&ps);
+    return hash;
+}
+
+static void test_health_random(void)
+{
+    unsigned parks, unparks, parks2, unparks2;
+    uint64_t h1 = health_run(ut_seed, &parks, &unparks);
+    uint64_t h2 = health_run(ut_seed, &parks2, &unparks2);
+
+    UT_EQ(h1, h2);
+    UT_EQ(parks, parks2);
+    UT_TRUE(parks >= 1);
+    UT_TRUE(unparks + N / 2 >= parks);
+    printf("  random run: %u parks, %u unparks; same seed, same run\n",
+           parks, unparks);
+}
+
 /* conns to distinct peers on one device, both sides counted (as in one
  * process): every one gets a path while QPs are left, the paths shrink as
  * they go, and nothing is granted beyond the budget */
@@ -218,5 +491,9 @@ int main(int argc, char **argv)
     test_p2c();
     test_penalty();
     test_small_and_edges();
+    test_park_loss_burst();
+    test_park_never_all();
+    test_stall();
+    test_health_random();
     return ut_done("test_path");
 }

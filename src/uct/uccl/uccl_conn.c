@@ -181,6 +181,10 @@ static ucs_status_t uct_uccl_conn_paths_state_init(uct_uccl_conn_t *conn)
     pparams.halflife_shift  = UCT_UCCL_PATH_HALFLIFE_SHIFT;
     pparams.small_size      = UCT_UCCL_PATH_STICKY_MAX;
     pparams.explore_shift   = UCT_UCCL_PATH_EXPLORE_SHIFT;
+    pparams.park_losses     = UCT_UCCL_PATH_PARK_LOSSES;
+    pparams.max_parked      = conn->num_paths / UCT_UCCL_PATH_PARK_DIV;
+    pparams.probe_ns        = UCT_UCCL_PATH_PROBE_NS;
+    pparams.probe_max_shift = UCT_UCCL_PATH_PROBE_MAX_SHIFT;
     status = uct_uccl_paths_init(&conn->sel, &pparams);
     if (status != UCS_OK) {
         return status;

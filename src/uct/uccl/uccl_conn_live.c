@@ -311,6 +311,10 @@ void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
             conn->tx_queued, ucs_list_length(&conn->ops),
             ucs_list_length(&conn->zombies));
     uct_uccl_conn_dump_cc(conn, stream);
+    fprintf(stream, " path_parks_loss %lu path_parks_stall %lu path_probes "
+            "%lu path_unparks %lu path_parked %u", conn->sel.stats.parks_loss,
+            conn->sel.stats.parks_stall, conn->sel.stats.probes,
+            conn->sel.stats.unparks, conn->sel.nparked);
     fputc('\n', stream);
 }
 

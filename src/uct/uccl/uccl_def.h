@@ -61,6 +61,18 @@
 #define UCT_UCCL_PATH_MAX_PENALTY_NS  10000000ull
 #define UCT_UCCL_PATH_HALFLIFE_SHIFT  24     /* ~17 ms */
 #define UCT_UCCL_PATH_EXPLORE_SHIFT   4
+/* Path health (uccl_path.h): a path down loses every chunk of its bursts,
+ * a path merely lossy rarely loses this many in a row with no ACK between */
+#define UCT_UCCL_PATH_PARK_LOSSES     4
+#define UCT_UCCL_PATH_PARK_DIV        2      /* at most 1/2 of the paths */
+/* a probe of a path still down loses its chunk: the first goes after 1 ms,
+ * then at most one per 32 ms (1/2000 of the chunks at 64 KiB and 1 Gbit/s) */
+#define UCT_UCCL_PATH_PROBE_NS        1000000ull
+#define UCT_UCCL_PATH_PROBE_MAX_SHIFT 5
+/* a path with chunks out and no ACK for this many smoothed RTTs (at least
+ * STALL_MIN_NS) stalled */
+#define UCT_UCCL_PATH_STALL_RTTS      4
+#define UCT_UCCL_PATH_STALL_MIN_NS    1000000ull
 
 
 typedef struct uct_uccl_iface   uct_uccl_iface_t;

@@ -48,12 +48,14 @@ int uct_uccl_tx_may_leave(uct_uccl_conn_t *conn,
  * path (one chain, one doorbell), then the scoreboard picks the better of
  * two random paths (small messages stay on the last one). A path whose send
  * queue is full is skipped; NULL when every path is full. `avoid` is the
- * path a resent chunk was lost on. */
+ * path a resent chunk was lost on. A parked path takes only the probes
+ * the scoreboard asks for: one chunk of new bulk data each. */
 uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
                                     int avoid, uint64_t now)
 {
     uct_uccl_qp_t *path = &conn->paths[conn->sel.last];
     unsigned i, n = conn->num_paths;
+    int probe;
 
     if ((avoid < 0) && (conn->burst_left > 0) &&
         uct_uccl_path_has_room(conn, path)) {
@@ -61,11 +63,22 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
         return path;
     }
 
+    if (ucs_unlikely(conn->sel.nparked > 0) && (avoid < 0) &&
+        (length > UCT_UCCL_PATH_STICKY_MAX) &&
+        ((probe = uct_uccl_paths_probe(&conn->sel, now)) >= 0)) {
+        path = &conn->paths[probe];
+        if ((path->chain == NULL) && uct_uccl_path_has_room(conn, path)) {
+            conn->burst_left = 0; /* a probe goes alone */
+            return path;
+        }
+    }
+
     if (avoid >= 0) {
         /* a resend joins a chain already built (another resend's): order
          * does not matter for it, and it saves a doorbell */
         for (path = conn->chains; path != NULL; path = path->chain_next) {
-            if ((path->index != avoid) && uct_uccl_path_has_room(conn, path)) {
+            if ((path->index != avoid) && uct_uccl_path_has_room(conn, path) &&
+                !uct_uccl_paths_parked(&conn->sel, path->index)) {
                 return path;
             }
         }
@@ -73,7 +86,8 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
         /* small messages keep their order on one path: they move to another
          * only once everything posted on the current one completed (paths
          * reorder), and wait when its send queue is full */
-        if (path->outstanding == 0) {
+        if ((path->outstanding == 0) ||
+            uct_uccl_paths_parked(&conn->sel, path->index)) {
             path = &conn->paths[uct_uccl_paths_select(&conn->sel, length,
                                                       now)];
         }
@@ -94,7 +108,8 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
     for (i = 0; i < n; ++i) {
         path = &conn->paths[(conn->sel.last + 1 + i) % n];
         if (((path->index != avoid) || (n == 1)) &&
-            uct_uccl_path_has_room(conn, path)) {
+            uct_uccl_path_has_room(conn, path) &&
+            !uct_uccl_paths_parked(&conn->sel, path->index)) {
             conn->sel.last = path->index;
             goto found;
         }
@@ -104,6 +119,21 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
 found:
     conn->burst_left = conn->iface->config.path_burst - 1;
     return path;
+}
+
+/* From the timer (UC): paths with chunks out and no ACK for STALL_RTTS
+ * smoothed RTTs are parked (uccl_path.h) */
+void uct_uccl_path_health(uct_uccl_conn_t *conn, uint64_t now,
+                          uint32_t inflight)
+{
+    if (inflight == 0) {
+        uct_uccl_paths_idle(&conn->sel);
+        return;
+    }
+    (void)uct_uccl_paths_check(&conn->sel, now,
+                               ucs_max(UCT_UCCL_PATH_STALL_RTTS *
+                                       uct_uccl_rto_srtt(&conn->rto),
+                                       UCT_UCCL_PATH_STALL_MIN_NS));
 }
 
 /* RC: AMs keep one path while any of them is outstanding there, so the
@@ -135,6 +165,10 @@ void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
     }
     path->chain_tail = &chunk->wr;
     chunk->flags    |= UCT_UCCL_CHUNK_F_CHAINED;
+    if (chunk->flags & UCT_UCCL_CHUNK_F_TRACKED) {
+        /* its ACK or loss will be told to the path's health */
+        uct_uccl_paths_sent(&conn->sel, path->index, uct_uccl_now_ns());
+    }
     ++path->chain_len;
     path->sent[(path->sent_head + path->outstanding) &
                conn->iface->config.tx_ring_mask] = chunk;

@@ -18,6 +18,7 @@ static void uct_uccl_tracker_acked_cb(void *arg, uint32_t csn,
     uct_uccl_chunk_t *chunk = e->desc;
 
     chunk->flags &= ~UCT_UCCL_CHUNK_F_TRACKED;
+    uct_uccl_paths_acked(&conn->sel, e->path, e->send_time);
     uct_uccl_chunk_done(conn, chunk, UCS_OK);
 }
 
@@ -131,6 +132,7 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
     uint64_t now;
 
     now    = uct_uccl_now_ns();
+    uct_uccl_paths_ack_time(&conn->sel, now);
     status = uct_uccl_tracker_ack(&conn->tracker, ack, now,
                                   uct_uccl_tracker_acked_cb, conn, &info);
     if (status != UCS_OK) {
@@ -233,6 +235,7 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
          * the time budget starts with the next chunk */
         conn->last_progress = now;
     }
+    uct_uccl_path_health(conn, now, inflight);
     uct_uccl_tx_tail_probe(conn, now, inflight);
     switch (uct_uccl_rto_check(&conn->rto, now, inflight)) {
     case UCT_UCCL_RTO_WAIT:

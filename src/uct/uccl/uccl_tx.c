@@ -65,6 +65,7 @@ static void uct_uccl_tx_mark_tails(uct_uccl_conn_t *conn, uint64_t now)
             ((tail->kind != UCT_UCCL_KIND_PUT) &&
              (tail->kind != UCT_UCCL_KIND_GET_RESP)) ||
             !uct_uccl_path_has_room(conn, path) ||
+            uct_uccl_paths_parked(&conn->sel, path->index) ||
             !uct_uccl_conn_window_open(conn, 0, now)) {
             continue;
         }
@@ -107,6 +108,7 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
     conn->burst_left = 0;
     if ((conn->chains != NULL) && !ucs_queue_is_empty(&conn->tx_queue) &&
         uct_uccl_path_has_room(conn, conn->chains) &&
+        !uct_uccl_paths_parked(&conn->sel, conn->chains->index) &&
         (ucs_queue_head_elem_non_empty(&conn->tx_queue, uct_uccl_chunk_t,
                                        queue)->length > UCT_UCCL_BULK_MIN)) {
         conn->sel.last   = conn->chains->index;

@@ -53,6 +53,8 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
                                     int avoid, uint64_t now);
 uct_uccl_qp_t *uct_uccl_path_select_ordered(uct_uccl_conn_t *conn,
                                             uint64_t now);
+void uct_uccl_path_health(uct_uccl_conn_t *conn, uint64_t now,
+                          uint32_t inflight);
 void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
                          uct_uccl_chunk_t *chunk);
 void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn);

@@ -4,7 +4,15 @@
 #include "uccl_path.h"
 #include "uccl_wire.h"
 
+#include <ucs/sys/math.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* random draws for a path that is not parked before a scan; at most half
+ * the paths are parked in practice, so one or two draws do */
+#define UCT_UCCL_PATH_DRAWS 4
+
+static void uct_uccl_paths_probe_next(uct_uccl_paths_t *ps);
 
 
 ucs_status_t uct_uccl_paths_init(uct_uccl_paths_t *ps,
@@ -14,7 +22,9 @@ ucs_status_t uct_uccl_paths_init(uct_uccl_paths_t *ps,
 
     if ((params->num_paths == 0) ||
         (params->num_paths > UCT_UCCL_WIRE_MAX_PATHS) ||
-        (params->halflife_shift >= 64) || (params->explore_shift >= 32)) {
+        (params->halflife_shift >= 64) || (params->explore_shift >= 32) ||
+        (params->probe_max_shift >= 32) ||
+        ((params->park_losses > 0) && (params->probe_ns == 0))) {
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -35,6 +45,15 @@ ucs_status_t uct_uccl_paths_init(uct_uccl_paths_t *ps,
     ps->small_size      = params->small_size;
     ps->explore_mask    = params->explore_shift ?
                           (1ull << params->explore_shift) - 1 : 0;
+    ps->nparked         = 0;
+    ps->max_parked      = ucs_min(params->max_parked, ps->num - 1);
+    ps->park_losses     = params->park_losses;
+    ps->probe_ns        = params->probe_ns;
+    ps->probe_max_shift = params->probe_max_shift;
+    ps->probe_next      = UINT64_MAX;
+    ps->last_ack        = 0;
+    ps->busy            = 0;
+    memset(&ps->stats, 0, sizeof(ps->stats));
     ps->last            = uct_uccl_paths_rand(ps) % ps->num;
     return UCS_OK;
 }
@@ -43,6 +62,36 @@ void uct_uccl_paths_cleanup(uct_uccl_paths_t *ps)
 {
     free(ps->path);
     ps->path = NULL;
+}
+
+/* park p unless the limit is reached; returns whether it was parked */
+static int uct_uccl_paths_park(uct_uccl_paths_t *ps, unsigned p, uint64_t now)
+{
+    uct_uccl_path_t *path = &ps->path[p];
+
+    if (path->parked || (ps->nparked >= ps->max_parked)) {
+        return 0;
+    }
+    path->parked    = 1;
+    path->parked_at = now;
+    path->probe_at  = now + ps->probe_ns;
+    path->probes    = 0;
+    ++ps->nparked;
+    if (path->probe_at < ps->probe_next) {
+        ps->probe_next = path->probe_at;
+    }
+    return 1;
+}
+
+void uct_uccl_paths_unpark(uct_uccl_paths_t *ps, unsigned p)
+{
+    uct_uccl_path_t *path = &ps->path[p];
+
+    path->parked   = 0;
+    path->loss_run = 0;
+    --ps->nparked;
+    ++ps->stats.unparks;
+    uct_uccl_paths_probe_next(ps);
 }
 
 void uct_uccl_paths_loss(uct_uccl_paths_t *ps, unsigned p, uint64_t now)
@@ -57,4 +106,134 @@ void uct_uccl_paths_loss(uct_uccl_paths_t *ps, unsigned p, uint64_t now)
     path->penalty_ns   = penalty;
     path->penalty_time = now;
     ++path->losses;
+    path->unacked -= (path->unacked > 0);
+    if (path->loss_run < UINT16_MAX) {
+        ++path->loss_run;
+    }
+    if ((ps->park_losses > 0) && (path->loss_run >= ps->park_losses) &&
+        uct_uccl_paths_park(ps, p, now)) {
+        ++ps->stats.parks_loss;
+    }
+}
+
+unsigned uct_uccl_paths_check(uct_uccl_paths_t *ps, uint64_t now,
+                              uint64_t stall_ns)
+{
+    unsigned p, n = 0;
+    uct_uccl_path_t *path;
+
+    if ((ps->park_losses == 0) || (ps->nparked >= ps->max_parked) ||
+        (now - ps->last_ack >= stall_ns)) {
+        return 0; /* no ACK lately on any path: the peer is silent */
+    }
+    for (p = 0; p < ps->num; ++p) {
+        path = &ps->path[p];
+        if (!path->parked && (path->unacked > 0) &&
+            (now - path->wait_since >= stall_ns) &&
+            uct_uccl_paths_park(ps, p, now)) {
+            ++ps->stats.parks_stall;
+            ++n;
+        }
+    }
+    return n;
+}
+
+void uct_uccl_paths_idle(uct_uccl_paths_t *ps)
+{
+    unsigned p;
+
+    if (!ps->busy) {
+        return;
+    }
+    for (p = 0; p < ps->num; ++p) {
+        ps->path[p].unacked = 0;
+    }
+    ps->busy = 0;
+}
+
+/* a random path that is not parked (some is: max_parked < num) */
+static unsigned uct_uccl_paths_rand_usable(uct_uccl_paths_t *ps,
+                                           unsigned not)
+{
+    unsigned i, p;
+
+    for (i = 0; i < UCT_UCCL_PATH_DRAWS; ++i) {
+        p = uct_uccl_paths_rand(ps) % ps->num;
+        if (!ps->path[p].parked && (p != not)) {
+            return p;
+        }
+    }
+    /* rarely: the first usable one after the last draw */
+    for (i = 0; i < ps->num; ++i, p = (p + 1) % ps->num) {
+        if (!ps->path[p].parked && (p != not)) {
+            return p;
+        }
+    }
+    return not;
+}
+
+/* the parked path due for a probe first */
+static unsigned uct_uccl_paths_probe_due(const uct_uccl_paths_t *ps)
+{
+    unsigned p, best = 0;
+    uint64_t at = UINT64_MAX;
+
+    for (p = 0; p < ps->num; ++p) {
+        if (ps->path[p].parked && (ps->path[p].probe_at <= at)) {
+            at   = ps->path[p].probe_at;
+            best = p;
+        }
+    }
+    return best;
+}
+
+static void uct_uccl_paths_probe_next(uct_uccl_paths_t *ps)
+{
+    ps->probe_next = (ps->nparked > 0) ?
+                     ps->path[uct_uccl_paths_probe_due(ps)].probe_at :
+                     UINT64_MAX;
+}
+
+int uct_uccl_paths_probe(uct_uccl_paths_t *ps, uint64_t now)
+{
+    uct_uccl_path_t *path;
+    unsigned p;
+
+    if (now < ps->probe_next) {
+        return -1;
+    }
+    p              = uct_uccl_paths_probe_due(ps);
+    path           = &ps->path[p];
+    path->probes  += (path->probes < UINT8_MAX);
+    path->probe_at = now + (ps->probe_ns <<
+                            ucs_min(path->probes, ps->probe_max_shift));
+    ++path->chosen;
+    ++ps->stats.probes;
+    uct_uccl_paths_probe_next(ps);
+    ps->last = p;
+    return p;
+}
+
+unsigned uct_uccl_paths_select_parked(uct_uccl_paths_t *ps, uint64_t length,
+                                      uint64_t now)
+{
+    unsigned a, b;
+
+    if ((length <= ps->small_size) && !ps->path[ps->last].parked &&
+        (uct_uccl_path_penalty(ps, &ps->path[ps->last], now) == 0)) {
+        goto out;
+    }
+
+    a = uct_uccl_paths_rand_usable(ps, ps->num);
+    if (ps->explore_mask &&
+        !(uct_uccl_paths_rand(ps) & ps->explore_mask)) {
+        ps->last = a;
+        goto out;
+    }
+    b        = uct_uccl_paths_rand_usable(ps, a);
+    ps->last = (uct_uccl_path_score(ps, &ps->path[b], now) <
+                uct_uccl_path_score(ps, &ps->path[a], now)) ? b : a;
+out:
+    ++ps->path[ps->last].chosen;
+    return ps->last;
 }

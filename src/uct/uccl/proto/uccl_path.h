@@ -9,6 +9,27 @@
  * path that once looked bad is measured again. Messages of at most
  * small_size bytes stay on the last chosen path (less reordering) unless
  * it is penalised. Random numbers: xorshift64*, seeded, deterministic.
+ *
+ * Path health: the sender reports each transmission on a path (sent), and
+ * its end: an ACK (acked) or a loss (loss). A path is parked, and takes no
+ * new data, when
+ *  - it lost park_losses transmissions in a row with no ACK on it between
+ *    (a loss burst: a path down loses everything on it), or
+ *  - it stalled: transmissions are outstanding on it and it has had no ACK
+ *    for stall_ns (uct_uccl_paths_check, from the sender's timer) while
+ *    another path had one within stall_ns (when every path is silent, the
+ *    peer is, and no path is to blame).
+ * At most max_parked paths (fewer than all) are parked at once: a loss
+ * spread over every path parks no more than that. The choice never takes
+ * a parked path; uct_uccl_paths_probe() names one that is due for a probe:
+ * probe_ns after it was parked, then after twice as long each time, up to
+ * probe_ns << probe_max_shift. The caller sends one chunk of new data there
+ * alone (no burst), never a resend: a resend probing a path that is still
+ * down would be lost again, and could go from one dead path to the next
+ * for ever. An ACK of a chunk sent on it after it was parked (a
+ * probe that arrived) brings the path back with its loss run cleared; its
+ * loss penalty stays and decays, so the choice returns to it gradually.
+ * An ACK of an older transmission proves nothing about the path now.
  */
 #ifndef UCT_UCCL_PATH_H_
 #define UCT_UCCL_PATH_H_
@@ -21,8 +42,16 @@ typedef struct uct_uccl_path {
     uint64_t rtt_ns;        /* EWMA; initial value until measured */
     uint64_t penalty_ns;    /* at penalty_time */
     uint64_t penalty_time;
+    uint64_t wait_since;    /* unacked > 0: its last ACK, or the first
+                               transmission after it was idle */
+    uint64_t parked_at;     /* parked: since then */
+    uint64_t probe_at;      /* parked: the next probe may go then */
     uint64_t chosen;        /* chunks sent on it (statistics) */
     uint64_t losses;
+    uint32_t unacked;       /* transmissions neither acked nor lost */
+    uint16_t loss_run;      /* losses since its last ACK */
+    uint8_t  parked;
+    uint8_t  probes;        /* probes since parked (their backoff) */
 } uct_uccl_path_t;
 
 typedef struct uct_uccl_path_params {
@@ -34,7 +63,19 @@ typedef struct uct_uccl_path_params {
     uint32_t halflife_shift;  /* penalty half-life = 2^shift ns */
     uint32_t small_size;      /* bytes; 0 = every message chooses */
     uint32_t explore_shift;   /* 1 in 2^shift choices random; 0 = never */
+    uint32_t park_losses;     /* losses in a row that park; 0 = never */
+    uint32_t max_parked;      /* at most parked at once (< num_paths) */
+    uint64_t probe_ns;        /* first probe of a parked path after it */
+    uint32_t probe_max_shift; /* probe gaps at most probe_ns << shift */
 } uct_uccl_path_params_t;
+
+/* Path health counters of a conn (statistics) */
+typedef struct uct_uccl_paths_stats {
+    uint64_t parks_loss;      /* parked after a loss burst */
+    uint64_t parks_stall;     /* parked after a stall */
+    uint64_t probes;
+    uint64_t unparks;
+} uct_uccl_paths_stats_t;
 
 typedef struct uct_uccl_paths {
     uint32_t        num;
@@ -45,7 +86,16 @@ typedef struct uct_uccl_paths {
     uint32_t        halflife_shift;
     uint32_t        small_size;
     uint64_t        explore_mask; /* 0: no exploration */
+    uint32_t        nparked;
+    uint32_t        max_parked;
+    uint32_t        park_losses;
+    uint32_t        probe_max_shift;
+    uint64_t        probe_ns;
+    uint64_t        probe_next;   /* earliest probe_at of a parked path */
+    uint64_t        last_ack;     /* the last ACK on any path */
+    uint8_t         busy;         /* sent since the last idle reset */
     uct_uccl_path_t *path;
+    uct_uccl_paths_stats_t stats;
 } uct_uccl_paths_t;
 
 
@@ -86,13 +136,25 @@ uct_uccl_path_score(const uct_uccl_paths_t *ps, const uct_uccl_path_t *p,
     return p->rtt_ns + uct_uccl_path_penalty(ps, p, now);
 }
 
-/* the path for the next chunk of a message of `length` bytes */
+/* the choice when some path is parked */
+unsigned uct_uccl_paths_select_parked(uct_uccl_paths_t *ps, uint64_t length,
+                                      uint64_t now);
+
+/* A parked path due for a probe (it is then counted as probed and its
+ * next probe scheduled), or -1 */
+int uct_uccl_paths_probe(uct_uccl_paths_t *ps, uint64_t now);
+
+/* The path for the next chunk of a message of `length` bytes, never a
+ * parked one */
 static UCS_F_ALWAYS_INLINE unsigned
 uct_uccl_paths_select(uct_uccl_paths_t *ps, uint64_t length, uint64_t now)
 {
     uint64_t r;
     unsigned a, b;
 
+    if (ucs_unlikely(ps->nparked > 0)) {
+        return uct_uccl_paths_select_parked(ps, length, now);
+    }
     if ((length <= ps->small_size) &&
         (uct_uccl_path_penalty(ps, &ps->path[ps->last], now) == 0)) {
         goto out;
@@ -126,7 +188,58 @@ static inline void uct_uccl_paths_rtt(uct_uccl_paths_t *ps, unsigned p,
     path->rtt_ns = path->rtt_ns - path->rtt_ns / 8 + rtt_ns / 8;
 }
 
+static UCS_F_ALWAYS_INLINE int uct_uccl_paths_parked(const uct_uccl_paths_t *ps,
+                                                     unsigned p)
+{
+    return ps->path[p].parked;
+}
+
+/* a transmission goes on p (a tracked chunk: its ACK or loss follows) */
+static UCS_F_ALWAYS_INLINE void uct_uccl_paths_sent(uct_uccl_paths_t *ps,
+                                                    unsigned p, uint64_t now)
+{
+    uct_uccl_path_t *path = &ps->path[p];
+
+    if (path->unacked++ == 0) {
+        path->wait_since = now;
+    }
+    ps->busy = 1;
+}
+
+void uct_uccl_paths_unpark(uct_uccl_paths_t *ps, unsigned p);
+
+/* an ACK arrived at `now`: the time of the acked() calls it makes */
+static UCS_F_ALWAYS_INLINE void uct_uccl_paths_ack_time(uct_uccl_paths_t *ps,
+                                                        uint64_t now)
+{
+    ps->last_ack = now;
+}
+
+/* a transmission on p, sent at sent_ns, was acked (by the ACK of the last
+ * uct_uccl_paths_ack_time()) */
+static UCS_F_ALWAYS_INLINE void uct_uccl_paths_acked(uct_uccl_paths_t *ps,
+                                                     unsigned p,
+                                                     uint64_t sent_ns)
+{
+    uct_uccl_path_t *path = &ps->path[p];
+
+    path->unacked   -= (path->unacked > 0);
+    path->loss_run   = 0;
+    path->wait_since = ps->last_ack;
+    if (ucs_unlikely(path->parked) && (sent_ns >= path->parked_at)) {
+        uct_uccl_paths_unpark(ps, p);
+    }
+}
+
 /* a chunk sent on p was lost */
 void uct_uccl_paths_loss(uct_uccl_paths_t *ps, unsigned p, uint64_t now);
+
+/* Park the paths that stalled (see above); returns how many. Call it while
+ * transmissions are outstanding; uct_uccl_paths_idle() when none is. */
+unsigned uct_uccl_paths_check(uct_uccl_paths_t *ps, uint64_t now,
+                              uint64_t stall_ns);
+
+/* nothing is outstanding on any path: clear what a miscount left */
+void uct_uccl_paths_idle(uct_uccl_paths_t *ps);
 
 #endif
