@@ -43,7 +43,7 @@ packages="build-essential autoconf automake libtool pkg-config dpkg-dev
           xz-utils libucx-dev ucx-utils libibverbs-dev ibverbs-utils rdma-core
           perftest libopenmpi-dev openmpi-bin netpipe-openmpi cmake valgrind
           clang libclang-rt-dev
-          iproute2 procps psmisc
+          iproute2 procps psmisc gnuplot-nox
           python3 python3-dev python3-numpy python3-dask python3-distributed"
 # building UCX itself from its source package
 [ -z "$ucx_src_version" ] || packages="$packages libnuma-dev librdmacm-dev"

@@ -33,6 +33,16 @@
 # used late lands on top of the next ones): 8 KiB chunks and quanta,
 # 4 KiB speculative, at most 32 KiB of credit held, 90% of the link.
 #
+# A config NAME@base is NAME run with the transport (and softverbs) in
+# CC_BASE_LIBDIR (UCCL_LIBDIR of uccl-run; e.g. a copy of another build's
+# .libs): a before/after comparison in one interleaved run.
+#
+# Outage: the goodput before, while and after the path is down; the time
+# from the path going down (and from it coming back) to the first 20 ms
+# window whose goodput is at least 0.9 of before; the longest run of 5 ms
+# bins with no goodput at all while the clients ran; the senders' largest
+# RTO at the end (uccl; UCX_UCCL_STATS_DUMP).
+#
 # CC_CONFIGS ("fixed swift timely eqds rc_verbs"; eqds_small on request),
 # CC_SCENARIOS (all),
 # CC_SENDERS (4), CC_SECONDS (3), CC_SIZE (262144), CC_WINDOW (4 messages
@@ -61,6 +71,11 @@ bench_port_init
 [ -x "$prog" ] || { echo "cc_scenarios: $prog not built" >&2; exit 1; }
 
 tls_of() {
+    case $1 in
+        *@base) echo "UCCL_LIBDIR=${CC_BASE_LIBDIR:?CC_BASE_LIBDIR unset}" \
+                     "$(tls_of "${1%@base}")"
+                return ;;
+    esac
     case $1 in
         rc_verbs) echo "UCX_TLS=rc_verbs,ud_verbs,self" ;;
         eqds)     echo "UCX_TLS=uccl,self UCX_UCCL_CC=eqds" \
@@ -163,6 +178,37 @@ tl_mean() {
          END {if (n) printf "%.3f", s / n; else print "n/a"}' "$1" 2>/dev/null
 }
 
+# tl_recover FILE EVENT_MS BEFORE: ms from EVENT_MS to the start of the
+# first 20 ms window (4 bins of 5 ms) whose mean is at least 0.9 x BEFORE,
+# ">1000" if none within a second
+tl_recover() {
+    awk -v e="$2" -v b="$3" '!/^#/ {t[n] = $1; g[n] = $2; n++}
+        END {
+            for (i = 0; i + 3 < n; i++) {
+                if (t[i] - 2.5 < e) continue
+                if (t[i] - 2.5 >= e + 1000) break
+                if ((g[i] + g[i+1] + g[i+2] + g[i+3]) / 4 >= 0.9 * b) {
+                    printf "%g", t[i] - 2.5 - e; exit
+                }
+            }
+            print ">1000"
+        }' "$1" 2>/dev/null
+}
+
+# tl_stall FILE FROM_MS TO_MS: the longest run of empty 5 ms bins (ms)
+tl_stall() {
+    awk -v a="$2" -v z="$3" '!/^#/ && $1 >= a && $1 < z {
+            if ($2 == 0) {r += 5; if (r > m) m = r} else r = 0}
+        END {print m + 0}' "$1" 2>/dev/null
+}
+
+# max_rto NAME CFG: the largest rto_us of the bulk senders' conns (uccl)
+max_rto() {
+    cat "$tmp/$1.$2".bulk* 2>/dev/null | awk '{for (i = 1; i < NF; i++)
+            if ($i == "rto_us" && $(i + 1) + 0 > m) m = $(i + 1) + 0}
+        END {if (m > 0) printf "%.1f", m / 1000; else print "n/a"}'
+}
+
 plot() {
     command -v gnuplot >/dev/null 2>&1 || return 0
     gnuplot 2>/dev/null
@@ -212,21 +258,26 @@ for s in $scenarios; do
         osecs=$((secs + 3))
         for c in $configs; do
             secs_save=$secs; secs=$osecs
-            incast outage "$c" "$nbulk" $e
+            incast outage "$c" "$nbulk" $e UCX_UCCL_STATS_DUMP=y
             secs=$secs_save
         done
         header "## A path down for 1 s ($e), $osecs s run" | tee -a "$md"
         for c in $configs; do row outage "$c" "$link" | tee -a "$md"; done
         say
         say "| config | Gbit/s 1.5-2.5 s | 2.5-3.5 s (down) | 3.5-4.5 s |" \
-            "lowest 5 ms bin 3.5-4.5 s |"
-        say "|---|---|---|---|---|"
+            "lowest 5 ms bin 3.5-4.5 s | to 0.9 after down (ms) |" \
+            "to 0.9 after up (ms) | longest stall 1.5-4.5 s (ms) |" \
+            "largest RTO (ms) |"
+        say "|---|---|---|---|---|---|---|---|---|"
         for c in $configs; do
             t=$out/outage.$c.timeline
-            say "| $c | $(tl_mean "$t" 1500 2500) | $(tl_mean "$t" 2500 3500)" \
+            b=$(tl_mean "$t" 1500 2500)
+            say "| $c | $b | $(tl_mean "$t" 2500 3500)" \
                 "| $(tl_mean "$t" 3500 4500) | $(awk '!/^#/ && $1 >= 3500 &&
                 $1 < 4500 && (n++ == 0 || $2 < m) {m = $2} END {print m}' \
-                "$t" 2>/dev/null) |"
+                "$t" 2>/dev/null) | $(tl_recover "$t" 2500 "$b") |" \
+                "$(tl_recover "$t" 3500 "$b") | $(tl_stall "$t" 1500 4500) |" \
+                "$(max_rto outage "$c") |"
         done
         {
             echo "set terminal png size 1000,500"

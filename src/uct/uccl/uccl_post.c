@@ -107,10 +107,18 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
 
     for (i = 0; i < n; ++i) {
         path = &conn->paths[(conn->sel.last + 1 + i) % n];
-        if (((path->index != avoid) || (n == 1)) &&
-            uct_uccl_path_has_room(conn, path) &&
+        if ((path->index != avoid) && uct_uccl_path_has_room(conn, path) &&
             !uct_uccl_paths_parked(&conn->sel, path->index)) {
             conn->sel.last = path->index;
+            goto found;
+        }
+    }
+    /* the only path not parked is the one to avoid: a resend takes it
+     * rather than wait for ever (a parked path takes no resend) */
+    if ((avoid >= 0) && !uct_uccl_paths_parked(&conn->sel, avoid)) {
+        path = &conn->paths[avoid];
+        if (uct_uccl_path_has_room(conn, path)) {
+            conn->sel.last = avoid;
             goto found;
         }
     }
