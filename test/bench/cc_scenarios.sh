@@ -35,7 +35,8 @@
 #
 # A config NAME@base is NAME run with the transport (and softverbs) in
 # CC_BASE_LIBDIR (UCCL_LIBDIR of uccl-run; e.g. a copy of another build's
-# .libs): a before/after comparison in one interleaved run.
+# .libs): a before/after comparison in one interleaved run. NAME:bN is NAME
+# with UCX_UCCL_PATH_BURST=N (chunks per path choice).
 #
 # Outage: the goodput before, while and after the path is down; the time
 # from the path going down (and from it coming back) to the first 20 ms
@@ -74,6 +75,9 @@ tls_of() {
     case $1 in
         *@base) echo "UCCL_LIBDIR=${CC_BASE_LIBDIR:?CC_BASE_LIBDIR unset}" \
                      "$(tls_of "${1%@base}")"
+                return ;;
+        *:b[0-9]*)
+                echo "UCX_UCCL_PATH_BURST=${1##*:b} $(tls_of "${1%:b*}")"
                 return ;;
     esac
     case $1 in

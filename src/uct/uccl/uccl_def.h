@@ -69,10 +69,11 @@
  * then at most one per 32 ms (1/2000 of the chunks at 64 KiB and 1 Gbit/s) */
 #define UCT_UCCL_PATH_PROBE_NS        1000000ull
 #define UCT_UCCL_PATH_PROBE_MAX_SHIFT 5
-/* a path with chunks out and no ACK for this many smoothed RTTs (at least
- * STALL_MIN_NS) stalled */
-#define UCT_UCCL_PATH_STALL_RTTS      4
-#define UCT_UCCL_PATH_STALL_MIN_NS    1000000ull
+/* a path with chunks out and no ACK for this many base RTOs (srtt + 4
+ * rttvar; at least STALL_MIN_NS) stalled: a chunk merely queued behind a
+ * burst on the sender's link is acked within an RTO or two */
+#define UCT_UCCL_PATH_STALL_RTOS      2
+#define UCT_UCCL_PATH_STALL_MIN_NS    2000000ull
 
 
 typedef struct uct_uccl_iface   uct_uccl_iface_t;

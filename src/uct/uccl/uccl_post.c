@@ -129,8 +129,8 @@ found:
     return path;
 }
 
-/* From the timer (UC): paths with chunks out and no ACK for STALL_RTTS
- * smoothed RTTs are parked (uccl_path.h) */
+/* From the timer (UC): paths with chunks out and no ACK for STALL_RTOS
+ * base RTOs are parked (uccl_path.h) */
 void uct_uccl_path_health(uct_uccl_conn_t *conn, uint64_t now,
                           uint32_t inflight)
 {
@@ -139,8 +139,8 @@ void uct_uccl_path_health(uct_uccl_conn_t *conn, uint64_t now,
         return;
     }
     (void)uct_uccl_paths_check(&conn->sel, now,
-                               ucs_max(UCT_UCCL_PATH_STALL_RTTS *
-                                       uct_uccl_rto_srtt(&conn->rto),
+                               ucs_max(UCT_UCCL_PATH_STALL_RTOS *
+                                       conn->rto.rto_ns,
                                        UCT_UCCL_PATH_STALL_MIN_NS));
 }
 
