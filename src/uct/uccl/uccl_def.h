@@ -70,10 +70,12 @@
 #define UCT_UCCL_PATH_PROBE_NS        1000000ull
 #define UCT_UCCL_PATH_PROBE_MAX_SHIFT 5
 /* a path with chunks out and no ACK for this many base RTOs (srtt + 4
- * rttvar; at least STALL_MIN_NS) stalled: a chunk merely queued behind a
- * burst on the sender's link is acked within an RTO or two */
-#define UCT_UCCL_PATH_STALL_RTOS      2
-#define UCT_UCCL_PATH_STALL_MIN_NS    2000000ull
+ * rttvar; at least STALL_MIN_NS) stalled: a chunk queued behind bursts on
+ * the sender's link, or one a receiver-driven sender waits for credit
+ * around, is acked within a few RTOs; a path down loses its chunks and is
+ * parked for that sooner */
+#define UCT_UCCL_PATH_STALL_RTOS      4
+#define UCT_UCCL_PATH_STALL_MIN_NS    5000000ull
 
 
 typedef struct uct_uccl_iface   uct_uccl_iface_t;
