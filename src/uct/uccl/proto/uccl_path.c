@@ -11,6 +11,9 @@
 /* random draws for a path that is not parked before a scan; at most half
  * the paths are parked in practice, so one or two draws do */
 #define UCT_UCCL_PATH_DRAWS 4
+/* a loss burst parks a path whose penalty is above this many times the
+ * mean of the other paths in use */
+#define UCT_UCCL_PATH_PARK_WORSE 2
 
 static void uct_uccl_paths_probe_next(uct_uccl_paths_t *ps);
 
@@ -64,6 +67,26 @@ void uct_uccl_paths_cleanup(uct_uccl_paths_t *ps)
     ps->path = NULL;
 }
 
+/* Does p lose clearly more than the other paths in use (its penalty
+ * above PARK_WORSE times their mean)? Loss spread evenly over the paths
+ * (a lossy fabric, a receiver short of buffers) parks none: no other path
+ * would do better, and every probe would cost a chunk. */
+static int uct_uccl_paths_worse(const uct_uccl_paths_t *ps, unsigned p,
+                                uint64_t now)
+{
+    uint64_t sum = 0;
+    unsigned i, n = 0;
+
+    for (i = 0; i < ps->num; ++i) {
+        if ((i != p) && !ps->path[i].parked) {
+            sum += uct_uccl_path_penalty(ps, &ps->path[i], now);
+            ++n;
+        }
+    }
+    return (n > 0) && (uct_uccl_path_penalty(ps, &ps->path[p], now) * n >
+                       UCT_UCCL_PATH_PARK_WORSE * sum);
+}
+
 /* park p unless the limit is reached; returns whether it was parked */
 static int uct_uccl_paths_park(uct_uccl_paths_t *ps, unsigned p, uint64_t now)
 {
@@ -111,7 +134,7 @@ void uct_uccl_paths_loss(uct_uccl_paths_t *ps, unsigned p, uint64_t now)
         ++path->loss_run;
     }
     if ((ps->park_losses > 0) && (path->loss_run >= ps->park_losses) &&
-        uct_uccl_paths_park(ps, p, now)) {
+        uct_uccl_paths_worse(ps, p, now) && uct_uccl_paths_park(ps, p, now)) {
         ++ps->stats.parks_loss;
     }
 }

@@ -14,7 +14,9 @@
  * its end: an ACK (acked) or a loss (loss). A path is parked, and takes no
  * new data, when
  *  - it lost park_losses transmissions in a row with no ACK on it between
- *    (a loss burst: a path down loses everything on it), or
+ *    (a loss burst: a path down loses everything on it) and its loss
+ *    penalty is well above the other paths' (loss spread evenly over every
+ *    path parks none: no path would do better), or
  *  - it stalled: transmissions are outstanding on it and it has had no ACK
  *    for stall_ns (uct_uccl_paths_check, from the sender's timer) while
  *    another path had one within stall_ns (when every path is silent, the
