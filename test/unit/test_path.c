@@ -371,7 +371,8 @@ static void test_stall(void)
     }
     /* no ACK yet at all: nothing to compare with */
     UT_EQ(uct_uccl_paths_check(&ps, now + 2 * stall, stall), 0);
-    /* all but path 5 acked, often */
+    /* all but path 5 acked, often: path 5 stalls, but it has lost no
+     * more than the others and is not parked */
     for (now = 1000; now < 1000 + 3 * stall; now += stall / 10) {
         uct_uccl_paths_ack_time(&ps, now);
         for (i = 0; i < N; ++i) {
@@ -380,7 +381,20 @@ static void test_stall(void)
                 uct_uccl_paths_acked(&ps, i, now);
             }
         }
-        if (now < 1000 + stall) {
+    }
+    UT_EQ(uct_uccl_paths_check(&ps, now, stall), 0);
+    /* path 5 lost a chunk, the others none: now it is */
+    uct_uccl_paths_loss(&ps, 5, now);
+    uct_uccl_paths_sent(&ps, 5, now);
+    for (now += stall / 10; now < 1000 + 7 * stall; now += stall / 10) {
+        uct_uccl_paths_ack_time(&ps, now);
+        for (i = 0; i < N; ++i) {
+            if (i != 5) {
+                uct_uccl_paths_sent(&ps, i, now);
+                uct_uccl_paths_acked(&ps, i, now);
+            }
+        }
+        if (now < 1000 + 4 * stall) {
             UT_EQ(uct_uccl_paths_check(&ps, now, stall), 0);
         }
     }

@@ -153,6 +153,7 @@ unsigned uct_uccl_paths_check(uct_uccl_paths_t *ps, uint64_t now,
         path = &ps->path[p];
         if (!path->parked && (path->unacked > 0) &&
             (now - path->wait_since >= stall_ns) &&
+            uct_uccl_paths_worse(ps, p, now) &&
             uct_uccl_paths_park(ps, p, now)) {
             ++ps->stats.parks_stall;
             ++n;

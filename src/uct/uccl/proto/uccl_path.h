@@ -14,13 +14,16 @@
  * its end: an ACK (acked) or a loss (loss). A path is parked, and takes no
  * new data, when
  *  - it lost park_losses transmissions in a row with no ACK on it between
- *    (a loss burst: a path down loses everything on it) and its loss
- *    penalty is well above the other paths' (loss spread evenly over every
- *    path parks none: no path would do better), or
+ *    (a loss burst: a path down loses everything on it), or
  *  - it stalled: transmissions are outstanding on it and it has had no ACK
  *    for stall_ns (uct_uccl_paths_check, from the sender's timer) while
  *    another path had one within stall_ns (when every path is silent, the
- *    peer is, and no path is to blame).
+ *    peer is, and no path is to blame),
+ * and in both cases its loss penalty is above twice the mean of the other
+ * paths in use: loss or delay spread over every path (a lossy fabric, a
+ * receiver short of buffers, deep queues at the receiver) parks none, as
+ * no other path would do better and every probe of a parked path costs a
+ * chunk.
  * At most max_parked paths (fewer than all) are parked at once: a loss
  * spread over every path parks no more than that. The choice never takes
  * a parked path; uct_uccl_paths_probe() names one that is due for a probe:
