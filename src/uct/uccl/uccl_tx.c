@@ -65,7 +65,6 @@ static void uct_uccl_tx_mark_tails(uct_uccl_conn_t *conn, uint64_t now)
             ((tail->kind != UCT_UCCL_KIND_PUT) &&
              (tail->kind != UCT_UCCL_KIND_GET_RESP)) ||
             !uct_uccl_path_has_room(conn, path) ||
-            uct_uccl_paths_parked(&conn->sel, path->index) ||
             !uct_uccl_conn_window_open(conn, 0, now)) {
             continue;
         }

@@ -31,7 +31,8 @@
  * probe_ns << probe_max_shift. The caller sends one chunk of new data there
  * alone (no burst), never a resend: a resend probing a path that is still
  * down would be lost again, and could go from one dead path to the next
- * for ever. An ACK of a chunk sent on it after it was parked (a
+ * for ever (a tail mark after the probe, as after any chain, shows its
+ * loss within an RTT and is a probe too). An ACK of a chunk sent on it after it was parked (a
  * probe that arrived) brings the path back with its loss run cleared; its
  * loss penalty stays and decays, so the choice returns to it gradually.
  * An ACK of an older transmission proves nothing about the path now.
