@@ -48,8 +48,9 @@ int uct_uccl_tx_may_leave(uct_uccl_conn_t *conn,
  * path (one chain, one doorbell), then the scoreboard picks the better of
  * two random paths (small messages stay on the last one). A path whose send
  * queue is full is skipped; NULL when every path is full. `avoid` is the
- * path a resent chunk was lost on. A parked path takes only the probes
- * the scoreboard asks for: one chunk of new bulk data each. */
+ * path a resent chunk was lost on. A parked path takes no chunk: when the
+ * scoreboard asks for a probe of it, the next bulk chunk chained brings
+ * one (uct_uccl_path_probe_send). */
 uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
                                     int avoid, uint64_t now)
 {
@@ -64,13 +65,9 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
     }
 
     if (ucs_unlikely(conn->sel.nparked > 0) && (avoid < 0) &&
-        (length > UCT_UCCL_PATH_STICKY_MAX) &&
+        (length > UCT_UCCL_BULK_MIN) && (conn->sel.probe_due == 0) &&
         ((probe = uct_uccl_paths_probe(&conn->sel, now)) >= 0)) {
-        path = &conn->paths[probe];
-        if ((path->chain == NULL) && uct_uccl_path_has_room(conn, path)) {
-            conn->burst_left = 0; /* a probe goes alone */
-            return path;
-        }
+        conn->sel.probe_due = probe + 1; /* with this chunk: path_chain */
     }
 
     if (avoid >= 0) {
@@ -159,6 +156,41 @@ uct_uccl_qp_t *uct_uccl_path_select_ordered(uct_uccl_conn_t *conn,
     return uct_uccl_path_has_room(conn, path) ? path : NULL;
 }
 
+/* A probe of the parked path the scoreboard named: an empty WRITE_WITH_IMM
+ * to the target of `chunk` (a bulk PUT or GET reply just chained), tracked
+ * like a tail mark. Its ACK brings the path back; its loss costs no data
+ * and no credit, where a data chunk probing a path still down was lost,
+ * resent and, receiver-driven, paid for twice. Skipped when the path, the
+ * CQ or the tracker has no room: the scoreboard asks again later. */
+static void uct_uccl_path_probe_send(uct_uccl_conn_t *conn,
+                                     const uct_uccl_chunk_t *chunk)
+{
+    uct_uccl_qp_t *path = &conn->paths[conn->sel.probe_due - 1];
+    uct_uccl_chunk_t *mark;
+
+    conn->sel.probe_due = 0;
+    if (!uct_uccl_path_has_room(conn, path) ||
+        (conn->iface->tx_outstanding >= conn->iface->config.cq_size) ||
+        uct_uccl_tracker_full(&conn->tracker)) {
+        return;
+    }
+    mark = uct_uccl_chunk_get_hdr(conn->iface);
+    if (mark == NULL) {
+        return;
+    }
+    mark->conn   = conn;
+    mark->kind   = UCT_UCCL_KIND_PUT; /* writes no byte */
+    mark->last   = 1;                 /* the receiver ACKs at once */
+    mark->raddr  = chunk->raddr;
+    mark->rkey   = chunk->rkey;
+    mark->csn    = uct_uccl_tracker_add(&conn->tracker, 0, path->index,
+                                        uct_uccl_now_ns(), mark);
+    mark->flags |= UCT_UCCL_CHUNK_F_TRACKED;
+    uct_uccl_chunk_build_wr(conn, mark);
+    uct_uccl_path_chain(conn, path, mark);
+    ++conn->stats.tail_marks;
+}
+
 void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
                          uct_uccl_chunk_t *chunk)
 {
@@ -184,6 +216,13 @@ void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
     ++chunk->posted;
     ++conn->iface->tx_outstanding;
     chunk->path = path->index;
+    if (ucs_unlikely(conn->sel.probe_due != 0) &&
+        (chunk->flags & UCT_UCCL_CHUNK_F_TRACKED) &&
+        (chunk->length > UCT_UCCL_BULK_MIN) &&
+        ((chunk->kind == UCT_UCCL_KIND_PUT) ||
+         (chunk->kind == UCT_UCCL_KIND_GET_RESP))) {
+        uct_uccl_path_probe_send(conn, chunk);
+    }
 }
 
 /* One ibv_post_send per path that has a chain, in the order the chains

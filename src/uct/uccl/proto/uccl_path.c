@@ -56,6 +56,7 @@ ucs_status_t uct_uccl_paths_init(uct_uccl_paths_t *ps,
     ps->probe_next      = UINT64_MAX;
     ps->last_ack        = 0;
     ps->busy            = 0;
+    ps->probe_due       = 0;
     memset(&ps->stats, 0, sizeof(ps->stats));
     ps->last            = uct_uccl_paths_rand(ps) % ps->num;
     return UCS_OK;

@@ -28,11 +28,10 @@
  * spread over every path parks no more than that. The choice never takes
  * a parked path; uct_uccl_paths_probe() names one that is due for a probe:
  * probe_ns after it was parked, then after twice as long each time, up to
- * probe_ns << probe_max_shift. The caller sends one chunk of new data there
- * alone (no burst), never a resend: a resend probing a path that is still
- * down would be lost again, and could go from one dead path to the next
- * for ever (a tail mark after the probe, as after any chain, shows its
- * loss within an RTT and is a probe too). An ACK of a chunk sent on it after it was parked (a
+ * probe_ns << probe_max_shift. The caller sends there a transmission that
+ * carries no data (uccl_post.c: an empty tracked WRITE), never a resend or
+ * a data chunk: a probe of a path still down is lost, and a lost resend
+ * could go from one dead path to the next for ever. An ACK of a chunk sent on it after it was parked (a
  * probe that arrived) brings the path back with its loss run cleared; its
  * loss penalty stays and decays, so the choice returns to it gradually.
  * An ACK of an older transmission proves nothing about the path now.
@@ -100,6 +99,8 @@ typedef struct uct_uccl_paths {
     uint64_t        probe_next;   /* earliest probe_at of a parked path */
     uint64_t        last_ack;     /* the last ACK on any path */
     uint8_t         busy;         /* sent since the last idle reset */
+    uint32_t        probe_due;    /* the caller's: 1 + a path to probe
+                                     with its next chance; 0: none */
     uct_uccl_path_t *path;
     uct_uccl_paths_stats_t stats;
 } uct_uccl_paths_t;
