@@ -199,6 +199,13 @@ tl_recover() {
         }' "$1" 2>/dev/null
 }
 
+# tl_rebin FILE N: the timeline in bins N times as long (mean of N)
+tl_rebin() {
+    awk -v n="$2" '!/^#/ {s += $2; t += $1; if (++k == n) {
+            printf "%.1f %.4f\n", t / n, s / n; s = t = k = 0}}' "$1" \
+        2>/dev/null
+}
+
 # tl_stall FILE FROM_MS TO_MS: the longest run of empty 5 ms bins (ms)
 tl_stall() {
     awk -v a="$2" -v z="$3" '!/^#/ && $1 >= a && $1 < z {
@@ -283,19 +290,22 @@ for s in $scenarios; do
                 "$(tl_recover "$t" 3500 "$b") | $(tl_stall "$t" 1500 4500) |" \
                 "$(max_rto outage "$c") |"
         done
+        # plotted in 50 ms bins: a 5 ms bin holds 2 or 3 whole messages
+        for c in $configs; do tl_rebin "$out/outage.$c.timeline" 10 \
+            >"$tmp/outage.$c.tl50"; done
         {
-            echo "set terminal png size 1000,500"
+            echo "set terminal png size 1000,500 noenhanced"
             echo "set output '$out/outage.png'"
             echo "set title 'Goodput at the receiver, path 3 of 8 down 2.5-3.5 s'"
             echo "set xlabel 'ms since the receiver started'"
-            echo "set ylabel 'Gbit/s (5 ms bins)'"
+            echo "set ylabel 'Gbit/s (50 ms bins)'"
             echo "set object 1 rect from 2500, graph 0 to 3500, graph 1" \
                  "fc rgb '#eeeeee' behind"
             printf "plot"
             _sep=""
             for c in $configs; do
                 printf "%s '%s' using 1:2 with lines title '%s'" "$_sep" \
-                    "$out/outage.$c.timeline" "$c"
+                    "$tmp/outage.$c.tl50" "$c"
                 _sep=","
             done
             echo
@@ -330,7 +340,7 @@ for s in $scenarios; do
                 "$(key "$tmp/loss0.01.$c.probe" rtt_p99_us) |"
         done
         {
-            echo "set terminal png size 800,500"
+            echo "set terminal png size 800,500 noenhanced"
             echo "set output '$out/loss.png'"
             echo "set title 'Goodput under random loss'"
             echo "set xlabel 'loss (%)'"
@@ -362,7 +372,7 @@ done
 # the incast tails, one bar per config
 if [ -s "$tmp/incast.$(echo "$configs" | awk '{print $1}').probe" ]; then
     {
-        echo "set terminal png size 800,500"
+        echo "set terminal png size 800,500 noenhanced"
         echo "set output '$out/incast.png'"
         echo "set title 'Incast: probe round trip (lossless fabric)'"
         echo "set ylabel 'us'"
