@@ -102,8 +102,10 @@ static void uct_uccl_tracker_ack_cum(uct_uccl_tracker_t *t, uint32_t to,
         m    = uct_uccl_bits_range(off, off + n);
         ring = &t->sacked[(from >> 6) & t->word_mask];
         pend = ~*ring & m;
-        t->sacked_cnt -= __builtin_popcountll(*ring & m);
-        *ring &= ~m;
+        if (ucs_unlikely(pend != m)) {
+            t->sacked_cnt -= __builtin_popcountll(*ring & m);
+            *ring         &= ~m;
+        }
         while (pend) {
             uct_uccl_tracker_acked(t, uct_uccl_seq_add(from - off,
                                                        __builtin_ctzll(pend)),
