@@ -339,20 +339,27 @@ void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
                                   IBV_WR_RDMA_WRITE_WITH_IMM;
         wr->wr.rdma.remote_addr = chunk->raddr;
         wr->wr.rdma.rkey        = chunk->rkey;
-    } else {
-        wr->opcode              = IBV_WR_SEND_WITH_IMM;
-        chunk->sge[n].addr      = (uintptr_t)&chunk->hdr;
-        chunk->sge[n].length    = chunk->hdr_len;
-        chunk->sge[n].lkey      = chunk->lkey;
-        ++n;
-        if (chunk->extra_len > 0) {
-            chunk->sge[n].addr   = (uintptr_t)chunk->data;
-            chunk->sge[n].length = chunk->extra_len;
-            chunk->sge[n].lkey   = chunk->lkey;
-            ++n;
+        chunk->sge[0].addr      = chunk->laddr;
+        chunk->sge[0].length    = chunk->length;
+        chunk->sge[0].lkey      = chunk->payload_lkey;
+        wr->num_sge             = (chunk->length > 0);
+        if (chunk->length <= conn->max_inline) {
+            wr->send_flags = IBV_SEND_INLINE;
         }
+        return;
     }
 
+    wr->opcode           = IBV_WR_SEND_WITH_IMM;
+    chunk->sge[n].addr   = (uintptr_t)&chunk->hdr;
+    chunk->sge[n].length = chunk->hdr_len;
+    chunk->sge[n].lkey   = chunk->lkey;
+    ++n;
+    if (chunk->extra_len > 0) {
+        chunk->sge[n].addr   = (uintptr_t)chunk->data;
+        chunk->sge[n].length = chunk->extra_len;
+        chunk->sge[n].lkey   = chunk->lkey;
+        ++n;
+    }
     if (chunk->length > 0) {
         chunk->sge[n].addr   = chunk->laddr;
         chunk->sge[n].length = chunk->length;
