@@ -276,6 +276,27 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
     }
 }
 
+/* The common completion, done inline: a UC WR that succeeded while its
+ * chunk waits for its ACK (which releases it) */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_tx_wr_still_tracked(uct_uccl_chunk_t *chunk,
+                             const uct_uccl_chunk_t *done,
+                             enum ibv_wc_status status)
+{
+    uct_uccl_conn_t *conn = chunk->conn;
+
+    if (((chunk == done) && (status != IBV_WC_SUCCESS)) || (conn == NULL) ||
+        conn->rc || (chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
+        return 0;
+    }
+    ucs_assert(chunk->posted > 0);
+    --chunk->posted;
+    if (conn->tx_queued > 0) {
+        uct_uccl_iface_sched_add(conn->iface, conn);
+    }
+    return 1;
+}
+
 /* A WR done at post (unsignaled) has a CQE only if it failed: its chunk
  * was released or is tracked, and its loss is repaired like any other */
 static void uct_uccl_tx_done_failed(uct_uccl_iface_t *iface,
@@ -337,6 +358,10 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         for (i = 0; i < n; ++i) {
             if (uct_uccl_sent_is_done(batch[i])) {
                 uct_uccl_tx_done_failed(iface, batch[i], done, wc);
+                continue;
+            }
+            if (ucs_likely(uct_uccl_tx_wr_still_tracked(batch[i], done,
+                                                        wc->status))) {
                 continue;
             }
             uct_uccl_tx_wr_complete(iface, batch[i],
