@@ -122,15 +122,15 @@ static void uct_uccl_tx_fast_retx(uct_uccl_conn_t *conn, uint64_t now)
     }
 }
 
-/* An ACK of conn's peer (uct_uccl_conn_bound checked where it came from) */
+/* An ACK of conn's peer (uct_uccl_conn_bound checked where it came from),
+ * found by the receive poll of iface->rx_poll_ns: its time is the ACK's */
 void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
 {
     uct_uccl_iface_t *iface = conn->iface;
+    uint64_t now            = iface->rx_poll_ns;
     uct_uccl_ack_info_t info;
     ucs_status_t status;
-    uint64_t now;
 
-    now    = uct_uccl_now_ns();
     status = uct_uccl_tracker_ack(&conn->tracker, ack, now,
                                   uct_uccl_tracker_acked_cb, conn, &info);
     if (status != UCS_OK) {
