@@ -83,6 +83,7 @@ typedef struct uct_uccl_conn_stats {
     uint64_t                tail_marks;  /* empty WRITEs ending a chain */
     uint64_t                fast_retx;
     uint64_t                tail_probes; /* resends when ACKs stalled */
+    uint64_t                probe_marks; /* empty WRITEs sent instead */
     uint64_t                timeouts;
     uint64_t                dup_rx;
     uint64_t                acks_tx;

@@ -292,7 +292,8 @@ void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
     fprintf(stream, "uccl[%d]   conn %u%s peer %u %s paths %u: chunks_tx %lu "
             "bytes_tx %lu chunks_rx %lu retx %lu fast_retx %lu "
             "tail_probes %lu timeouts %lu retx_bytes %lu retx_obsolete %lu "
-            "retx_direct %lu tail_marks %lu dup_rx %lu acks_tx %lu "
+            "retx_direct %lu tail_marks %lu probe_marks %lu dup_rx %lu "
+            "acks_tx %lu "
             "acks_piggy %lu acks_rx %lu sq_full %lu am_held %lu "
             "srtt_us %.1f rto_us %.1f "
             "cwnd %lu inflight %u queued %u ops %lu zombies %lu",
@@ -302,7 +303,8 @@ void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
             (conn->state == UCT_UCCL_CONN_FAILED) ? "failed" : "connecting",
             conn->num_paths, s->chunks_tx, s->bytes_tx, s->chunks_rx, s->retx,
             s->fast_retx, s->tail_probes, s->timeouts, s->retx_bytes,
-            s->retx_obsolete, s->retx_direct, s->tail_marks, s->dup_rx,
+            s->retx_obsolete, s->retx_direct, s->tail_marks, s->probe_marks,
+            s->dup_rx,
             s->acks_tx, s->acks_piggy, s->acks_rx,
             s->sq_full, s->am_held, conn->rto.srtt_ns / 1e3,
             uct_uccl_rto_current(&conn->rto) / 1e3, conn->cc.cwnd_bytes,

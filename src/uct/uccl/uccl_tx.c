@@ -56,35 +56,52 @@ static void uct_uccl_tx_pace_wait(uct_uccl_conn_t *conn, uint64_t now)
  * WR and one CQE per chain. */
 static void uct_uccl_tx_mark_tails(uct_uccl_conn_t *conn, uint64_t now)
 {
-    uct_uccl_chunk_t *tail, *mark;
+    uct_uccl_chunk_t *tail;
     uct_uccl_qp_t *path;
+    ucs_status_t status;
 
     for (path = conn->chains; path != NULL; path = path->chain_next) {
         tail = (uct_uccl_chunk_t*)path->chain_tail->wr_id;
         if ((tail->length <= UCT_UCCL_BULK_MIN) ||
             ((tail->kind != UCT_UCCL_KIND_PUT) &&
              (tail->kind != UCT_UCCL_KIND_GET_RESP)) ||
-            !uct_uccl_path_has_room(conn, path) ||
             !uct_uccl_conn_window_open(conn, 0, now)) {
             continue;
         }
-        mark = uct_uccl_chunk_get_hdr(conn->iface);
-        if (mark == NULL) {
+        status = uct_uccl_tx_mark(conn, path, tail->raddr, tail->rkey, now);
+        if (status == UCS_ERR_NO_MEMORY) {
             return;
         }
-        /* the tail's target: no byte is written, and no PUT guard kept */
-        mark->conn   = conn;
-        mark->kind   = UCT_UCCL_KIND_PUT;
-        mark->last   = 1;    /* the receiver ACKs at once */
-        mark->raddr  = tail->raddr;
-        mark->rkey   = tail->rkey;
-        mark->csn    = uct_uccl_tracker_add(&conn->tracker, 0, path->index,
-                                            now, mark);
-        mark->flags |= UCT_UCCL_CHUNK_F_TRACKED;
-        uct_uccl_chunk_build_wr(conn, mark);
-        uct_uccl_path_chain(conn, path, mark);
-        ++conn->stats.tail_marks;
+        conn->stats.tail_marks += (status == UCS_OK);
     }
+}
+
+ucs_status_t uct_uccl_tx_mark(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
+                              uint64_t raddr, uint32_t rkey, uint64_t now)
+{
+    uct_uccl_chunk_t *mark;
+
+    if (!uct_uccl_path_has_room(conn, path) ||
+        uct_uccl_tracker_full(&conn->tracker) ||
+        (conn->iface->tx_outstanding >= conn->iface->config.cq_size)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    mark = uct_uccl_chunk_get_hdr(conn->iface);
+    if (mark == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    /* no byte is written, and no PUT guard kept */
+    mark->conn   = conn;
+    mark->kind   = UCT_UCCL_KIND_PUT;
+    mark->last   = 1;    /* the receiver ACKs at once */
+    mark->raddr  = raddr;
+    mark->rkey   = rkey;
+    mark->csn    = uct_uccl_tracker_add(&conn->tracker, 0, path->index, now,
+                                        mark);
+    mark->flags |= UCT_UCCL_CHUNK_F_TRACKED;
+    uct_uccl_chunk_build_wr(conn, mark);
+    uct_uccl_path_chain(conn, path, mark);
+    return UCS_OK;
 }
 
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
