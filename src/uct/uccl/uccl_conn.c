@@ -302,6 +302,7 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     ucs_list_head_init(&conn->zombies);
     ucs_list_head_init(&conn->rc_inflight);
     ucs_list_head_init(&conn->gets);
+    kh_init_inplace(uct_uccl_gets, &conn->get_ids);
     ucs_wtimer_init(&conn->pace_timer, uct_uccl_conn_pace_cb);
 
     status = uct_uccl_rto_init(&conn->rto, &iface->config.rto);
@@ -451,7 +452,9 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
     uct_uccl_cc_cleanup(&conn->cc);
     uct_uccl_paths_cleanup(&conn->sel);
     uct_uccl_tracker_cleanup(&conn->tracker);
+    kh_destroy_inplace(uct_uccl_gets, &conn->get_ids);
     ibv_destroy_ah(conn->ah);
+    uct_uccl_conn_peer_remove(conn);
     ucs_ptr_array_remove(&iface->conn_ids, conn->id);
     ucs_list_del(&conn->list);
     iface->num_passive -= conn->passive;

@@ -18,6 +18,7 @@
 #include "proto/uccl_order.h"
 #include "proto/cc/uccl_cc.h"
 
+#include <ucs/datastruct/khash.h>
 #include <ucs/time/timer_wheel.h>
 #include <stdio.h>
 
@@ -28,6 +29,10 @@ typedef struct uct_uccl_ctl_src {
     uint16_t                lid;
     const uint8_t           *gid;        /* the GRH's source GID, or NULL */
 } uct_uccl_ctl_src_t;
+
+
+/* Our outstanding GETs by op id: the peer's answer names one */
+KHASH_MAP_INIT_INT64(uct_uccl_gets, uct_uccl_op_t*);
 
 
 typedef struct uct_uccl_qp {
@@ -167,6 +172,7 @@ struct uct_uccl_conn {
                                                requests taken, not served */
     uint32_t                serve_chunks; /* reply chunks being sent */
     ucs_list_link_t         gets;        /* GET ops not complete, in order */
+    khash_t(uct_uccl_gets)  get_ids;     /* the same, by op id */
     uct_uccl_cc_t           cc;
     uct_uccl_conn_credit_t  credit;      /* receiver-driven cc */
     ucs_wtimer_t            pace_timer;  /* on the iface's pace_wheel */
@@ -263,6 +269,10 @@ void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason);
 
 ucs_status_t uct_uccl_conn_check(uct_uccl_conn_t *conn);
 
+/* the UC GET protocol's table of our GETs (uccl_get.c) */
+ucs_status_t uct_uccl_get_track(uct_uccl_conn_t *conn, uct_uccl_op_t *op);
+void uct_uccl_get_untrack(uct_uccl_conn_t *conn, uct_uccl_op_t *op);
+
 /* within the conn layer: life (uccl_conn.c), control (uccl_ctl.c),
  * liveness (uccl_conn_live.c) */
 uint64_t uct_uccl_conn_random_token(void);
@@ -276,6 +286,8 @@ ucs_status_t uct_uccl_conn_paths_trim(uct_uccl_conn_t *conn,
 ucs_status_t uct_uccl_conn_send_pkt(uct_uccl_conn_t *conn,
                                     uct_uccl_ctl_type_t type,
                                     ucs_status_t status);
+ucs_status_t uct_uccl_conn_peer_add(uct_uccl_conn_t *conn);
+void uct_uccl_conn_peer_remove(uct_uccl_conn_t *conn);
 void uct_uccl_conn_handle_disconnect(uct_uccl_iface_t *iface,
                                      const uct_uccl_disconnect_t *pkt,
                                      const uct_uccl_ctl_src_t *src);

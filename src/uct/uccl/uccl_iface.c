@@ -270,6 +270,7 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     ucs_list_head_init(&self->sched);
     ucs_list_head_init(&self->ack_list);
     kh_init_inplace(uct_uccl_qpn, &self->qpn_hash);
+    kh_init_inplace(uct_uccl_peers, &self->peers);
     ucs_ptr_array_init(&self->conn_ids, "uccl_conn_ids");
 
     status = uct_uccl_iface_pools_init(self, config, params);
@@ -318,6 +319,7 @@ err_pools:
 err:
     ucs_ptr_array_cleanup(&self->conn_ids, 0);
     kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);
+    kh_destroy_inplace(uct_uccl_peers, &self->peers);
     ucs_twheel_cleanup(&self->pace_wheel);
     uct_uccl_credit_cleanup(self);
     return status;
@@ -353,6 +355,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
     uct_uccl_iface_pools_cleanup(self);
     ucs_ptr_array_cleanup(&self->conn_ids, 0);
     kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);
+    kh_destroy_inplace(uct_uccl_peers, &self->peers);
     ucs_twheel_cleanup(&self->pace_wheel);
     uct_uccl_credit_cleanup(self);
 }

@@ -64,6 +64,30 @@ typedef struct uct_uccl_iface_config {
 KHASH_MAP_INIT_INT(uct_uccl_qpn, uct_uccl_qp_t*);
 
 
+/* A peer's conn as its CONN_REQ names it: a repeated request finds the
+ * passive conn that answered the first */
+typedef struct uct_uccl_peer_key {
+    uint64_t                uuid;        /* the peer iface */
+    uint64_t                token;       /* the peer conn's */
+    uint32_t                id;          /* the peer conn */
+} uct_uccl_peer_key_t;
+
+static inline khint32_t uct_uccl_peer_key_hash(uct_uccl_peer_key_t key)
+{
+    return kh_int64_hash_func(key.uuid ^ key.token ^
+                              ((uint64_t)key.id << 32));
+}
+
+static inline int uct_uccl_peer_key_equal(uct_uccl_peer_key_t a,
+                                          uct_uccl_peer_key_t b)
+{
+    return (a.uuid == b.uuid) && (a.token == b.token) && (a.id == b.id);
+}
+
+KHASH_INIT(uct_uccl_peers, uct_uccl_peer_key_t, uct_uccl_conn_t*, 1,
+           uct_uccl_peer_key_hash, uct_uccl_peer_key_equal);
+
+
 typedef struct uct_uccl_iface_stats {
     uint64_t                bad_ctl;     /* malformed control packets */
     uint64_t                unknown_conn;
@@ -126,6 +150,8 @@ struct uct_uccl_iface {
     ucs_mpool_t             rx_mp;       /* uct_uccl_rx_desc_t + rx_buf */
     ucs_mpool_t             op_mp;       /* uct_uccl_op_t */
     khash_t(uct_uccl_qpn)   qpn_hash;
+    khash_t(uct_uccl_peers) peers;       /* passive conns (MAX_PEERS at
+                                            most) by the peer's request */
     ucs_ptr_array_t         conn_ids;
     ucs_list_link_t         conns;
     ucs_list_link_t         sched;       /* conns with work to send */
