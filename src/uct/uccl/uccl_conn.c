@@ -304,6 +304,7 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     ucs_list_head_init(&conn->gets);
     kh_init_inplace(uct_uccl_gets, &conn->get_ids);
     ucs_wtimer_init(&conn->pace_timer, uct_uccl_conn_pace_cb);
+    uct_uccl_conn_timer_init(conn);
 
     status = uct_uccl_rto_init(&conn->rto, &iface->config.rto);
     if (status != UCS_OK) {
@@ -323,6 +324,7 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     conn->id = ucs_ptr_array_insert(&iface->conn_ids, conn);
     ucs_list_add_tail(&iface->conns, &conn->list);
     iface->num_passive += passive;
+    uct_uccl_conn_timer_start(conn); /* set-up retries */
 
     status = uct_uccl_conn_paths_create(conn, want_paths);
     if (status == UCS_OK) {
@@ -437,6 +439,7 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
     }
     uct_uccl_credit_conn_detach(conn);
     uct_uccl_async_conn_cleanup(conn);
+    uct_uccl_conn_timer_cleanup(conn);
 
     for (i = 0; i < conn->num_paths; ++i) {
         path = &conn->paths[i];

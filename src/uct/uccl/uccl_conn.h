@@ -215,6 +215,13 @@ struct uct_uccl_conn {
     uint64_t                idle_seen;   /* passive: packets seen ... */
     uint64_t                idle_since;  /* ... unchanged since (ns) */
 
+    /* timers (uccl_conn_live.c): on the iface's active list while they
+     * have work every tick; an idle passive conn waits for its idle
+     * deadline on the iface's idle wheel */
+    uint8_t                 timer_active;
+    ucs_list_link_t         timer_link;
+    ucs_wtimer_t            idle_timer;
+
     ucs_list_link_t         list;        /* iface conns */
     ucs_list_link_t         sched;       /* iface scheduler */
     ucs_list_link_t         ack_link;    /* iface ACK list */
@@ -263,6 +270,9 @@ uct_uccl_conn_t *uct_uccl_conn_bound(uct_uccl_iface_t *iface, uint32_t id,
 uct_uccl_conn_t *uct_uccl_conn_sibling(const uct_uccl_conn_t *via, uint32_t id,
                                        uint64_t token);
 void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now);
+void uct_uccl_conn_timer_init(uct_uccl_conn_t *conn);
+void uct_uccl_conn_timer_start(uct_uccl_conn_t *conn);
+void uct_uccl_conn_timer_cleanup(uct_uccl_conn_t *conn);
 void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream);
 void uct_uccl_iface_qp_drained(uct_uccl_iface_t *iface, uct_uccl_qp_t *drain);
 void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason);

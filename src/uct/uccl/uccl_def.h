@@ -28,6 +28,11 @@
 #define UCT_UCCL_CLOSE_WAIT_NS    10000000ull /* closing: control buffers */
 #define UCT_UCCL_RX_ALIGN         8      /* AM payload, by default */
 #define UCT_UCCL_LATENCY          1e-6   /* s: what iface_query reports */
+#define UCT_UCCL_TIMER_NS         50000ull /* conn timers (retries, loss
+                                            repair, keepalive) run this
+                                            often */
+#define UCT_UCCL_IDLE_WHEEL_RES   1e-3   /* s: how late an idle passive
+                                            conn's deadline may be seen */
 
 /* Messages up to this size keep their order on one path (paths reorder):
  * they move to another only once everything on the current one completed */

@@ -20,6 +20,7 @@
 
 void uct_uccl_iface_sched_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
 {
+    uct_uccl_conn_timer_wake(conn);
     if (!conn->in_sched) {
         conn->in_sched = 1;
         ucs_list_add_tail(&iface->sched, &conn->sched);
@@ -29,6 +30,7 @@ void uct_uccl_iface_sched_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
 void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
 {
     if (!conn->ack_pending) {
+        uct_uccl_conn_timer_wake(conn); /* the peer is alive: idle_check */
         conn->ack_pending = 1;
         ucs_list_add_tail(&iface->ack_list, &conn->ack_link);
     }
@@ -118,8 +120,6 @@ static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
 
     return total;
 }
-
-#define UCT_UCCL_TIMER_NS  50000ull   /* timers are checked every 50us */
 
 /* SIGUSR2 asks every iface for a counter dump (UCX_UCCL_STATS_DUMP=y) */
 static volatile sig_atomic_t uct_uccl_dump_requests;

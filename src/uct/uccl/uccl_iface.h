@@ -162,6 +162,11 @@ struct uct_uccl_iface {
     uint64_t                rx_since_ns; /* what that poll found arrived
                                             after this (the poll before) */
     ucs_twheel_t            pace_wheel;  /* paced conns wait here */
+    /* conn timers (uccl_conn_live.c) */
+    struct {
+        ucs_list_link_t     active;      /* conns visited every tick */
+        ucs_twheel_t        idle_wheel;  /* idle passive conns' deadlines */
+    } timers;
     unsigned                paced;       /* timers on it */
 
     /* receiver-driven cc (uccl_credit.c): the pacer grants the senders of
@@ -287,6 +292,15 @@ static inline size_t uct_uccl_conn_chunk_size(const uct_uccl_conn_t *conn)
 {
     return ucs_min(conn->iface->config.chunk_size,
                    conn->remote_chunk_size - UCT_UCCL_SEND_HDR_MAX);
+}
+
+/* A conn about to have work for its timers (data queued or owed an ACK, a
+ * probe, a failure) is visited every tick from now on */
+static UCS_F_ALWAYS_INLINE void uct_uccl_conn_timer_wake(uct_uccl_conn_t *conn)
+{
+    if (ucs_unlikely(!conn->timer_active)) {
+        uct_uccl_conn_timer_start(conn);
+    }
 }
 
 /* resources (uccl_io.c) */
