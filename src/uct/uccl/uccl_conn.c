@@ -326,7 +326,10 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     iface->num_passive += passive;
     uct_uccl_conn_timer_start(conn); /* set-up retries */
 
-    status = uct_uccl_conn_paths_create(conn, want_paths);
+    status = uct_uccl_stats_conn_init(conn);
+    if (status == UCS_OK) {
+        status = uct_uccl_conn_paths_create(conn, want_paths);
+    }
     if (status == UCS_OK) {
         status = uct_uccl_conn_paths_state_init(conn);
     }
@@ -440,6 +443,7 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
     uct_uccl_credit_conn_detach(conn);
     uct_uccl_async_conn_cleanup(conn);
     uct_uccl_conn_timer_cleanup(conn);
+    uct_uccl_stats_conn_cleanup(conn);
 
     for (i = 0; i < conn->num_paths; ++i) {
         path = &conn->paths[i];

@@ -19,6 +19,7 @@
 #include "proto/cc/uccl_cc.h"
 
 #include <ucs/datastruct/khash.h>
+#include <ucs/stats/stats.h>
 #include <ucs/time/timer_wheel.h>
 #include <stdio.h>
 
@@ -71,31 +72,7 @@ typedef enum {
 
 
 typedef struct uct_uccl_conn_stats {
-    uint64_t                chunks_tx;
-    uint64_t                bytes_tx;
-    uint64_t                chunks_rx;
-    uint64_t                retx;
-    uint64_t                retx_bytes;
-    uint64_t                retx_obsolete; /* resent without data: newer
-                                              data already on its way */
-    uint64_t                retx_direct; /* resent as the original WRITE:
-                                            no earlier copy can land */
-    uint64_t                tail_marks;  /* empty WRITEs ending a chain */
-    uint64_t                fast_retx;
-    uint64_t                tail_probes; /* resends when ACKs stalled */
-    uint64_t                timeouts;
-    uint64_t                dup_rx;
-    uint64_t                acks_tx;
-    uint64_t                acks_rx;
-    uint64_t                acks_piggy;  /* ACKs our AMs carried */
-    uint64_t                sq_full;
-    uint64_t                am_held;     /* AMs that waited for order */
-    uint64_t                cc_paced;    /* sends the pacing held back */
-    uint64_t                cc_samples;  /* RTT samples given to the cc */
-    uint64_t                credit_req_tx; /* requests for credit sent */
-    uint64_t                credit_req_rx; /* and received */
-    uint64_t                credit_tx;   /* grants sent without an ACK */
-    uint64_t                credit_rx;   /* and received */
+    UCT_UCCL_CONN_COUNTERS(UCT_UCCL_COUNTER_FIELD)
 } uct_uccl_conn_stats_t;
 
 
@@ -227,6 +204,7 @@ struct uct_uccl_conn {
     ucs_list_link_t         ack_link;    /* iface ACK list */
     ucs_list_link_t         err_link;    /* iface's async errs */
     uct_uccl_conn_stats_t   stats;
+    UCS_STATS_NODE_DECLARE(stats_node)   /* where UCX has stats */
 };
 
 

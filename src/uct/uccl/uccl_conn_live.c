@@ -247,6 +247,7 @@ static void uct_uccl_conn_idle_cb(ucs_wtimer_t *timer)
     uint64_t now          = uct_uccl_now_ns();
 
     uct_uccl_conn_idle_check(conn, now); /* a probe wakes the conn */
+    uct_uccl_stats_conn_sync(conn);
     if (!conn->timer_active) {
         uct_uccl_conn_idle_park(conn, now);
     }
@@ -334,8 +335,11 @@ void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now)
     uct_uccl_conn_t *conn, *tmp;
 
     ucs_list_for_each_safe(conn, tmp, &iface->timers.active, timer_link) {
-        if (!uct_uccl_conn_timer_tick(conn, now) ||
-            uct_uccl_conn_timer_busy(conn)) {
+        if (!uct_uccl_conn_timer_tick(conn, now)) {
+            continue;
+        }
+        uct_uccl_stats_conn_sync(conn);
+        if (uct_uccl_conn_timer_busy(conn)) {
             continue;
         }
         uct_uccl_conn_timer_stop(conn);

@@ -156,6 +156,7 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
     if (now >= iface->next_timer) {
         iface->next_timer = now + UCT_UCCL_TIMER_NS;
         uct_uccl_conn_timers(iface, now);
+        uct_uccl_stats_iface_sync(iface);
         if (ucs_unlikely(iface->dump_seen != uct_uccl_dump_requests)) {
             iface->dump_seen = uct_uccl_dump_requests;
             uct_uccl_iface_dump_all(iface);

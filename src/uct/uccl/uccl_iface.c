@@ -272,10 +272,16 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     kh_init_inplace(uct_uccl_qpn, &self->qpn_hash);
     kh_init_inplace(uct_uccl_peers, &self->peers);
     ucs_ptr_array_init(&self->conn_ids, "uccl_conn_ids");
+    UCS_STATS_NODE_RESET(&self->stats_node);
     ucs_list_head_init(&self->timers.active);
     status = ucs_twheel_init(&self->timers.idle_wheel,
                              ucs_time_from_sec(UCT_UCCL_IDLE_WHEEL_RES),
                              ucs_get_time());
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    status = uct_uccl_stats_iface_init(self);
     if (status != UCS_OK) {
         goto err;
     }
@@ -329,6 +335,7 @@ err:
     kh_destroy_inplace(uct_uccl_peers, &self->peers);
     ucs_twheel_cleanup(&self->pace_wheel);
     ucs_twheel_cleanup(&self->timers.idle_wheel);
+    uct_uccl_stats_iface_cleanup(self);
     uct_uccl_credit_cleanup(self);
     return status;
 }
@@ -366,6 +373,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
     kh_destroy_inplace(uct_uccl_peers, &self->peers);
     ucs_twheel_cleanup(&self->pace_wheel);
     ucs_twheel_cleanup(&self->timers.idle_wheel);
+    uct_uccl_stats_iface_cleanup(self);
     uct_uccl_credit_cleanup(self);
 }
 

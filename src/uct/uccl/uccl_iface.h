@@ -16,6 +16,7 @@
 #include <ucs/datastruct/khash.h>
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/ptr_array.h>
+#include <ucs/stats/stats.h>
 
 
 typedef enum {
@@ -89,31 +90,7 @@ KHASH_INIT(uct_uccl_peers, uct_uccl_peer_key_t, uct_uccl_conn_t*, 1,
 
 
 typedef struct uct_uccl_iface_stats {
-    uint64_t                bad_ctl;     /* malformed control packets */
-    uint64_t                unknown_conn;
-    uint64_t                forged_ctl;  /* control packets for a conn,
-                                            not from its peer */
-    uint64_t                bad_ack;     /* out-of-range cum / bits */
-    uint64_t                bad_data;    /* malformed SEND on a data QP */
-    uint64_t                bad_rkey;    /* retx/get with a foreign key */
-    uint64_t                unknown_qpn;
-    uint64_t                err_cqe;
-    uint64_t                srq_empty;
-    uint64_t                out_of_window;
-    uint64_t                order_full;  /* ordered messages refused: too
-                                            many wait for earlier chunks */
-    uint64_t                rx_no_desc;
-    uint64_t                ctl_tx_busy;
-    uint64_t                peers_lost;  /* passive conns of silent peers */
-    uint64_t                peers_refused; /* requests beyond MAX_PEERS */
-    uint64_t                get_refused; /* GET requests beyond MAX_QUEUED
-                                            chunks being served */
-    uint64_t                defer_full;  /* AMs refused while too many
-                                            wait for the user */
-    uint64_t                doorbells;
-    uint64_t                wrs;
-    uint64_t                send_cqes;   /* data QPs: one per chain */
-    uint64_t                async_passes; /* engine runs for an idle user */
+    UCT_UCCL_IFACE_COUNTERS(UCT_UCCL_COUNTER_FIELD)
 } uct_uccl_iface_stats_t;
 
 
@@ -243,6 +220,7 @@ struct uct_uccl_iface {
     } event;
 
     uct_uccl_iface_stats_t  stats;
+    UCS_STATS_NODE_DECLARE(stats_node)   /* where UCX has stats */
 };
 
 /* Largest active message (its 8-byte header included, as UCT counts it):
@@ -302,6 +280,29 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_conn_timer_wake(uct_uccl_conn_t *conn)
         uct_uccl_conn_timer_start(conn);
     }
 }
+
+/* counters as UCS stats nodes (uccl_stats.c), where UCX has stats */
+#ifdef ENABLE_STATS
+ucs_status_t uct_uccl_stats_iface_init(uct_uccl_iface_t *iface);
+void uct_uccl_stats_iface_cleanup(uct_uccl_iface_t *iface);
+ucs_status_t uct_uccl_stats_conn_init(uct_uccl_conn_t *conn);
+void uct_uccl_stats_conn_cleanup(uct_uccl_conn_t *conn);
+void uct_uccl_stats_iface_sync(uct_uccl_iface_t *iface);
+void uct_uccl_stats_conn_sync(uct_uccl_conn_t *conn);
+#else
+static inline ucs_status_t uct_uccl_stats_iface_init(uct_uccl_iface_t *iface)
+{
+    return UCS_OK;
+}
+static inline void uct_uccl_stats_iface_cleanup(uct_uccl_iface_t *iface) {}
+static inline ucs_status_t uct_uccl_stats_conn_init(uct_uccl_conn_t *conn)
+{
+    return UCS_OK;
+}
+static inline void uct_uccl_stats_conn_cleanup(uct_uccl_conn_t *conn) {}
+static inline void uct_uccl_stats_iface_sync(uct_uccl_iface_t *iface) {}
+static inline void uct_uccl_stats_conn_sync(uct_uccl_conn_t *conn) {}
+#endif
 
 /* resources (uccl_io.c) */
 ucs_status_t uct_uccl_iface_pools_init(uct_uccl_iface_t *iface,
