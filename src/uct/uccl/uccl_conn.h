@@ -196,6 +196,7 @@ struct uct_uccl_conn {
      * have work every tick; an idle passive conn waits for its idle
      * deadline on the iface's idle wheel */
     uint8_t                 timer_active;
+    uint8_t                 timer_idle;  /* ticks idle on the list */
     ucs_list_link_t         timer_link;
     ucs_wtimer_t            idle_timer;
 

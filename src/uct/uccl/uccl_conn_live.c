@@ -204,9 +204,13 @@ ucs_status_t uct_uccl_conn_fail_later(uct_uccl_conn_t *conn)
 /* Does conn have work for its timers at the next tick? An active conn
  * while it connects, a connected one while a probe is out, chunks wait or
  * are unacknowledged or it waits for credit (uct_uccl_tx_timers), a failed
- * passive one until it is destroyed */
+ * passive one until it is destroyed; and any while the scheduler holds it
+ * (uct_uccl_iface_sched_add wakes only a conn it adds) */
 static int uct_uccl_conn_timer_busy(uct_uccl_conn_t *conn)
 {
+    if (conn->in_sched) {
+        return 1;
+    }
     switch (conn->state) {
     case UCT_UCCL_CONN_CONNECTING:
         return !conn->passive;
@@ -265,6 +269,7 @@ void uct_uccl_conn_timer_start(uct_uccl_conn_t *conn)
     ucs_wtimer_remove(&iface->timers.idle_wheel, &conn->idle_timer);
     ucs_list_add_tail(&iface->timers.active, &conn->timer_link);
     conn->timer_active = 1;
+    conn->timer_idle   = 0;
 }
 
 static void uct_uccl_conn_timer_stop(uct_uccl_conn_t *conn)
@@ -329,7 +334,8 @@ static int uct_uccl_conn_timer_tick(uct_uccl_conn_t *conn, uint64_t now)
 
 /* Every tick: the conns with work for their timers, then the deadlines of
  * idle passive conns that came. A conn whose work is done leaves the
- * active list, so an idle iface visits none of its conns. */
+ * active list after LINGER ticks, so an idle iface visits none of its
+ * conns. */
 void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now)
 {
     uct_uccl_conn_t *conn, *tmp;
@@ -340,6 +346,10 @@ void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now)
         }
         uct_uccl_stats_conn_sync(conn);
         if (uct_uccl_conn_timer_busy(conn)) {
+            conn->timer_idle = 0;
+            continue;
+        }
+        if (++conn->timer_idle < UCT_UCCL_TIMER_LINGER) {
             continue;
         }
         uct_uccl_conn_timer_stop(conn);

@@ -31,6 +31,10 @@
 #define UCT_UCCL_TIMER_NS         50000ull /* conn timers (retries, loss
                                             repair, keepalive) run this
                                             often */
+#define UCT_UCCL_TIMER_LINGER     20     /* ticks a conn stays on them
+                                            idle: one that pauses between
+                                            messages is not taken off and
+                                            put back each time */
 #define UCT_UCCL_IDLE_WHEEL_RES   1e-3   /* s: how late an idle passive
                                             conn's deadline may be seen */
 

@@ -20,19 +20,19 @@
 
 void uct_uccl_iface_sched_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
 {
-    uct_uccl_conn_timer_wake(conn);
     if (!conn->in_sched) {
         conn->in_sched = 1;
         ucs_list_add_tail(&iface->sched, &conn->sched);
+        uct_uccl_conn_timer_wake(conn); /* it stays while in_sched */
     }
 }
 
 void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
 {
     if (!conn->ack_pending) {
-        uct_uccl_conn_timer_wake(conn); /* the peer is alive: idle_check */
         conn->ack_pending = 1;
         ucs_list_add_tail(&iface->ack_list, &conn->ack_link);
+        uct_uccl_conn_timer_wake(conn); /* the peer is alive: idle_check */
     }
 }
 
