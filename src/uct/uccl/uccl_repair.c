@@ -353,9 +353,6 @@ void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
         uct_uccl_conn_post_chains(conn);
     }
 
-    /* completions may start new operations: they must not post while the
-     * tracker is being emptied */
-    ++conn->iface->busy;
     while (!ucs_queue_is_empty(&conn->tx_queue)) {
         chunk = ucs_queue_pull_elem_non_empty(&conn->tx_queue,
                                               uct_uccl_chunk_t, queue);
@@ -399,5 +396,4 @@ void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
             uct_uccl_op_complete(conn, op);
         }
     }
-    --conn->iface->busy;
 }

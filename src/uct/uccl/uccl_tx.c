@@ -207,8 +207,9 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 
 /* An operation posted outside progress goes on the wire at once: UCX may
  * consider it sent (am_short, put_short) and not progress for a long time,
- * e.g. a rank that leaves a barrier and sleeps. Inside progress (callbacks,
- * purges) the scheduler posts it before progress returns. */
+ * e.g. a rank that leaves a barrier and sleeps. Inside an engine pass (a
+ * pending request, an async AM handler) the scheduler posts it before the
+ * pass ends. */
 void uct_uccl_tx_post_now(uct_uccl_conn_t *conn)
 {
     if (conn->iface->busy || (conn->tx_queued == 0)) {
