@@ -179,6 +179,7 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
 /* A tail probe: the aged chunks it resends, the paths it marks */
 typedef struct {
     uct_uccl_conn_t         *conn;
+    int                     may_mark;
     unsigned                resent;
     unsigned                nmarks;
     struct {
@@ -189,10 +190,11 @@ typedef struct {
 } uct_uccl_probe_t;
 
 /* An aged chunk: a small one is resent (as cheap as any probe, and it
- * repairs at once); a bulk WRITE only has its path marked, so a peer that
- * is merely slow (descheduled, say) costs an empty WRITE per path instead
- * of the chunks again, and a real loss is resent when the mark's ACK shows
- * it was overtaken on its path */
+ * repairs at once); at the first probe a bulk WRITE only has its path
+ * marked, so a peer that is merely slow (descheduled, say) costs an empty
+ * WRITE per path instead of the chunks again, and a real loss is resent
+ * when the mark's ACK shows it was overtaken on its path. A later probe
+ * resends it, on another path: its own may be down. */
 static ucs_status_t uct_uccl_tracker_probe_cb(void *arg, uint32_t csn,
                                               uct_uccl_tx_entry_t *e)
 {
@@ -201,7 +203,7 @@ static ucs_status_t uct_uccl_tracker_probe_cb(void *arg, uint32_t csn,
     ucs_status_t status;
     unsigned i;
 
-    if ((chunk->length <= UCT_UCCL_BULK_MIN) ||
+    if (!probe->may_mark || (chunk->length <= UCT_UCCL_BULK_MIN) ||
         ((chunk->kind != UCT_UCCL_KIND_PUT) &&
          (chunk->kind != UCT_UCCL_KIND_GET_RESP))) {
         status         = uct_uccl_tracker_retx_cb(probe->conn, csn, e);
@@ -237,7 +239,10 @@ static void uct_uccl_tx_tail_probe(uct_uccl_conn_t *conn, uint64_t now,
                                    rto->srtt_ns + 4 * rto->rttvar_ns),
                            rto->rto_ns);
     uint64_t since = conn->probes ? conn->probe_time : conn->last_progress;
-    uct_uccl_probe_t probe = { .conn = conn };
+    uct_uccl_probe_t probe = {
+        .conn     = conn,
+        .may_mark = (conn->probes == 0)
+    };
     unsigned i, marks = 0;
 
     if ((inflight == 0) || (conn->probes >= UCT_UCCL_TAIL_PROBES_MAX) ||
