@@ -147,12 +147,6 @@ add_test(NAME fault_uc_chain_counters
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 1048576 100 chains)
 flt_env(fault_uc_chain_counters)
 
-# on a clean fabric small AMs go inline and unsignaled
-math(EXPR FLT_PORT "${FLT_PORT} + 1")
-add_test(NAME fault_uc_unsignaled_counters
-         COMMAND ${FLT_COUNTERS} ${FLT_PORT} 8 5000 unsignaled)
-flt_env(fault_uc_unsignaled_counters)
-
 # in a ping-pong of 1 MiB PUTs, a lost last chunk is found by the empty
 # WRITE that ends its chain, not by the tail probe (probes that only
 # resent what had arrived, on a loaded machine, do not count)

@@ -388,11 +388,11 @@ static void uct_uccl_conn_qp_release(uct_uccl_iface_t *iface,
     khiter_t it;
 
     it = kh_get(uct_uccl_qpn, &iface->qpn_hash, path->qp->qp_num);
-    if ((uct_uccl_path_busy(path) > 0) && (it != kh_end(&iface->qpn_hash))) {
+    if ((path->outstanding > 0) && (it != kh_end(&iface->qpn_hash))) {
         drain = ucs_malloc(sizeof(*drain), "uccl_drain_qp");
     }
     if ((drain == NULL) || ibv_modify_qp(path->qp, &attr, IBV_QP_STATE)) {
-        iface->tx_outstanding -= uct_uccl_path_busy(path);
+        iface->tx_outstanding -= path->outstanding;
         uct_uccl_conn_qp_destroy(iface, path);
         ucs_free(drain);
         return;

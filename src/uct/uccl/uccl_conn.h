@@ -41,16 +41,11 @@ typedef struct uct_uccl_qp {
     struct ibv_qp           *qp;
     uint32_t                remote_qpn;
     uint16_t                index;
-    uint16_t                outstanding; /* WRs in sent[], send queue slots
-                                            taken until a CQE frees them */
-    uint16_t                unsignaled;  /* the newest of them, posted after
-                                            the last signaled WR and done at
-                                            post: no CQE comes for them */
+    uint16_t                outstanding; /* WRs posted, not completed */
     unsigned                sent_head;   /* oldest of them in sent[] */
     uct_uccl_chunk_t        **sent;      /* ring of posted WRs' chunks: one
                                             signaled CQE ends a chain and
-                                            completes every WR before it;
-                                            a WR done at post is tagged */
+                                            completes every WR before it */
     struct ibv_send_wr      *chain;      /* being built by the pump */
     struct ibv_send_wr      *chain_tail;
     unsigned                chain_len;

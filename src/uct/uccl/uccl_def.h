@@ -21,8 +21,6 @@
 #define UCT_UCCL_SEND_HDR_MAX     48     /* largest SEND header */
 #define UCT_UCCL_INLINE_MAX       128    /* bytes a data WR carries inline
                                             (asked of the device) */
-#define UCT_UCCL_SENT_DONE        0x1ul  /* tag of a sent-ring entry done
-                                            at post (chunks are aligned) */
 #define UCT_UCCL_MAX_ZCOPY        (1ul << 30) /* PUT/GET, cut into chunks */
 #define UCT_UCCL_PUT_GUARD        64     /* recent PUT targets remembered */
 #define UCT_UCCL_TX_GROW_MIN      32     /* send buffers per pool growth */

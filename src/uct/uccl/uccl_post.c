@@ -73,7 +73,7 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
         /* small messages keep their order on one path: they move to another
          * only once everything posted on the current one completed (paths
          * reorder), and wait when its send queue is full */
-        if (uct_uccl_path_busy(path) == 0) {
+        if (path->outstanding == 0) {
             path = &conn->paths[uct_uccl_paths_select(&conn->sel, length,
                                                       now)];
         }
@@ -144,59 +144,6 @@ void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
     chunk->path = path->index;
 }
 
-/* UC: a chain of inline WRs asks for no completion while the path's
- * unsignaled WRs stay within half its send queue. The device copied them
- * at post and reads nothing later, so they are done at once and the ACK
- * alone releases their chunks; the next signaled CQE frees their queue
- * slots. Their wr_id is tagged: only a failure reports them, and their
- * chunks may be gone by then. */
-static int uct_uccl_chain_unsignaled(const uct_uccl_conn_t *conn,
-                                     const uct_uccl_qp_t *path, int all_inline)
-{
-    return all_inline && !conn->rc &&
-           (path->unsignaled + path->chain_len <=
-            conn->iface->config.tx_queue_len / 2);
-}
-
-/* The chain's first `count` WRs were posted unsignaled: done now. They are
- * the newest of the path's ring. */
-static void uct_uccl_chain_done_at_post(uct_uccl_iface_t *iface,
-                                        uct_uccl_qp_t *path, unsigned count)
-{
-    unsigned first = path->sent_head + path->outstanding - count;
-    uct_uccl_chunk_t **entry;
-    unsigned i;
-
-    for (i = 0; i < count; ++i) {
-        entry  = &path->sent[(first + i) & iface->config.tx_ring_mask];
-        ucs_assert(!((*entry)->flags & UCT_UCCL_CHUNK_F_ACKED));
-        --(*entry)->posted;
-        (*entry)->wr.wr_id = (uintptr_t)*entry;
-        *entry = uct_uccl_sent_tag(*entry);
-        --iface->tx_outstanding;
-    }
-    path->unsignaled += count;
-}
-
-/* Undo the accounting of the WRs from bad_wr on, which were not posted;
- * returns how many */
-static unsigned uct_uccl_chain_unpost(uct_uccl_iface_t *iface,
-                                      uct_uccl_qp_t *path,
-                                      struct ibv_send_wr *bad_wr)
-{
-    uct_uccl_chunk_t *chunk;
-    unsigned count = 0;
-
-    for (; bad_wr != NULL; bad_wr = bad_wr->next, ++count) {
-        chunk = ucs_container_of(bad_wr, uct_uccl_chunk_t, wr);
-        chunk->wr.wr_id = (uintptr_t)chunk;
-        --chunk->posted;
-        --path->outstanding;
-        --iface->tx_outstanding;
-    }
-    return count;
-}
-
 /* One ibv_post_send per path that has a chain, in the order the chains
  * began, so chunks leave in CSN order as far as the paths allow. Only the
  * last WR of a chain asks for a completion: the QP completes in order, so
@@ -208,8 +155,7 @@ void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn)
     struct ibv_send_wr *bad_wr, *wr;
     uct_uccl_chunk_t *chunk;
     uct_uccl_qp_t *path, *next;
-    unsigned unposted;
-    int ret, unsig, all_inline, failed = 0;
+    int ret, failed = 0;
 
     next              = conn->chains;
     conn->chains      = NULL;
@@ -219,22 +165,11 @@ void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn)
 
         ++iface->stats.doorbells;
         iface->stats.wrs += path->chain_len;
-        all_inline = IBV_SEND_INLINE;
         for (wr = path->chain; wr != NULL; wr = wr->next) {
-            chunk       = (uct_uccl_chunk_t*)wr->wr_id;
-            chunk->flags &= ~UCT_UCCL_CHUNK_F_CHAINED;
-            all_inline &= wr->send_flags;
+            ((uct_uccl_chunk_t*)wr->wr_id)->flags &= ~UCT_UCCL_CHUNK_F_CHAINED;
         }
-        unsig = uct_uccl_chain_unsignaled(conn, path, all_inline);
-        if (unsig) {
-            for (wr = path->chain; wr != NULL; wr = wr->next) {
-                wr->wr_id = (uintptr_t)uct_uccl_sent_tag((void*)wr->wr_id);
-            }
-        } else {
-            path->chain_tail->send_flags |= IBV_SEND_SIGNALED;
-        }
-        ret      = ibv_post_send(path->qp, path->chain, &bad_wr);
-        unposted = 0;
+        path->chain_tail->send_flags |= IBV_SEND_SIGNALED;
+        ret = ibv_post_send(path->qp, path->chain, &bad_wr);
         if (ucs_unlikely(ret != 0)) {
             /* cannot happen while we respect max_send_wr; undo the
              * accounting and let the reliability layer (or the error
@@ -242,14 +177,13 @@ void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn)
              * its signaled end never completes: the conn cannot go on. */
             ucs_error("uccl: ibv_post_send(qp 0x%x, %u WRs) failed: %s",
                       path->qp->qp_num, path->chain_len, strerror(ret));
-            failed  |= conn->rc || (bad_wr != path->chain);
-            unposted = uct_uccl_chain_unpost(iface, path, bad_wr);
-        }
-        if (unsig) {
-            uct_uccl_chain_done_at_post(iface, path,
-                                        path->chain_len - unposted);
-        } else if (unposted == 0) {
-            path->unsignaled = 0; /* the signaled CQE covers them */
+            failed |= conn->rc || (bad_wr != path->chain);
+            for (wr = bad_wr; wr != NULL; wr = wr->next) {
+                chunk = (uct_uccl_chunk_t*)wr->wr_id;
+                --chunk->posted;
+                --path->outstanding;
+                --iface->tx_outstanding;
+            }
         }
         path->chain     = NULL;
         path->chain_len = 0;

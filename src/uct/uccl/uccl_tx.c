@@ -315,21 +315,6 @@ uct_uccl_tx_wr_still_tracked(uct_uccl_chunk_t *chunk,
     return 1;
 }
 
-/* A WR done at post (unsignaled) has a CQE only if it failed: its chunk
- * was released or is tracked, and its loss is repaired like any other */
-static void uct_uccl_tx_done_failed(uct_uccl_iface_t *iface,
-                                    uct_uccl_chunk_t *entry,
-                                    uct_uccl_chunk_t *done,
-                                    const struct ibv_wc *wc)
-{
-    if ((entry == done) && (wc->status != IBV_WC_SUCCESS) &&
-        (wc->status != IBV_WC_WR_FLUSH_ERR)) {
-        ++iface->stats.err_cqe;
-        ucs_diag("uccl: send completion error %s (qp 0x%x, unsignaled)",
-                 ibv_wc_status_str(wc->status), wc->qp_num);
-    }
-}
-
 /* Take the WRs a CQE completes off its path: every WR posted before the
  * one it names, and that one. Done in batches, each with a fresh look-up:
  * completing a chunk may run user callbacks that destroy the conn, and a
@@ -345,8 +330,7 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     do {
         it = kh_get(uct_uccl_qpn, &iface->qpn_hash, wc->qp_num);
         if (ucs_unlikely(it == kh_end(&iface->qpn_hash))) {
-            if (!found && !uct_uccl_sent_is_done(done)) {
-                /* its QP is gone: only this WR is known */
+            if (!found) {   /* its QP is gone: only this WR is known */
                 --iface->tx_outstanding;
                 uct_uccl_tx_wr_complete(iface, done, wc->status, wc->qp_num);
             }
@@ -360,24 +344,18 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
                                   iface->config.tx_ring_mask];
             found    = (batch[n] == done);
             --path->outstanding;
-            iface->tx_outstanding -= !uct_uccl_sent_is_done(batch[n]);
+            --iface->tx_outstanding;
         }
-        /* a failed unsignaled WR may have been among the newest */
-        path->unsignaled = ucs_min(path->unsignaled, path->outstanding);
         if (ucs_unlikely(!found && (path->outstanding == 0))) {
             ucs_error("uccl: qp 0x%x: completion of a WR it does not hold",
                       wc->qp_num);
             found = 1;
         }
-        if ((uct_uccl_path_busy(path) == 0) && (path->conn == NULL)) {
+        if ((path->outstanding == 0) && (path->conn == NULL)) {
             uct_uccl_iface_qp_drained(iface, path);
         }
 
         for (i = 0; i < n; ++i) {
-            if (uct_uccl_sent_is_done(batch[i])) {
-                uct_uccl_tx_done_failed(iface, batch[i], done, wc);
-                continue;
-            }
             if (ucs_likely(uct_uccl_tx_wr_still_tracked(batch[i], done,
                                                         wc->status))) {
                 continue;

@@ -23,29 +23,6 @@ static inline int uct_uccl_path_has_room(uct_uccl_conn_t *conn,
     return path->outstanding < conn->iface->config.tx_queue_len;
 }
 
-/* WRs of the path whose CQE is still to come */
-static inline unsigned uct_uccl_path_busy(const uct_uccl_qp_t *path)
-{
-    return path->outstanding - path->unsignaled;
-}
-
-/* A ring entry of a WR that was done when it was posted (an unsignaled
- * inline WR): its CQE comes only if it fails, and its chunk may be gone */
-static inline uct_uccl_chunk_t *uct_uccl_sent_tag(uct_uccl_chunk_t *chunk)
-{
-    return (uct_uccl_chunk_t*)((uintptr_t)chunk | UCT_UCCL_SENT_DONE);
-}
-
-static inline int uct_uccl_sent_is_done(const uct_uccl_chunk_t *entry)
-{
-    return !!((uintptr_t)entry & UCT_UCCL_SENT_DONE);
-}
-
-static inline uct_uccl_chunk_t *uct_uccl_sent_chunk(uct_uccl_chunk_t *entry)
-{
-    return (uct_uccl_chunk_t*)((uintptr_t)entry & ~UCT_UCCL_SENT_DONE);
-}
-
 static inline uct_uccl_put_guard_t *
 uct_uccl_put_guard(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
 {
