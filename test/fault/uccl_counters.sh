@@ -124,12 +124,13 @@ if [ "$check" = chains ]; then
     drops=$(sv_sum "$tmp/sv_client" msg_drops)
     retx=$(uccl_sum "$tmp/client" retx)
     probes=$(uccl_sum "$tmp/client" tail_probes)
+    probes=$((probes + $(uccl_sum "$tmp/client" probe_marks)))
     tmo=$(uccl_sum "$tmp/client" timeouts)
     # messages, warm-up included: first transmissions of 64 KiB chunks
     msgs=$((($(uccl_sum "$tmp/client" chunks_tx) - retx) / (size / 65536)))
     echo "clean stream of $msgs x $size: $doorbells doorbells for $wrs" \
          "work requests, $send_cqes send completions, $drops drops;" \
-         "$retx spurious resends ($probes by tail probes, $tmo timeouts)"
+         "$retx spurious resends ($probes tail probes and marks, $tmo timeouts)"
     # (a loaded receiver may let its receive queue run dry: a few drops)
     [ "$msgs" -gt 0 ] || fail "no message sent"
     # one chain per message; a loaded machine delays ACKs, and a probe or

@@ -2,7 +2,7 @@
 # that suite from .ci/run; these run with every build). One process per
 # test, its own fabric; see test/uct/uct_contract.c for what each checks.
 foreach(t am_limits tx_max_bufs am_align connecting async_am peer_close
-          destroy flush_deferred many_eps rx_bound many_peers)
+          destroy flush_deferred many_eps idle_eps rx_bound many_peers)
     add_test(NAME uct_contract_${t}
              COMMAND ${UCCL_RUN} ${UCCL_BUILDDIR}/test/uct/uct_contract ${t} 7)
     set_tests_properties(uct_contract_${t} PROPERTIES LABELS "uct"

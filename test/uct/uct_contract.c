@@ -27,6 +27,10 @@
  *                completes each of them before uct_ep_destroy returns
  *   many_eps     2048 eps between two ifaces and 2048 from an iface to
  *                itself: all connect and deliver
+ *   idle_eps     with MANY_EPS connected eps gone idle (and as many passive
+ *                conns on the peer iface, on the same worker) a progress
+ *                call costs at most IDLE_RATIO times what it costs with
+ *                one: the engine's timers visit no idle conn
  *   rx_bound     RX_EPS eps stream AMs over many paths (they arrive out of
  *                order and wait for their order) to an iface with few
  *                receive buffers: every AM arrives, in order per ep (the
@@ -958,6 +962,81 @@ static void test_many_eps(void)
     uct_iface_close(a.iface);
 }
 
+#define IDLE_PASSES   20000   /* progress calls per sample */
+#define IDLE_SAMPLES  5       /* the cheapest sample counts: others may
+                                 have shared the core */
+#define IDLE_SETTLE_S 0.05    /* idle eps leave the engine's timers */
+#define IDLE_RATIO    10
+
+/* ns per idle progress call, the least of IDLE_SAMPLES samples */
+static double idle_pass_ns(void)
+{
+    double start, ns, best = 0;
+    unsigned s, i;
+
+    start = now_sec();
+    while (now_sec() - start < IDLE_SETTLE_S) {
+        progress();
+    }
+    for (s = 0; s < IDLE_SAMPLES; ++s) {
+        start = now_sec();
+        for (i = 0; i < IDLE_PASSES; ++i) {
+            progress();
+        }
+        ns   = (now_sec() - start) * 1e9 / IDLE_PASSES;
+        best = (s == 0) ? ns : ucs_min(best, ns);
+    }
+    return best;
+}
+
+/* eps[first..count) from a to b connect, deliver an AM each and flush */
+static void idle_eps_connect(iface_t *a, iface_t *b, uct_ep_h *eps,
+                             unsigned first, unsigned count)
+{
+    unsigned i, before = rx.count;
+
+    for (i = first; i < count; ++i) {
+        eps[i] = ep_create(a, b);
+        check(RETRY("am_short", uct_ep_am_short(eps[i], AM_ID, i, NULL, 0)),
+              "idle eps");
+    }
+    wait_for(&rx.count, before + count - first, "idle eps");
+    for (i = first; i < count; ++i) {
+        flush_ep(eps[i]);
+    }
+}
+
+static void test_idle_eps(void)
+{
+    uct_ep_h *eps = calloc(MANY_EPS, sizeof(*eps));
+    double one, many;
+    iface_t a, b;
+    unsigned i;
+
+    if (eps == NULL) {
+        die("no memory");
+    }
+    iface_open(&a, NULL);
+    iface_open(&b, NULL);
+    check(uct_iface_set_am_handler(b.iface, AM_ID, am_cb, NULL, 0), "am");
+    idle_eps_connect(&a, &b, eps, 0, 1);
+    one = idle_pass_ns();
+    idle_eps_connect(&a, &b, eps, 1, MANY_EPS);
+    many = idle_pass_ns();
+    printf("idle progress call: %.0f ns with 1 ep, %.0f ns with %u\n", one,
+           many, MANY_EPS);
+    if (many > IDLE_RATIO * one) {
+        die("an idle progress call with %u eps costs %.0f ns, %.1f times "
+            "what it costs with one", MANY_EPS, many, many / one);
+    }
+    for (i = 0; i < MANY_EPS; ++i) {
+        uct_ep_destroy(eps[i]);
+    }
+    uct_iface_close(b.iface);
+    uct_iface_close(a.iface);
+    free(eps);
+}
+
 /* AM_ID_SYNC of rx_bound: header = ep << 32 | sequence number */
 static uint32_t rx_bound_next[RX_EPS];
 
@@ -1112,6 +1191,7 @@ static const struct {
     {"destroy",     test_destroy,     NULL},
     {"flush_deferred", test_flush_deferred, NULL},
     {"many_eps",    test_many_eps,    NULL},
+    {"idle_eps",    test_idle_eps,    NULL},
     {"rx_bound",    test_rx_bound,    NULL},
     {"many_peers",  test_many_peers,  "MAX_QPS=" NPEERS_QPS},
 };

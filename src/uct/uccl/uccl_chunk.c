@@ -115,11 +115,11 @@ uct_uccl_op_t *uct_uccl_op_get(uct_uccl_conn_t *conn, uct_uccl_op_type_t type,
     op->unpack_cb  = NULL;
     op->length     = 0;
     op->id         = conn->next_op_id++;
-    ucs_list_add_tail(&conn->ops, &op->list);
-    if (uct_uccl_op_is_get(op)) {
-        op->gseq = conn->gets_issued++;
-        ucs_list_add_tail(&conn->gets, &op->get_link);
+    if (uct_uccl_op_is_get(op) && (uct_uccl_get_track(conn, op) != UCS_OK)) {
+        ucs_mpool_put_inline(op);
+        return NULL;
     }
+    ucs_list_add_tail(&conn->ops, &op->list);
     return op;
 }
 
@@ -154,7 +154,7 @@ void uct_uccl_op_complete(uct_uccl_conn_t *conn, uct_uccl_op_t *op)
     ucs_list_del(&op->list);
     if (uct_uccl_op_is_get(op)) {
         /* what was issued after it may go now */
-        ucs_list_del(&op->get_link);
+        uct_uccl_get_untrack(conn, op);
         if (conn->tx_queued > 0) {
             uct_uccl_iface_sched_add(conn->iface, conn);
         }

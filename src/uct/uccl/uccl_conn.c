@@ -306,7 +306,9 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     ucs_list_head_init(&conn->zombies);
     ucs_list_head_init(&conn->rc_inflight);
     ucs_list_head_init(&conn->gets);
+    kh_init_inplace(uct_uccl_gets, &conn->get_ids);
     ucs_wtimer_init(&conn->pace_timer, uct_uccl_conn_pace_cb);
+    uct_uccl_conn_timer_init(conn);
 
     status = uct_uccl_rto_init(&conn->rto, &iface->config.rto);
     if (status != UCS_OK) {
@@ -326,8 +328,12 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     conn->id = ucs_ptr_array_insert(&iface->conn_ids, conn);
     ucs_list_add_tail(&iface->conns, &conn->list);
     iface->num_passive += passive;
+    uct_uccl_conn_timer_start(conn); /* set-up retries */
 
-    status = uct_uccl_conn_paths_create(conn, want_paths);
+    status = uct_uccl_stats_conn_init(conn);
+    if (status == UCS_OK) {
+        status = uct_uccl_conn_paths_create(conn, want_paths);
+    }
     if (status == UCS_OK) {
         status = uct_uccl_conn_paths_state_init(conn);
     }
@@ -440,6 +446,8 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
     }
     uct_uccl_credit_conn_detach(conn);
     uct_uccl_async_conn_cleanup(conn);
+    uct_uccl_conn_timer_cleanup(conn);
+    uct_uccl_stats_conn_cleanup(conn);
 
     for (i = 0; i < conn->num_paths; ++i) {
         path = &conn->paths[i];
@@ -455,7 +463,9 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
     uct_uccl_cc_cleanup(&conn->cc);
     uct_uccl_paths_cleanup(&conn->sel);
     uct_uccl_tracker_cleanup(&conn->tracker);
+    kh_destroy_inplace(uct_uccl_gets, &conn->get_ids);
     ibv_destroy_ah(conn->ah);
+    uct_uccl_conn_peer_remove(conn);
     ucs_ptr_array_remove(&iface->conn_ids, conn->id);
     ucs_list_del(&conn->list);
     iface->num_passive -= conn->passive;

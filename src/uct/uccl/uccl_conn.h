@@ -18,6 +18,8 @@
 #include "proto/uccl_order.h"
 #include "proto/cc/uccl_cc.h"
 
+#include <ucs/datastruct/khash.h>
+#include <ucs/stats/stats.h>
 #include <ucs/time/timer_wheel.h>
 #include <stdio.h>
 
@@ -28,6 +30,10 @@ typedef struct uct_uccl_ctl_src {
     uint16_t                lid;
     const uint8_t           *gid;        /* the GRH's source GID, or NULL */
 } uct_uccl_ctl_src_t;
+
+
+/* Our outstanding GETs by op id: the peer's answer names one */
+KHASH_MAP_INIT_INT64(uct_uccl_gets, uct_uccl_op_t*);
 
 
 typedef struct uct_uccl_qp {
@@ -66,31 +72,7 @@ typedef enum {
 
 
 typedef struct uct_uccl_conn_stats {
-    uint64_t                chunks_tx;
-    uint64_t                bytes_tx;
-    uint64_t                chunks_rx;
-    uint64_t                retx;
-    uint64_t                retx_bytes;
-    uint64_t                retx_obsolete; /* resent without data: newer
-                                              data already on its way */
-    uint64_t                retx_direct; /* resent as the original WRITE:
-                                            no earlier copy can land */
-    uint64_t                tail_marks;  /* empty WRITEs ending a chain */
-    uint64_t                fast_retx;
-    uint64_t                tail_probes; /* resends when ACKs stalled */
-    uint64_t                timeouts;
-    uint64_t                dup_rx;
-    uint64_t                acks_tx;
-    uint64_t                acks_rx;
-    uint64_t                acks_piggy;  /* ACKs our AMs carried */
-    uint64_t                sq_full;
-    uint64_t                am_held;     /* AMs that waited for order */
-    uint64_t                cc_paced;    /* sends the pacing held back */
-    uint64_t                cc_samples;  /* RTT samples given to the cc */
-    uint64_t                credit_req_tx; /* requests for credit sent */
-    uint64_t                credit_req_rx; /* and received */
-    uint64_t                credit_tx;   /* grants sent without an ACK */
-    uint64_t                credit_rx;   /* and received */
+    UCT_UCCL_CONN_COUNTERS(UCT_UCCL_COUNTER_FIELD)
 } uct_uccl_conn_stats_t;
 
 
@@ -167,6 +149,7 @@ struct uct_uccl_conn {
                                                requests taken, not served */
     uint32_t                serve_chunks; /* reply chunks being sent */
     ucs_list_link_t         gets;        /* GET ops not complete, in order */
+    khash_t(uct_uccl_gets)  get_ids;     /* the same, by op id */
     uct_uccl_cc_t           cc;
     uct_uccl_conn_credit_t  credit;      /* receiver-driven cc */
     ucs_wtimer_t            pace_timer;  /* on the iface's pace_wheel */
@@ -209,11 +192,20 @@ struct uct_uccl_conn {
     uint64_t                idle_seen;   /* passive: packets seen ... */
     uint64_t                idle_since;  /* ... unchanged since (ns) */
 
+    /* timers (uccl_conn_live.c): on the iface's active list while they
+     * have work every tick; an idle passive conn waits for its idle
+     * deadline on the iface's idle wheel */
+    uint8_t                 timer_active;
+    uint8_t                 timer_idle;  /* ticks idle on the list */
+    ucs_list_link_t         timer_link;
+    ucs_wtimer_t            idle_timer;
+
     ucs_list_link_t         list;        /* iface conns */
     ucs_list_link_t         sched;       /* iface scheduler */
     ucs_list_link_t         ack_link;    /* iface ACK list */
     ucs_list_link_t         err_link;    /* iface's async errs */
     uct_uccl_conn_stats_t   stats;
+    UCS_STATS_NODE_DECLARE(stats_node)   /* where UCX has stats */
 };
 
 
@@ -257,11 +249,18 @@ uct_uccl_conn_t *uct_uccl_conn_bound(uct_uccl_iface_t *iface, uint32_t id,
 uct_uccl_conn_t *uct_uccl_conn_sibling(const uct_uccl_conn_t *via, uint32_t id,
                                        uint64_t token);
 void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now);
+void uct_uccl_conn_timer_init(uct_uccl_conn_t *conn);
+void uct_uccl_conn_timer_start(uct_uccl_conn_t *conn);
+void uct_uccl_conn_timer_cleanup(uct_uccl_conn_t *conn);
 void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream);
 void uct_uccl_iface_qp_drained(uct_uccl_iface_t *iface, uct_uccl_qp_t *drain);
 void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason);
 
 ucs_status_t uct_uccl_conn_check(uct_uccl_conn_t *conn);
+
+/* the UC GET protocol's table of our GETs (uccl_get.c) */
+ucs_status_t uct_uccl_get_track(uct_uccl_conn_t *conn, uct_uccl_op_t *op);
+void uct_uccl_get_untrack(uct_uccl_conn_t *conn, uct_uccl_op_t *op);
 
 /* within the conn layer: life (uccl_conn.c), control (uccl_ctl.c),
  * liveness (uccl_conn_live.c) */
@@ -276,6 +275,8 @@ ucs_status_t uct_uccl_conn_paths_trim(uct_uccl_conn_t *conn,
 ucs_status_t uct_uccl_conn_send_pkt(uct_uccl_conn_t *conn,
                                     uct_uccl_ctl_type_t type,
                                     ucs_status_t status);
+ucs_status_t uct_uccl_conn_peer_add(uct_uccl_conn_t *conn);
+void uct_uccl_conn_peer_remove(uct_uccl_conn_t *conn);
 void uct_uccl_conn_handle_disconnect(uct_uccl_iface_t *iface,
                                      const uct_uccl_disconnect_t *pkt,
                                      const uct_uccl_ctl_src_t *src);

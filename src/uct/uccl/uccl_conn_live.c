@@ -83,6 +83,7 @@ ucs_status_t uct_uccl_conn_check(uct_uccl_conn_t *conn)
         return UCS_OK;
     }
 
+    uct_uccl_conn_timer_wake(conn);
     now               = uct_uccl_now_ns();
     conn->ka_start    = now;
     conn->ka_next_try = now + conn->iface->config.conn_retry_ns;
@@ -104,6 +105,7 @@ void uct_uccl_conn_handle_keepalive(uct_uccl_iface_t *iface,
     }
 
     ++conn->ka_rx;
+    uct_uccl_conn_timer_wake(conn); /* the peer is alive: idle_check */
     if (!(pkt->flags & UCT_UCCL_KEEPALIVE_REPLY)) {
         uct_uccl_conn_send_keepalive(conn, UCT_UCCL_KEEPALIVE_REPLY,
                                      pkt->ts_ns);
@@ -166,6 +168,7 @@ void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status)
              ucs_status_string(status));
     conn->state       = UCT_UCCL_CONN_FAILED;
     conn->fail_status = status;
+    uct_uccl_conn_timer_wake(conn); /* a passive conn is destroyed there */
 
     /* stop the wire: outstanding WRs flush back with errors */
     for (i = 0; i < conn->num_paths; ++i) {
@@ -198,42 +201,163 @@ ucs_status_t uct_uccl_conn_fail_later(uct_uccl_conn_t *conn)
     return conn->fail_status;
 }
 
+/* Does conn have work for its timers at the next tick? An active conn
+ * while it connects, a connected one while a probe is out, chunks wait or
+ * are unacknowledged or it waits for credit (uct_uccl_tx_timers), a failed
+ * passive one until it is destroyed; and any while the scheduler holds it
+ * (uct_uccl_iface_sched_add wakes only a conn it adds) */
+static int uct_uccl_conn_timer_busy(uct_uccl_conn_t *conn)
+{
+    if (conn->in_sched) {
+        return 1;
+    }
+    switch (conn->state) {
+    case UCT_UCCL_CONN_CONNECTING:
+        return !conn->passive;
+    case UCT_UCCL_CONN_CONNECTED:
+        return (conn->ka_start != 0) || (conn->tx_queued > 0) ||
+               (uct_uccl_conn_inflight(conn) > 0) ||
+               (conn->credit.wait_ns != 0);
+    default:
+        return conn->passive;
+    }
+}
+
+static int uct_uccl_conn_idle_watched(const uct_uccl_conn_t *conn)
+{
+    return conn->passive && (conn->state == UCT_UCCL_CONN_CONNECTED) &&
+           (conn->iface->config.idle_timeout_ns != UINT64_MAX);
+}
+
+/* An idle passive conn sleeps on the idle wheel until its peer has been
+ * silent for IDLE_TIMEOUT (if nothing wakes it before) */
+static void uct_uccl_conn_idle_park(uct_uccl_conn_t *conn, uint64_t now)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    uint64_t deadline       = conn->idle_since +
+                              iface->config.idle_timeout_ns;
+    uint64_t delta_ns       = (deadline > now) ? deadline - now : 0;
+
+    /* a slot late rather than early: an early visit only parks again */
+    ucs_wtimer_add(&iface->timers.idle_wheel, &conn->idle_timer,
+                   ucs_time_from_sec(delta_ns / 1e9) +
+                   iface->timers.idle_wheel.res);
+}
+
+static void uct_uccl_conn_idle_cb(ucs_wtimer_t *timer)
+{
+    uct_uccl_conn_t *conn = ucs_container_of(timer, uct_uccl_conn_t,
+                                             idle_timer);
+    uint64_t now          = uct_uccl_now_ns();
+
+    uct_uccl_conn_idle_check(conn, now); /* a probe wakes the conn */
+    uct_uccl_stats_conn_sync(conn);
+    if (!conn->timer_active) {
+        uct_uccl_conn_idle_park(conn, now);
+    }
+}
+
+void uct_uccl_conn_timer_init(uct_uccl_conn_t *conn)
+{
+    ucs_wtimer_init(&conn->idle_timer, uct_uccl_conn_idle_cb);
+}
+
+void uct_uccl_conn_timer_start(uct_uccl_conn_t *conn)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+
+    ucs_wtimer_remove(&iface->timers.idle_wheel, &conn->idle_timer);
+    ucs_list_add_tail(&iface->timers.active, &conn->timer_link);
+    conn->timer_active = 1;
+    conn->timer_idle   = 0;
+}
+
+static void uct_uccl_conn_timer_stop(uct_uccl_conn_t *conn)
+{
+    if (conn->timer_active) {
+        ucs_list_del(&conn->timer_link);
+        conn->timer_active = 0;
+    }
+}
+
+void uct_uccl_conn_timer_cleanup(uct_uccl_conn_t *conn)
+{
+    uct_uccl_conn_timer_stop(conn);
+    ucs_wtimer_remove(&conn->iface->timers.idle_wheel, &conn->idle_timer);
+}
+
+/* Set-up: the request again until answered, failure after CONN_TIMEOUT */
+static void uct_uccl_conn_connect_timer(uct_uccl_conn_t *conn, uint64_t now)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+
+    if (conn->passive || (now < conn->conn_next_try)) {
+        return;
+    }
+    if (now - conn->conn_start >= iface->config.conn_timeout_ns) {
+        ucs_error("uccl: no reply to %u connection requests",
+                  conn->conn_tries);
+        uct_uccl_conn_fail(conn, UCS_ERR_UNREACHABLE);
+        return;
+    }
+    ++conn->conn_tries;
+    conn->conn_next_try = now + iface->config.conn_retry_ns;
+    (void)uct_uccl_conn_send_pkt(conn, UCT_UCCL_CTL_CONN_REQ, UCS_OK);
+}
+
+/* One tick of an active conn's timers; 0 if it was destroyed */
+static int uct_uccl_conn_timer_tick(uct_uccl_conn_t *conn, uint64_t now)
+{
+    switch (conn->state) {
+    case UCT_UCCL_CONN_CONNECTING:
+        uct_uccl_conn_connect_timer(conn, now);
+        break;
+    case UCT_UCCL_CONN_CONNECTED:
+        uct_uccl_tx_timers(conn, now);
+        if (uct_uccl_conn_idle_watched(conn)) {
+            uct_uccl_conn_idle_check(conn, now);
+        }
+        if (conn->state == UCT_UCCL_CONN_CONNECTED) {
+            uct_uccl_conn_keepalive_timer(conn, now);
+        }
+        break;
+    default:
+        if (conn->passive) {
+            /* failed, and no ep will ever destroy it */
+            uct_uccl_conn_destroy(conn);
+            return 0;
+        }
+        break;
+    }
+    return 1;
+}
+
+/* Every tick: the conns with work for their timers, then the deadlines of
+ * idle passive conns that came. A conn whose work is done leaves the
+ * active list after LINGER ticks, so an idle iface visits none of its
+ * conns. */
 void uct_uccl_conn_timers(uct_uccl_iface_t *iface, uint64_t now)
 {
     uct_uccl_conn_t *conn, *tmp;
 
-    ucs_list_for_each_safe(conn, tmp, &iface->conns, list) {
-        if (conn->state == UCT_UCCL_CONN_CONNECTING) {
-            if (conn->passive || (now < conn->conn_next_try)) {
-                continue;
-            }
-            if (now - conn->conn_start >= iface->config.conn_timeout_ns) {
-                ucs_error("uccl: no reply to %u connection requests",
-                          conn->conn_tries);
-                uct_uccl_conn_fail(conn, UCS_ERR_UNREACHABLE);
-                /* the callback may have destroyed anything: start over */
-                return;
-            }
-            ++conn->conn_tries;
-            conn->conn_next_try = now + iface->config.conn_retry_ns;
-            (void)uct_uccl_conn_send_pkt(conn, UCT_UCCL_CTL_CONN_REQ, UCS_OK);
-        } else if (conn->state == UCT_UCCL_CONN_CONNECTED) {
-            uct_uccl_tx_timers(conn, now);
-            if (conn->passive && (conn->state == UCT_UCCL_CONN_CONNECTED) &&
-                (iface->config.idle_timeout_ns != UINT64_MAX)) {
-                uct_uccl_conn_idle_check(conn, now);
-            }
-            if (conn->state == UCT_UCCL_CONN_CONNECTED) {
-                uct_uccl_conn_keepalive_timer(conn, now);
-            }
-            if (conn->state == UCT_UCCL_CONN_FAILED) {
-                return;
-            }
-        } else if (conn->passive) {
-            /* failed, and no ep will ever destroy it */
-            uct_uccl_conn_destroy(conn);
+    ucs_list_for_each_safe(conn, tmp, &iface->timers.active, timer_link) {
+        if (!uct_uccl_conn_timer_tick(conn, now)) {
+            continue;
+        }
+        uct_uccl_stats_conn_sync(conn);
+        if (uct_uccl_conn_timer_busy(conn)) {
+            conn->timer_idle = 0;
+            continue;
+        }
+        if (++conn->timer_idle < UCT_UCCL_TIMER_LINGER) {
+            continue;
+        }
+        uct_uccl_conn_timer_stop(conn);
+        if (uct_uccl_conn_idle_watched(conn)) {
+            uct_uccl_conn_idle_park(conn, now);
         }
     }
+    ucs_twheel_sweep(&iface->timers.idle_wheel, ucs_get_time());
 }
 
 void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason)
@@ -292,7 +416,8 @@ void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
     fprintf(stream, "uccl[%d]   conn %u%s peer %u %s paths %u: chunks_tx %lu "
             "bytes_tx %lu chunks_rx %lu retx %lu fast_retx %lu "
             "tail_probes %lu timeouts %lu retx_bytes %lu retx_obsolete %lu "
-            "retx_direct %lu tail_marks %lu dup_rx %lu acks_tx %lu "
+            "retx_direct %lu tail_marks %lu probe_marks %lu dup_rx %lu "
+            "acks_tx %lu "
             "acks_piggy %lu acks_rx %lu sq_full %lu am_held %lu "
             "srtt_us %.1f rto_us %.1f "
             "cwnd %lu inflight %u queued %u ops %lu zombies %lu",
@@ -302,7 +427,8 @@ void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
             (conn->state == UCT_UCCL_CONN_FAILED) ? "failed" : "connecting",
             conn->num_paths, s->chunks_tx, s->bytes_tx, s->chunks_rx, s->retx,
             s->fast_retx, s->tail_probes, s->timeouts, s->retx_bytes,
-            s->retx_obsolete, s->retx_direct, s->tail_marks, s->dup_rx,
+            s->retx_obsolete, s->retx_direct, s->tail_marks, s->probe_marks,
+            s->dup_rx,
             s->acks_tx, s->acks_piggy, s->acks_rx,
             s->sq_full, s->am_held, conn->rto.srtt_ns / 1e3,
             uct_uccl_rto_current(&conn->rto) / 1e3, conn->cc.cwnd_bytes,

@@ -231,6 +231,55 @@ uct_uccl_conn_t *uct_uccl_conn_sibling(const uct_uccl_conn_t *via, uint32_t id,
     return conn;
 }
 
+static uct_uccl_peer_key_t
+uct_uccl_conn_peer_key(const uct_uccl_conn_t *conn)
+{
+    return (uct_uccl_peer_key_t){ .uuid  = conn->remote_uuid,
+                                  .token = conn->remote_token,
+                                  .id    = conn->remote_id };
+}
+
+/* The passive conn that answered the peer conn (uuid, token, id), or NULL.
+ * Only passive conns are in the table, so MAX_PEERS bounds it. */
+static uct_uccl_conn_t *uct_uccl_conn_peer_find(uct_uccl_iface_t *iface,
+                                                uint64_t uuid, uint64_t token,
+                                                uint32_t id)
+{
+    uct_uccl_peer_key_t key = { .uuid = uuid, .token = token, .id = id };
+    khiter_t it             = kh_get(uct_uccl_peers, &iface->peers, key);
+
+    return (it == kh_end(&iface->peers)) ? NULL : kh_val(&iface->peers, it);
+}
+
+/* A passive conn, set up from its request, answers the repeats of it */
+ucs_status_t uct_uccl_conn_peer_add(uct_uccl_conn_t *conn)
+{
+    khiter_t it;
+    int ret;
+
+    it = kh_put(uct_uccl_peers, &conn->iface->peers,
+                uct_uccl_conn_peer_key(conn), &ret);
+    if (ret <= 0) {
+        return UCS_ERR_NO_MEMORY; /* a repeat finds the conn: not present */
+    }
+    kh_val(&conn->iface->peers, it) = conn;
+    return UCS_OK;
+}
+
+void uct_uccl_conn_peer_remove(uct_uccl_conn_t *conn)
+{
+    khash_t(uct_uccl_peers) *peers = &conn->iface->peers;
+    khiter_t it;
+
+    if (!conn->passive) {
+        return;
+    }
+    it = kh_get(uct_uccl_peers, peers, uct_uccl_conn_peer_key(conn));
+    if ((it != kh_end(peers)) && (kh_val(peers, it) == conn)) {
+        kh_del(uct_uccl_peers, peers, it);
+    }
+}
+
 static int uct_uccl_conn_pkt_compatible(uct_uccl_iface_t *iface,
                                         const uct_uccl_conn_pkt_t *pkt)
 {
@@ -259,17 +308,14 @@ static void uct_uccl_conn_handle_req(uct_uccl_iface_t *iface,
     }
 
     /* a duplicate request: answer again with the same conn */
-    ucs_list_for_each(conn, &iface->conns, list) {
-        if (conn->passive && (conn->remote_uuid == pkt->iface_uuid) &&
-            (conn->remote_id == pkt->src_conn_id) &&
-            (conn->remote_token == pkt->token)) {
-            ucs_debug("uccl: duplicate CONN_REQ for conn %u", conn->id);
-            (void)uct_uccl_conn_send_pkt(conn, UCT_UCCL_CTL_CONN_REP,
-                                         (conn->state ==
-                                          UCT_UCCL_CONN_FAILED) ?
-                                         conn->fail_status : UCS_OK);
-            return;
-        }
+    conn = uct_uccl_conn_peer_find(iface, pkt->iface_uuid, pkt->token,
+                                   pkt->src_conn_id);
+    if (conn != NULL) {
+        ucs_debug("uccl: duplicate CONN_REQ for conn %u", conn->id);
+        (void)uct_uccl_conn_send_pkt(conn, UCT_UCCL_CTL_CONN_REP,
+                                     (conn->state == UCT_UCCL_CONN_FAILED) ?
+                                     conn->fail_status : UCS_OK);
+        return;
     }
 
     if (!uct_uccl_conn_pkt_compatible(iface, pkt)) {
@@ -300,6 +346,9 @@ static void uct_uccl_conn_handle_req(uct_uccl_iface_t *iface,
     }
 
     status = uct_uccl_conn_apply_peer(conn, pkt);
+    if (status == UCS_OK) {
+        status = uct_uccl_conn_peer_add(conn);
+    }
     if (status != UCS_OK) {
         uct_uccl_conn_destroy(conn);
         return;

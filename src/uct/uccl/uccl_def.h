@@ -28,6 +28,15 @@
 #define UCT_UCCL_CLOSE_WAIT_NS    10000000ull /* closing: control buffers */
 #define UCT_UCCL_RX_ALIGN         8      /* AM payload, by default */
 #define UCT_UCCL_LATENCY          1e-6   /* s: what iface_query reports */
+#define UCT_UCCL_TIMER_NS         50000ull /* conn timers (retries, loss
+                                            repair, keepalive) run this
+                                            often */
+#define UCT_UCCL_TIMER_LINGER     20     /* ticks a conn stays on them
+                                            idle: one that pauses between
+                                            messages is not taken off and
+                                            put back each time */
+#define UCT_UCCL_IDLE_WHEEL_RES   1e-3   /* s: how late an idle passive
+                                            conn's deadline may be seen */
 
 /* Messages up to this size keep their order on one path (paths reorder):
  * they move to another only once everything on the current one completed */
@@ -76,6 +85,64 @@
  * parked for that sooner */
 #define UCT_UCCL_PATH_STALL_RTOS      4
 #define UCT_UCCL_PATH_STALL_MIN_NS    5000000ull
+
+/* Counters (uccl_stats.c), each named once: a uint64_t field of the
+ * iface's or a conn's counters, a UCS stats counter where UCX has stats,
+ * and its name in the UCX_UCCL_STATS_DUMP lines */
+#define UCT_UCCL_IFACE_COUNTERS(_) \
+    _(bad_ctl)       /* malformed control packets */ \
+    _(unknown_conn) \
+    _(forged_ctl)    /* control packets for a conn, not from its peer */ \
+    _(bad_ack)       /* out-of-range cum / bits */ \
+    _(bad_data)      /* malformed SEND on a data QP */ \
+    _(bad_rkey)      /* retx/get with a foreign key */ \
+    _(unknown_qpn) \
+    _(err_cqe) \
+    _(srq_empty) \
+    _(out_of_window) \
+    _(order_full)    /* ordered messages refused: too many wait for \
+                        earlier chunks */ \
+    _(rx_no_desc) \
+    _(ctl_tx_busy) \
+    _(peers_lost)    /* passive conns of silent peers */ \
+    _(peers_refused) /* requests beyond MAX_PEERS */ \
+    _(get_refused)   /* GET requests beyond MAX_QUEUED chunks being \
+                        served */ \
+    _(defer_full)    /* AMs refused while too many wait for the user */ \
+    _(doorbells) \
+    _(wrs) \
+    _(send_cqes)     /* data QPs: one per chain */ \
+    _(async_passes)  /* engine runs for an idle user */
+
+#define UCT_UCCL_CONN_COUNTERS(_) \
+    _(chunks_tx) \
+    _(bytes_tx) \
+    _(chunks_rx) \
+    _(retx) \
+    _(retx_bytes) \
+    _(retx_obsolete) /* resent without data: newer data already on its \
+                        way */ \
+    _(retx_direct)   /* resent as the original WRITE: no earlier copy \
+                        can land */ \
+    _(tail_marks)    /* empty WRITEs ending a chain */ \
+    _(fast_retx) \
+    _(tail_probes)   /* resends when ACKs stalled */ \
+    _(probe_marks)   /* empty WRITEs sent instead */ \
+    _(timeouts) \
+    _(dup_rx) \
+    _(acks_tx) \
+    _(acks_rx) \
+    _(acks_piggy)    /* ACKs our AMs carried */ \
+    _(sq_full) \
+    _(am_held)       /* AMs that waited for order */ \
+    _(cc_paced)      /* sends the pacing held back */ \
+    _(cc_samples)    /* RTT samples given to the cc */ \
+    _(credit_req_tx) /* requests for credit sent */ \
+    _(credit_req_rx) /* and received */ \
+    _(credit_tx)     /* grants sent without an ACK */ \
+    _(credit_rx)     /* and received */
+
+#define UCT_UCCL_COUNTER_FIELD(_name)  uint64_t _name;
 
 
 typedef struct uct_uccl_iface   uct_uccl_iface_t;

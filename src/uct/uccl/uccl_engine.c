@@ -23,6 +23,7 @@ void uct_uccl_iface_sched_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
     if (!conn->in_sched) {
         conn->in_sched = 1;
         ucs_list_add_tail(&iface->sched, &conn->sched);
+        uct_uccl_conn_timer_wake(conn); /* it stays while in_sched */
     }
 }
 
@@ -31,6 +32,7 @@ void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
     if (!conn->ack_pending) {
         conn->ack_pending = 1;
         ucs_list_add_tail(&iface->ack_list, &conn->ack_link);
+        uct_uccl_conn_timer_wake(conn); /* the peer is alive: idle_check */
     }
 }
 
@@ -119,8 +121,6 @@ static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
     return total;
 }
 
-#define UCT_UCCL_TIMER_NS  50000ull   /* timers are checked every 50us */
-
 /* SIGUSR2 asks every iface for a counter dump (UCX_UCCL_STATS_DUMP=y) */
 static volatile sig_atomic_t uct_uccl_dump_requests;
 
@@ -156,6 +156,7 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
     if (now >= iface->next_timer) {
         iface->next_timer = now + UCT_UCCL_TIMER_NS;
         uct_uccl_conn_timers(iface, now);
+        uct_uccl_stats_iface_sync(iface);
         if (ucs_unlikely(iface->dump_seen != uct_uccl_dump_requests)) {
             iface->dump_seen = uct_uccl_dump_requests;
             uct_uccl_iface_dump_all(iface);

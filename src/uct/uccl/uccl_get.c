@@ -180,18 +180,40 @@ ucs_status_t uct_uccl_get_serve(uct_uccl_conn_t *conn,
     return UCS_OK;
 }
 
+/* A GET of ours, in issue order and by its id (the peer's GET_DONE or
+ * GET_DATA names it). Only our own operations enter the table, so a peer
+ * cannot grow it. */
+ucs_status_t uct_uccl_get_track(uct_uccl_conn_t *conn, uct_uccl_op_t *op)
+{
+    khiter_t it;
+    int ret;
+
+    it = kh_put(uct_uccl_gets, &conn->get_ids, op->id, &ret);
+    if (ret <= 0) {
+        return UCS_ERR_NO_MEMORY; /* ids are never reused: not present */
+    }
+    kh_val(&conn->get_ids, it) = op;
+    op->gseq = conn->gets_issued++;
+    ucs_list_add_tail(&conn->gets, &op->get_link);
+    return UCS_OK;
+}
+
+void uct_uccl_get_untrack(uct_uccl_conn_t *conn, uct_uccl_op_t *op)
+{
+    khiter_t it = kh_get(uct_uccl_gets, &conn->get_ids, op->id);
+
+    ucs_assert(it != kh_end(&conn->get_ids));
+    kh_del(uct_uccl_gets, &conn->get_ids, it);
+    ucs_list_del(&op->get_link);
+}
+
 /* The outstanding GET of this conn with op_id, or NULL */
 static uct_uccl_op_t *uct_uccl_get_find(uct_uccl_conn_t *conn,
                                         uint64_t op_id)
 {
-    uct_uccl_op_t *op;
+    khiter_t it = kh_get(uct_uccl_gets, &conn->get_ids, op_id);
 
-    ucs_list_for_each(op, &conn->gets, get_link) {
-        if (op->id == op_id) {
-            return op;
-        }
-    }
-    return NULL;
+    return (it == kh_end(&conn->get_ids)) ? NULL : kh_val(&conn->get_ids, it);
 }
 
 /* GET_DONE arrived: the GET is complete. The peer sends it once we

@@ -270,7 +270,21 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     ucs_list_head_init(&self->sched);
     ucs_list_head_init(&self->ack_list);
     kh_init_inplace(uct_uccl_qpn, &self->qpn_hash);
+    kh_init_inplace(uct_uccl_peers, &self->peers);
     ucs_ptr_array_init(&self->conn_ids, "uccl_conn_ids");
+    UCS_STATS_NODE_RESET(&self->stats_node);
+    ucs_list_head_init(&self->timers.active);
+    status = ucs_twheel_init(&self->timers.idle_wheel,
+                             ucs_time_from_sec(UCT_UCCL_IDLE_WHEEL_RES),
+                             ucs_get_time());
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    status = uct_uccl_stats_iface_init(self);
+    if (status != UCS_OK) {
+        goto err;
+    }
 
     status = uct_uccl_iface_pools_init(self, config, params);
     if (status != UCS_OK) {
@@ -318,7 +332,10 @@ err_pools:
 err:
     ucs_ptr_array_cleanup(&self->conn_ids, 0);
     kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);
+    kh_destroy_inplace(uct_uccl_peers, &self->peers);
     ucs_twheel_cleanup(&self->pace_wheel);
+    ucs_twheel_cleanup(&self->timers.idle_wheel);
+    uct_uccl_stats_iface_cleanup(self);
     uct_uccl_credit_cleanup(self);
     return status;
 }
@@ -353,7 +370,10 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
     uct_uccl_iface_pools_cleanup(self);
     ucs_ptr_array_cleanup(&self->conn_ids, 0);
     kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);
+    kh_destroy_inplace(uct_uccl_peers, &self->peers);
     ucs_twheel_cleanup(&self->pace_wheel);
+    ucs_twheel_cleanup(&self->timers.idle_wheel);
+    uct_uccl_stats_iface_cleanup(self);
     uct_uccl_credit_cleanup(self);
 }
 

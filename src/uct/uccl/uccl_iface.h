@@ -16,6 +16,7 @@
 #include <ucs/datastruct/khash.h>
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/ptr_array.h>
+#include <ucs/stats/stats.h>
 
 
 typedef enum {
@@ -64,32 +65,32 @@ typedef struct uct_uccl_iface_config {
 KHASH_MAP_INIT_INT(uct_uccl_qpn, uct_uccl_qp_t*);
 
 
+/* A peer's conn as its CONN_REQ names it: a repeated request finds the
+ * passive conn that answered the first */
+typedef struct uct_uccl_peer_key {
+    uint64_t                uuid;        /* the peer iface */
+    uint64_t                token;       /* the peer conn's */
+    uint32_t                id;          /* the peer conn */
+} uct_uccl_peer_key_t;
+
+static inline khint32_t uct_uccl_peer_key_hash(uct_uccl_peer_key_t key)
+{
+    return kh_int64_hash_func(key.uuid ^ key.token ^
+                              ((uint64_t)key.id << 32));
+}
+
+static inline int uct_uccl_peer_key_equal(uct_uccl_peer_key_t a,
+                                          uct_uccl_peer_key_t b)
+{
+    return (a.uuid == b.uuid) && (a.token == b.token) && (a.id == b.id);
+}
+
+KHASH_INIT(uct_uccl_peers, uct_uccl_peer_key_t, uct_uccl_conn_t*, 1,
+           uct_uccl_peer_key_hash, uct_uccl_peer_key_equal);
+
+
 typedef struct uct_uccl_iface_stats {
-    uint64_t                bad_ctl;     /* malformed control packets */
-    uint64_t                unknown_conn;
-    uint64_t                forged_ctl;  /* control packets for a conn,
-                                            not from its peer */
-    uint64_t                bad_ack;     /* out-of-range cum / bits */
-    uint64_t                bad_data;    /* malformed SEND on a data QP */
-    uint64_t                bad_rkey;    /* retx/get with a foreign key */
-    uint64_t                unknown_qpn;
-    uint64_t                err_cqe;
-    uint64_t                srq_empty;
-    uint64_t                out_of_window;
-    uint64_t                order_full;  /* ordered messages refused: too
-                                            many wait for earlier chunks */
-    uint64_t                rx_no_desc;
-    uint64_t                ctl_tx_busy;
-    uint64_t                peers_lost;  /* passive conns of silent peers */
-    uint64_t                peers_refused; /* requests beyond MAX_PEERS */
-    uint64_t                get_refused; /* GET requests beyond MAX_QUEUED
-                                            chunks being served */
-    uint64_t                defer_full;  /* AMs refused while too many
-                                            wait for the user */
-    uint64_t                doorbells;
-    uint64_t                wrs;
-    uint64_t                send_cqes;   /* data QPs: one per chain */
-    uint64_t                async_passes; /* engine runs for an idle user */
+    UCT_UCCL_IFACE_COUNTERS(UCT_UCCL_COUNTER_FIELD)
 } uct_uccl_iface_stats_t;
 
 
@@ -126,6 +127,8 @@ struct uct_uccl_iface {
     ucs_mpool_t             rx_mp;       /* uct_uccl_rx_desc_t + rx_buf */
     ucs_mpool_t             op_mp;       /* uct_uccl_op_t */
     khash_t(uct_uccl_qpn)   qpn_hash;
+    khash_t(uct_uccl_peers) peers;       /* passive conns (MAX_PEERS at
+                                            most) by the peer's request */
     ucs_ptr_array_t         conn_ids;
     ucs_list_link_t         conns;
     ucs_list_link_t         sched;       /* conns with work to send */
@@ -136,6 +139,11 @@ struct uct_uccl_iface {
     uint64_t                rx_since_ns; /* what that poll found arrived
                                             after this (the poll before) */
     ucs_twheel_t            pace_wheel;  /* paced conns wait here */
+    /* conn timers (uccl_conn_live.c) */
+    struct {
+        ucs_list_link_t     active;      /* conns visited every tick */
+        ucs_twheel_t        idle_wheel;  /* idle passive conns' deadlines */
+    } timers;
     unsigned                paced;       /* timers on it */
 
     /* receiver-driven cc (uccl_credit.c): the pacer grants the senders of
@@ -148,8 +156,9 @@ struct uct_uccl_iface {
     unsigned                num_passive; /* conns peers opened to us */
     unsigned                rx_held;     /* receive buffers parked for
                                             their order, all conns */
-    unsigned                busy;        /* in progress or a purge: new
-                                            chunks wait for the scheduler */
+    unsigned                busy;        /* in an engine pass: what the
+                                            callbacks it runs queue waits
+                                            for its scheduler */
     int                     dump_seen;   /* SIGUSR2 dump requests served */
 
     /* the engine runs from an async timer while the user does not call
@@ -212,6 +221,7 @@ struct uct_uccl_iface {
     } event;
 
     uct_uccl_iface_stats_t  stats;
+    UCS_STATS_NODE_DECLARE(stats_node)   /* where UCX has stats */
 };
 
 /* Largest active message (its 8-byte header included, as UCT counts it):
@@ -262,6 +272,38 @@ static inline size_t uct_uccl_conn_chunk_size(const uct_uccl_conn_t *conn)
     return ucs_min(conn->iface->config.chunk_size,
                    conn->remote_chunk_size - UCT_UCCL_SEND_HDR_MAX);
 }
+
+/* A conn about to have work for its timers (data queued or owed an ACK, a
+ * probe, a failure) is visited every tick from now on */
+static UCS_F_ALWAYS_INLINE void uct_uccl_conn_timer_wake(uct_uccl_conn_t *conn)
+{
+    if (ucs_unlikely(!conn->timer_active)) {
+        uct_uccl_conn_timer_start(conn);
+    }
+}
+
+/* counters as UCS stats nodes (uccl_stats.c), where UCX has stats */
+#ifdef ENABLE_STATS
+ucs_status_t uct_uccl_stats_iface_init(uct_uccl_iface_t *iface);
+void uct_uccl_stats_iface_cleanup(uct_uccl_iface_t *iface);
+ucs_status_t uct_uccl_stats_conn_init(uct_uccl_conn_t *conn);
+void uct_uccl_stats_conn_cleanup(uct_uccl_conn_t *conn);
+void uct_uccl_stats_iface_sync(uct_uccl_iface_t *iface);
+void uct_uccl_stats_conn_sync(uct_uccl_conn_t *conn);
+#else
+static inline ucs_status_t uct_uccl_stats_iface_init(uct_uccl_iface_t *iface)
+{
+    return UCS_OK;
+}
+static inline void uct_uccl_stats_iface_cleanup(uct_uccl_iface_t *iface) {}
+static inline ucs_status_t uct_uccl_stats_conn_init(uct_uccl_conn_t *conn)
+{
+    return UCS_OK;
+}
+static inline void uct_uccl_stats_conn_cleanup(uct_uccl_conn_t *conn) {}
+static inline void uct_uccl_stats_iface_sync(uct_uccl_iface_t *iface) {}
+static inline void uct_uccl_stats_conn_sync(uct_uccl_conn_t *conn) {}
+#endif
 
 /* resources (uccl_io.c) */
 ucs_status_t uct_uccl_iface_pools_init(uct_uccl_iface_t *iface,

@@ -156,39 +156,20 @@ uct_uccl_qp_t *uct_uccl_path_select_ordered(uct_uccl_conn_t *conn,
     return uct_uccl_path_has_room(conn, path) ? path : NULL;
 }
 
-/* A probe of the parked path the scoreboard named: an empty WRITE_WITH_IMM
- * to the target of `chunk` (a bulk PUT or GET reply just chained), tracked
- * like a tail mark. Its ACK brings the path back; its loss costs no data
- * and no credit, where a data chunk probing a path still down was lost,
- * resent and, receiver-driven, paid for twice. Skipped when the path, the
- * CQ or the tracker has no room: the scoreboard asks again later. */
+/* A probe of the parked path the scoreboard named: a mark (uccl_tx.c: an
+ * empty tracked WRITE_WITH_IMM) to the target of `chunk`, a bulk PUT or
+ * GET reply just chained. Its ACK brings the path back; its loss costs no
+ * data and no credit, where a data chunk probing a path still down was
+ * lost, resent and, receiver-driven, paid for twice. Skipped when the
+ * path, the CQ or the tracker has no room: the scoreboard asks again. */
 static void uct_uccl_path_probe_send(uct_uccl_conn_t *conn,
                                      const uct_uccl_chunk_t *chunk)
 {
     uct_uccl_qp_t *path = &conn->paths[conn->sel.probe_due - 1];
-    uct_uccl_chunk_t *mark;
 
     conn->sel.probe_due = 0;
-    if (!uct_uccl_path_has_room(conn, path) ||
-        (conn->iface->tx_outstanding >= conn->iface->config.cq_size) ||
-        uct_uccl_tracker_full(&conn->tracker)) {
-        return;
-    }
-    mark = uct_uccl_chunk_get_hdr(conn->iface);
-    if (mark == NULL) {
-        return;
-    }
-    mark->conn   = conn;
-    mark->kind   = UCT_UCCL_KIND_PUT; /* writes no byte */
-    mark->last   = 1;                 /* the receiver ACKs at once */
-    mark->raddr  = chunk->raddr;
-    mark->rkey   = chunk->rkey;
-    mark->csn    = uct_uccl_tracker_add(&conn->tracker, 0, path->index,
-                                        uct_uccl_now_ns(), mark);
-    mark->flags |= UCT_UCCL_CHUNK_F_TRACKED;
-    uct_uccl_chunk_build_wr(conn, mark);
-    uct_uccl_path_chain(conn, path, mark);
-    ++conn->stats.tail_marks;
+    (void)uct_uccl_tx_mark(conn, path, chunk->raddr, chunk->rkey,
+                           uct_uccl_now_ns());
 }
 
 void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
@@ -354,20 +335,27 @@ void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
                                   IBV_WR_RDMA_WRITE_WITH_IMM;
         wr->wr.rdma.remote_addr = chunk->raddr;
         wr->wr.rdma.rkey        = chunk->rkey;
-    } else {
-        wr->opcode              = IBV_WR_SEND_WITH_IMM;
-        chunk->sge[n].addr      = (uintptr_t)&chunk->hdr;
-        chunk->sge[n].length    = chunk->hdr_len;
-        chunk->sge[n].lkey      = chunk->lkey;
-        ++n;
-        if (chunk->extra_len > 0) {
-            chunk->sge[n].addr   = (uintptr_t)chunk->data;
-            chunk->sge[n].length = chunk->extra_len;
-            chunk->sge[n].lkey   = chunk->lkey;
-            ++n;
+        chunk->sge[0].addr      = chunk->laddr;
+        chunk->sge[0].length    = chunk->length;
+        chunk->sge[0].lkey      = chunk->payload_lkey;
+        wr->num_sge             = (chunk->length > 0);
+        if (chunk->length <= conn->max_inline) {
+            wr->send_flags = IBV_SEND_INLINE;
         }
+        return;
     }
 
+    wr->opcode           = IBV_WR_SEND_WITH_IMM;
+    chunk->sge[n].addr   = (uintptr_t)&chunk->hdr;
+    chunk->sge[n].length = chunk->hdr_len;
+    chunk->sge[n].lkey   = chunk->lkey;
+    ++n;
+    if (chunk->extra_len > 0) {
+        chunk->sge[n].addr   = (uintptr_t)chunk->data;
+        chunk->sge[n].length = chunk->extra_len;
+        chunk->sge[n].lkey   = chunk->lkey;
+        ++n;
+    }
     if (chunk->length > 0) {
         chunk->sge[n].addr   = chunk->laddr;
         chunk->sge[n].length = chunk->length;

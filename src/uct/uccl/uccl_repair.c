@@ -123,15 +123,15 @@ static void uct_uccl_tx_fast_retx(uct_uccl_conn_t *conn, uint64_t now)
     }
 }
 
-/* An ACK of conn's peer (uct_uccl_conn_bound checked where it came from) */
+/* An ACK of conn's peer (uct_uccl_conn_bound checked where it came from),
+ * found by the receive poll of iface->rx_poll_ns: its time is the ACK's */
 void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
 {
     uct_uccl_iface_t *iface = conn->iface;
+    uint64_t now            = iface->rx_poll_ns;
     uct_uccl_ack_info_t info;
     ucs_status_t status;
-    uint64_t now;
 
-    now    = uct_uccl_now_ns();
     uct_uccl_paths_ack_time(&conn->sel, now);
     status = uct_uccl_tracker_ack(&conn->tracker, ack, now,
                                   uct_uccl_tracker_acked_cb, conn, &info);
@@ -178,10 +178,59 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
     uct_uccl_conn_kick(conn);
 }
 
+/* A tail probe: the aged chunks it resends, the paths it marks */
+typedef struct {
+    uct_uccl_conn_t         *conn;
+    int                     may_mark;
+    unsigned                resent;
+    unsigned                nmarks;
+    struct {
+        uint16_t            path;
+        uint32_t            rkey;
+        uint64_t            raddr;
+    } mark[UCT_UCCL_RTO_RESEND_MAX];
+} uct_uccl_probe_t;
+
+/* An aged chunk: a small one is resent (as cheap as any probe, and it
+ * repairs at once); at the first probe a bulk WRITE only has its path
+ * marked, so a peer that is merely slow (descheduled, say) costs an empty
+ * WRITE per path instead of the chunks again, and a real loss is resent
+ * when the mark's ACK shows it was overtaken on its path. A later probe
+ * resends it, on another path: its own may be down. */
+static ucs_status_t uct_uccl_tracker_probe_cb(void *arg, uint32_t csn,
+                                              uct_uccl_tx_entry_t *e)
+{
+    uct_uccl_probe_t *probe = arg;
+    uct_uccl_chunk_t *chunk = e->desc;
+    ucs_status_t status;
+    unsigned i;
+
+    if (!probe->may_mark || (chunk->length <= UCT_UCCL_BULK_MIN) ||
+        ((chunk->kind != UCT_UCCL_KIND_PUT) &&
+         (chunk->kind != UCT_UCCL_KIND_GET_RESP))) {
+        status         = uct_uccl_tracker_retx_cb(probe->conn, csn, e);
+        probe->resent += (status == UCS_OK);
+        return status;
+    }
+    for (i = 0; i < probe->nmarks; ++i) {
+        if (probe->mark[i].path == e->path) {
+            return UCS_ERR_ALREADY_EXISTS;
+        }
+    }
+    if (probe->nmarks == UCT_UCCL_RTO_RESEND_MAX) {
+        return UCS_ERR_NO_RESOURCE; /* enough: the scan stops */
+    }
+    probe->mark[probe->nmarks].path  = e->path;
+    probe->mark[probe->nmarks].rkey  = chunk->rkey;
+    probe->mark[probe->nmarks].raddr = chunk->raddr;
+    ++probe->nmarks;
+    return UCS_ERR_ALREADY_EXISTS;
+}
+
 /* The ACKs stopped while chunks are out: typically the tail of a burst was
- * lost, and no later chunk on its path can show it. Resend what is older
+ * lost, and no later chunk on its path can show it. Probe what is older
  * than two RTTs rather than stall for the RTO (>= RTO_MIN); while nothing
- * is acknowledged, probe again after twice the wait each time: a resend
+ * is acknowledged, probe again after twice the wait each time: a probe
  * is lost as often as the original, and a lost probe must not wait for
  * the RTO. */
 static void uct_uccl_tx_tail_probe(uct_uccl_conn_t *conn, uint64_t now,
@@ -192,20 +241,32 @@ static void uct_uccl_tx_tail_probe(uct_uccl_conn_t *conn, uint64_t now,
                                    rto->srtt_ns + 4 * rto->rttvar_ns),
                            rto->rto_ns);
     uint64_t since = conn->probes ? conn->probe_time : conn->last_progress;
-    unsigned n;
+    uct_uccl_probe_t probe = {
+        .conn     = conn,
+        .may_mark = (conn->probes == 0)
+    };
+    unsigned i, marks = 0;
 
     if ((inflight == 0) || (conn->probes >= UCT_UCCL_TAIL_PROBES_MAX) ||
         (now - since < (pto << conn->probes))) {
         return;
     }
 
-    n = uct_uccl_tracker_expire(&conn->tracker, now, pto,
-                                UCT_UCCL_RTO_RESEND_MAX,
-                                uct_uccl_tracker_retx_cb, conn);
-    if (n > 0) {
+    uct_uccl_tracker_expire(&conn->tracker, now, pto, UCT_UCCL_RTO_RESEND_MAX,
+                            uct_uccl_tracker_probe_cb, &probe);
+    for (i = 0; i < probe.nmarks; ++i) {
+        if ((probe.mark[i].path < conn->num_paths) &&
+            (uct_uccl_tx_mark(conn, &conn->paths[probe.mark[i].path],
+                              probe.mark[i].raddr, probe.mark[i].rkey,
+                              now) == UCS_OK)) {
+            ++marks;
+        }
+    }
+    if ((probe.resent + marks) > 0) {
         ++conn->probes;
         conn->probe_time         = now;
-        conn->stats.tail_probes += n;
+        conn->stats.tail_probes += probe.resent;
+        conn->stats.probe_marks += marks;
         uct_uccl_conn_post_chains(conn);
     }
 }
@@ -300,9 +361,6 @@ void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
         uct_uccl_conn_post_chains(conn);
     }
 
-    /* completions may start new operations: they must not post while the
-     * tracker is being emptied */
-    ++conn->iface->busy;
     while (!ucs_queue_is_empty(&conn->tx_queue)) {
         chunk = ucs_queue_pull_elem_non_empty(&conn->tx_queue,
                                               uct_uccl_chunk_t, queue);
@@ -346,5 +404,4 @@ void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
             uct_uccl_op_complete(conn, op);
         }
     }
-    --conn->iface->busy;
 }

@@ -281,7 +281,7 @@ static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
                                 uct_uccl_ack_when_t when)
 {
     uct_uccl_iface_t *iface = conn->iface;
-    uint64_t now            = uct_uccl_now_ns();
+    uint64_t now            = iface->rx_poll_ns; /* when it was seen */
 
     conn->echo_csn  = csn;
     conn->echo_path = path;

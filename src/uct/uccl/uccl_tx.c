@@ -56,35 +56,52 @@ static void uct_uccl_tx_pace_wait(uct_uccl_conn_t *conn, uint64_t now)
  * WR and one CQE per chain. */
 static void uct_uccl_tx_mark_tails(uct_uccl_conn_t *conn, uint64_t now)
 {
-    uct_uccl_chunk_t *tail, *mark;
+    uct_uccl_chunk_t *tail;
     uct_uccl_qp_t *path;
+    ucs_status_t status;
 
     for (path = conn->chains; path != NULL; path = path->chain_next) {
         tail = (uct_uccl_chunk_t*)path->chain_tail->wr_id;
         if ((tail->length <= UCT_UCCL_BULK_MIN) ||
             ((tail->kind != UCT_UCCL_KIND_PUT) &&
              (tail->kind != UCT_UCCL_KIND_GET_RESP)) ||
-            !uct_uccl_path_has_room(conn, path) ||
             !uct_uccl_conn_window_open(conn, 0, now)) {
             continue;
         }
-        mark = uct_uccl_chunk_get_hdr(conn->iface);
-        if (mark == NULL) {
+        status = uct_uccl_tx_mark(conn, path, tail->raddr, tail->rkey, now);
+        if (status == UCS_ERR_NO_MEMORY) {
             return;
         }
-        /* the tail's target: no byte is written, and no PUT guard kept */
-        mark->conn   = conn;
-        mark->kind   = UCT_UCCL_KIND_PUT;
-        mark->last   = 1;    /* the receiver ACKs at once */
-        mark->raddr  = tail->raddr;
-        mark->rkey   = tail->rkey;
-        mark->csn    = uct_uccl_tracker_add(&conn->tracker, 0, path->index,
-                                            now, mark);
-        mark->flags |= UCT_UCCL_CHUNK_F_TRACKED;
-        uct_uccl_chunk_build_wr(conn, mark);
-        uct_uccl_path_chain(conn, path, mark);
-        ++conn->stats.tail_marks;
+        conn->stats.tail_marks += (status == UCS_OK);
     }
+}
+
+ucs_status_t uct_uccl_tx_mark(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
+                              uint64_t raddr, uint32_t rkey, uint64_t now)
+{
+    uct_uccl_chunk_t *mark;
+
+    if (!uct_uccl_path_has_room(conn, path) ||
+        uct_uccl_tracker_full(&conn->tracker) ||
+        (conn->iface->tx_outstanding >= conn->iface->config.cq_size)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    mark = uct_uccl_chunk_get_hdr(conn->iface);
+    if (mark == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    /* no byte is written, and no PUT guard kept */
+    mark->conn   = conn;
+    mark->kind   = UCT_UCCL_KIND_PUT;
+    mark->last   = 1;    /* the receiver ACKs at once */
+    mark->raddr  = raddr;
+    mark->rkey   = rkey;
+    mark->csn    = uct_uccl_tracker_add(&conn->tracker, 0, path->index, now,
+                                        mark);
+    mark->flags |= UCT_UCCL_CHUNK_F_TRACKED;
+    uct_uccl_chunk_build_wr(conn, mark);
+    uct_uccl_path_chain(conn, path, mark);
+    return UCS_OK;
 }
 
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
@@ -191,8 +208,9 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 
 /* An operation posted outside progress goes on the wire at once: UCX may
  * consider it sent (am_short, put_short) and not progress for a long time,
- * e.g. a rank that leaves a barrier and sleeps. Inside progress (callbacks,
- * purges) the scheduler posts it before progress returns. */
+ * e.g. a rank that leaves a barrier and sleeps. Inside an engine pass (a
+ * pending request, an async AM handler) the scheduler posts it before the
+ * pass ends. */
 void uct_uccl_tx_post_now(uct_uccl_conn_t *conn)
 {
     if (conn->iface->busy || (conn->tx_queued == 0)) {
@@ -277,6 +295,27 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
     }
 }
 
+/* The common completion, done inline: a UC WR that succeeded while its
+ * chunk waits for its ACK (which releases it) */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_tx_wr_still_tracked(uct_uccl_chunk_t *chunk,
+                             const uct_uccl_chunk_t *done,
+                             enum ibv_wc_status status)
+{
+    uct_uccl_conn_t *conn = chunk->conn;
+
+    if (((chunk == done) && (status != IBV_WC_SUCCESS)) || (conn == NULL) ||
+        conn->rc || (chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
+        return 0;
+    }
+    ucs_assert(chunk->posted > 0);
+    --chunk->posted;
+    if (conn->tx_queued > 0) {
+        uct_uccl_iface_sched_add(conn->iface, conn);
+    }
+    return 1;
+}
+
 /* Take the WRs a CQE completes off its path: every WR posted before the
  * one it names, and that one. Done in batches, each with a fresh look-up:
  * completing a chunk may run user callbacks that destroy the conn, and a
@@ -318,6 +357,10 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         }
 
         for (i = 0; i < n; ++i) {
+            if (ucs_likely(uct_uccl_tx_wr_still_tracked(batch[i], done,
+                                                        wc->status))) {
+                continue;
+            }
             uct_uccl_tx_wr_complete(iface, batch[i],
                                     (batch[i] == done) ? wc->status :
                                                          IBV_WC_SUCCESS,

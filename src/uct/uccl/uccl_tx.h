@@ -36,6 +36,11 @@ uct_uccl_put_guard(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
 void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum);
 void uct_uccl_tx_post_now(uct_uccl_conn_t *conn);
+/* An empty WRITE_WITH_IMM to raddr/rkey, tracked like a chunk and chained
+ * on path after what it carries: its arrival, ACKed at once, shows what
+ * was lost before it there (SACK and path order) */
+ucs_status_t uct_uccl_tx_mark(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
+                              uint64_t raddr, uint32_t rkey, uint64_t now);
 void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);
 void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack);
 void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now);

@@ -55,6 +55,12 @@ uct_uccl_sack_record(uct_uccl_sack_t *s, uint32_t csn)
     if (ucs_unlikely(d < 0)) {
         return UCT_UCCL_SACK_DUPLICATE;
     }
+    if ((d == 0) && (s->high == s->cum)) {
+        /* the next in order, nothing beyond it: no bit to set and clear */
+        s->cum  = uct_uccl_seq_add(csn, 1);
+        s->high = s->cum;
+        return UCT_UCCL_SACK_IN_ORDER;
+    }
     if (ucs_unlikely((uint32_t)d >= s->window)) {
         return UCT_UCCL_SACK_OUT_OF_WINDOW;
     }

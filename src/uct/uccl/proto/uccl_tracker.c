@@ -96,14 +96,24 @@ static void uct_uccl_tracker_ack_cum(uct_uccl_tracker_t *t, uint32_t to,
     unsigned off, n;
     uint64_t *ring, m, pend;
 
+    if (t->sacked_cnt == 0) {
+        /* nothing SACKed (a clean fabric): every chunk is newly acked */
+        for (; left > 0; --left, from = uct_uccl_seq_add(from, 1)) {
+            uct_uccl_tracker_acked(t, from, cb, arg, info);
+        }
+        return;
+    }
+
     while (left > 0) {
         off  = from & 63;
         n    = (left < 64 - off) ? left : 64 - off;
         m    = uct_uccl_bits_range(off, off + n);
         ring = &t->sacked[(from >> 6) & t->word_mask];
         pend = ~*ring & m;
-        t->sacked_cnt -= __builtin_popcountll(*ring & m);
-        *ring &= ~m;
+        if (ucs_unlikely(pend != m)) {
+            t->sacked_cnt -= __builtin_popcountll(*ring & m);
+            *ring         &= ~m;
+        }
         while (pend) {
             uct_uccl_tracker_acked(t, uct_uccl_seq_add(from - off,
                                                        __builtin_ctzll(pend)),
