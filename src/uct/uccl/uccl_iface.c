@@ -317,8 +317,9 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
         goto err_ctl;
     }
     ucs_debug("uccl: iface %s mode %s paths %u chunk %zu ctl qpn 0x%x",
-              params->mode.device.dev_name, self->rc_mode ? "rc" : "uc", self->config.num_paths,
-              self->config.chunk_size, self->ctl.qp->qp_num);
+              params->mode.device.dev_name, self->rc_mode ? "rc" : "uc",
+              self->config.num_paths, self->config.chunk_size,
+              self->ctl.qp->qp_num);
     return UCS_OK;
 
 err_ctl:

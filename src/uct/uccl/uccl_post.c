@@ -188,7 +188,9 @@ void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
     chunk->flags    |= UCT_UCCL_CHUNK_F_CHAINED;
     if (chunk->flags & UCT_UCCL_CHUNK_F_TRACKED) {
         /* its ACK or loss will be told to the path's health */
-        uct_uccl_paths_sent(&conn->sel, path->index, uct_uccl_now_ns());
+        uct_uccl_paths_sent(&conn->sel, path->index,
+                            uct_uccl_paths_waiting(&conn->sel, path->index) ?
+                            0 : uct_uccl_now_ns());
     }
     ++path->chain_len;
     path->sent[(path->sent_head + path->outstanding) &

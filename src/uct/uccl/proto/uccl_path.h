@@ -31,9 +31,10 @@
  * probe_ns << probe_max_shift. The caller sends there a transmission that
  * carries no data (uccl_post.c: an empty tracked WRITE), never a resend or
  * a data chunk: a probe of a path still down is lost, and a lost resend
- * could go from one dead path to the next for ever. An ACK of a chunk sent on it after it was parked (a
- * probe that arrived) brings the path back with its loss run cleared; its
- * loss penalty stays and decays, so the choice returns to it gradually.
+ * could go from one dead path to the next for ever. An ACK of a chunk
+ * sent on it after it was parked (a probe that arrived) brings the path
+ * back with its loss run cleared; its loss penalty stays and decays, so
+ * the choice returns to it gradually.
  * An ACK of an older transmission proves nothing about the path now.
  */
 #ifndef UCT_UCCL_PATH_H_
@@ -195,13 +196,21 @@ static inline void uct_uccl_paths_rtt(uct_uccl_paths_t *ps, unsigned p,
     path->rtt_ns = path->rtt_ns - path->rtt_ns / 8 + rtt_ns / 8;
 }
 
-static UCS_F_ALWAYS_INLINE int uct_uccl_paths_parked(const uct_uccl_paths_t *ps,
-                                                     unsigned p)
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_paths_parked(const uct_uccl_paths_t *ps, unsigned p)
 {
     return ps->path[p].parked;
 }
 
-/* a transmission goes on p (a tracked chunk: its ACK or loss follows) */
+/* does p have transmissions outstanding (its wait already started)? */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_paths_waiting(const uct_uccl_paths_t *ps, unsigned p)
+{
+    return ps->path[p].unacked > 0;
+}
+
+/* a transmission goes on p (a tracked chunk: its ACK or loss follows);
+ * `now` is read only if p was not waiting */
 static UCS_F_ALWAYS_INLINE void uct_uccl_paths_sent(uct_uccl_paths_t *ps,
                                                     unsigned p, uint64_t now)
 {
