@@ -195,6 +195,50 @@ uct_uccl_iface_cc_init(uct_uccl_iface_t *iface,
                            ucs_get_time());
 }
 
+/* The engine's lists, look-up tables, idle-conn wheel and stats node */
+static ucs_status_t uct_uccl_iface_tables_init(uct_uccl_iface_t *iface)
+{
+    ucs_status_t status;
+
+    ucs_list_head_init(&iface->conns);
+    ucs_list_head_init(&iface->sched);
+    ucs_list_head_init(&iface->ack_list);
+    ucs_list_head_init(&iface->timers.active);
+    kh_init_inplace(uct_uccl_qpn, &iface->qpn_hash);
+    kh_init_inplace(uct_uccl_peers, &iface->peers);
+    ucs_ptr_array_init(&iface->conn_ids, "uccl_conn_ids");
+    UCS_STATS_NODE_RESET(&iface->stats_node);
+    status = ucs_twheel_init(&iface->timers.idle_wheel,
+                             ucs_time_from_sec(UCT_UCCL_IDLE_WHEEL_RES),
+                             ucs_get_time());
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    status = uct_uccl_stats_iface_init(iface);
+    if (status != UCS_OK) {
+        goto err_wheel;
+    }
+    return UCS_OK;
+
+err_wheel:
+    ucs_twheel_cleanup(&iface->timers.idle_wheel);
+err:
+    ucs_ptr_array_cleanup(&iface->conn_ids, 0);
+    kh_destroy_inplace(uct_uccl_peers, &iface->peers);
+    kh_destroy_inplace(uct_uccl_qpn, &iface->qpn_hash);
+    return status;
+}
+
+static void uct_uccl_iface_tables_cleanup(uct_uccl_iface_t *iface)
+{
+    uct_uccl_stats_iface_cleanup(iface);
+    ucs_twheel_cleanup(&iface->timers.idle_wheel);
+    ucs_ptr_array_cleanup(&iface->conn_ids, 0);
+    kh_destroy_inplace(uct_uccl_peers, &iface->peers);
+    kh_destroy_inplace(uct_uccl_qpn, &iface->qpn_hash);
+}
+
 /* The port of "<device>:<port>" the user opens the iface on */
 static ucs_status_t uct_uccl_iface_port_parse(uct_uccl_md_t *md,
                                               const uct_iface_params_t *params,
@@ -266,29 +310,14 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
         return status;
     }
 
-    ucs_list_head_init(&self->conns);
-    ucs_list_head_init(&self->sched);
-    ucs_list_head_init(&self->ack_list);
-    kh_init_inplace(uct_uccl_qpn, &self->qpn_hash);
-    kh_init_inplace(uct_uccl_peers, &self->peers);
-    ucs_ptr_array_init(&self->conn_ids, "uccl_conn_ids");
-    UCS_STATS_NODE_RESET(&self->stats_node);
-    ucs_list_head_init(&self->timers.active);
-    status = ucs_twheel_init(&self->timers.idle_wheel,
-                             ucs_time_from_sec(UCT_UCCL_IDLE_WHEEL_RES),
-                             ucs_get_time());
+    status = uct_uccl_iface_tables_init(self);
     if (status != UCS_OK) {
-        goto err;
-    }
-
-    status = uct_uccl_stats_iface_init(self);
-    if (status != UCS_OK) {
-        goto err;
+        goto err_cc;
     }
 
     status = uct_uccl_iface_pools_init(self, config, params);
     if (status != UCS_OK) {
-        goto err;
+        goto err_tables;
     }
 
     status = uct_uccl_event_init(self);
@@ -330,13 +359,10 @@ err_event:
     uct_uccl_event_cleanup(self);
 err_pools:
     uct_uccl_iface_pools_cleanup(self);
-err:
-    ucs_ptr_array_cleanup(&self->conn_ids, 0);
-    kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);
-    kh_destroy_inplace(uct_uccl_peers, &self->peers);
+err_tables:
+    uct_uccl_iface_tables_cleanup(self);
+err_cc:
     ucs_twheel_cleanup(&self->pace_wheel);
-    ucs_twheel_cleanup(&self->timers.idle_wheel);
-    uct_uccl_stats_iface_cleanup(self);
     uct_uccl_credit_cleanup(self);
     return status;
 }
@@ -369,12 +395,8 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
     uct_uccl_event_cleanup(self);
     /* descs posted on destroyed QPs never complete: no leak check */
     uct_uccl_iface_pools_cleanup(self);
-    ucs_ptr_array_cleanup(&self->conn_ids, 0);
-    kh_destroy_inplace(uct_uccl_qpn, &self->qpn_hash);
-    kh_destroy_inplace(uct_uccl_peers, &self->peers);
+    uct_uccl_iface_tables_cleanup(self);
     ucs_twheel_cleanup(&self->pace_wheel);
-    ucs_twheel_cleanup(&self->timers.idle_wheel);
-    uct_uccl_stats_iface_cleanup(self);
     uct_uccl_credit_cleanup(self);
 }
 
