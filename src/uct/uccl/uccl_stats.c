@@ -11,6 +11,8 @@
  */
 #include "uccl_iface.h"
 
+#include <string.h>
+
 #ifdef ENABLE_STATS
 
 #define UCT_UCCL_COUNTER_NAME(_name)  #_name,
@@ -58,29 +60,32 @@ void uct_uccl_stats_conn_cleanup(uct_uccl_conn_t *conn)
     UCS_STATS_NODE_RESET(&conn->stats_node);
 }
 
-/* The fields in the order the class names them */
-#define UCT_UCCL_COUNTER_COPY(_name)  node->counters[i++] = s->_name;
+/* A counters struct is its uint64_t fields in the order the class names
+ * them: the node takes it as its array */
+_Static_assert(sizeof(uct_uccl_iface_stats_t) == sizeof(ucs_stats_counter_t) *
+               (0 UCT_UCCL_IFACE_COUNTERS(UCT_UCCL_COUNTER_ONE)),
+               "iface counters are the class's array");
+_Static_assert(sizeof(uct_uccl_conn_stats_t) == sizeof(ucs_stats_counter_t) *
+               (0 UCT_UCCL_CONN_COUNTERS(UCT_UCCL_COUNTER_ONE)),
+               "conn counters are the class's array");
+
+static void uct_uccl_stats_copy(ucs_stats_node_t *node, const void *counters,
+                                size_t size)
+{
+    if (node != NULL) {
+        memcpy(node->counters, counters, size);
+    }
+}
 
 void uct_uccl_stats_iface_sync(uct_uccl_iface_t *iface)
 {
-    const uct_uccl_iface_stats_t *s = &iface->stats;
-    ucs_stats_node_t *node          = iface->stats_node;
-    unsigned i                      = 0;
-
-    if (node != NULL) {
-        UCT_UCCL_IFACE_COUNTERS(UCT_UCCL_COUNTER_COPY)
-    }
+    uct_uccl_stats_copy(iface->stats_node, &iface->stats,
+                        sizeof(iface->stats));
 }
 
 void uct_uccl_stats_conn_sync(uct_uccl_conn_t *conn)
 {
-    const uct_uccl_conn_stats_t *s = &conn->stats;
-    ucs_stats_node_t *node         = conn->stats_node;
-    unsigned i                     = 0;
-
-    if (node != NULL) {
-        UCT_UCCL_CONN_COUNTERS(UCT_UCCL_COUNTER_COPY)
-    }
+    uct_uccl_stats_copy(conn->stats_node, &conn->stats, sizeof(conn->stats));
 }
 
 #endif
