@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/types.h>
 
 void mc_fail(mc_t *mc, const char *fmt, ...)
 {
@@ -87,23 +88,56 @@ static double mc_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Is the process pid gone (or a zombie)? All ranks share one host. */
+static int mc_pid_dead(pid_t pid)
+{
+    char path[64], state = 'R';
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return 1;
+    }
+    /* "pid (comm) state ...": the state follows the last ')' */
+    if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1) {
+        state = 'R';
+    }
+    fclose(f);
+    return (state == 'Z') || (state == 'X');
+}
+
 /* -k: the rank dies; the others must hear of it from MPI, as errors of
- * their sends to it, not hang */
+ * their sends to it, not hang. They send once it is dead: a rendezvous
+ * request the rank received before it died waits for its reply, and Open
+ * MPI's UCX endpoints (no error handling) never cancel it, whatever the
+ * transport. */
 static void mc_peer_failure(mc_t *mc)
 {
     const size_t size = 4 * MC_MIB;  /* rendezvous: it needs the peer */
     uint8_t *buf      = mc_alloc(mc, size);
     int rc            = MPI_SUCCESS;
     unsigned sends    = 0;
+    pid_t victim      = getpid();
     MPI_Request req;
     double start;
 
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Bcast(&victim, sizeof(victim), MPI_BYTE, mc->kill_rank,
+              MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     if (mc->rank == mc->kill_rank) {
         printf("mpi_check rank %d: killing myself with SIGKILL\n", mc->rank);
         fflush(stdout);
         raise(SIGKILL);
+    }
+    start = mc_now();
+    while (!mc_pid_dead(victim)) {
+        if (mc_now() - start > MC_PEER_FAILURE_S) {
+            mc_fail(mc, "rank %d (pid %d) still alive after %d s",
+                    mc->kill_rank, (int)victim, MC_PEER_FAILURE_S);
+        }
+        usleep(1000);
     }
     memset(buf, 0, size);
     start = mc_now();
