@@ -379,58 +379,40 @@ void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason)
                                   &pkt, sizeof(pkt));
 }
 
-/* The congestion control's state and counters, on the conn's line; a
- * receiver-driven one's credit too (as sender: credit held, speculative
- * bytes issued and sent, bytes granted by the peer, requests sent, grants
- * received alone; as receiver: bytes granted, requests received, grants
- * sent alone) */
+/* The congestion control's state on the conn's line; a receiver-driven
+ * one's credit too (as sender: credit held, speculative bytes issued and
+ * sent, bytes granted by the peer; as receiver: bytes granted) */
 static void uct_uccl_conn_dump_cc(uct_uccl_conn_t *conn, FILE *stream)
 {
-    const uct_uccl_conn_stats_t *s = &conn->stats;
     uct_uccl_cc_stats_t cs;
 
     uct_uccl_cc_query(&conn->cc, &cs);
     fprintf(stream, " cc %s cc_cwnd %lu cc_rate_mbps %lu cc_srtt_us %.1f "
             "cc_min_rtt_us %.1f cc_target_us %.1f cc_incr %lu cc_decr %lu "
-            "cc_paced %lu cc_samples %lu cc_lost_bytes %lu cc_timeouts %lu",
+            "cc_lost_bytes %lu cc_timeouts %lu",
             (conn->cc.ops != NULL) ? conn->cc.ops->name : "none",
             cs.cwnd_bytes, cs.rate_bps / 1000000, cs.srtt_ns / 1e3,
             cs.min_rtt_ns / 1e3, cs.target_ns / 1e3, cs.increases,
-            cs.decreases, s->cc_paced, s->cc_samples, cs.lost_bytes,
-            cs.timeouts);
+            cs.decreases, cs.lost_bytes, cs.timeouts);
     if ((conn->cc.ops == NULL) || (conn->cc.ops->tx_request == NULL)) {
         return;
     }
     fprintf(stream, " cc_credit %lu cc_spec %lu cc_spec_sent %lu "
-            "cc_granted %lu credit_req_tx %lu credit_rx %lu "
-            "cc_rx_granted %lu credit_req_rx %lu credit_tx %lu",
-            cs.credit_bytes, cs.spec_bytes, cs.spec_sent_bytes,
-            cs.granted_bytes, s->credit_req_tx, s->credit_rx,
-            cs.rx_granted_bytes, s->credit_req_rx, s->credit_tx);
+            "cc_granted %lu cc_rx_granted %lu", cs.credit_bytes,
+            cs.spec_bytes, cs.spec_sent_bytes, cs.granted_bytes,
+            cs.rx_granted_bytes);
 }
 
 void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
 {
-    const uct_uccl_conn_stats_t *s = &conn->stats;
-
-    fprintf(stream, "uccl[%d]   conn %u%s peer %u %s paths %u: chunks_tx %lu "
-            "bytes_tx %lu chunks_rx %lu retx %lu fast_retx %lu "
-            "tail_probes %lu timeouts %lu retx_bytes %lu retx_obsolete %lu "
-            "retx_direct %lu tail_marks %lu probe_marks %lu dup_rx %lu "
-            "acks_tx %lu "
-            "acks_piggy %lu acks_rx %lu sq_full %lu am_held %lu "
-            "srtt_us %.1f rto_us %.1f "
-            "cwnd %lu inflight %u queued %u ops %lu zombies %lu",
-            getpid(), conn->id, conn->passive ? " (passive)" : "",
-            conn->remote_id,
+    fprintf(stream, "uccl[%d]   conn %u%s peer %u %s paths %u:", getpid(),
+            conn->id, conn->passive ? " (passive)" : "", conn->remote_id,
             (conn->state == UCT_UCCL_CONN_CONNECTED) ? "connected" :
             (conn->state == UCT_UCCL_CONN_FAILED) ? "failed" : "connecting",
-            conn->num_paths, s->chunks_tx, s->bytes_tx, s->chunks_rx, s->retx,
-            s->fast_retx, s->tail_probes, s->timeouts, s->retx_bytes,
-            s->retx_obsolete, s->retx_direct, s->tail_marks, s->probe_marks,
-            s->dup_rx,
-            s->acks_tx, s->acks_piggy, s->acks_rx,
-            s->sq_full, s->am_held, conn->rto.srtt_ns / 1e3,
+            conn->num_paths);
+    uct_uccl_conn_dump_counters(conn, stream);
+    fprintf(stream, " srtt_us %.1f rto_us %.1f cwnd %lu inflight %u "
+            "queued %u ops %lu zombies %lu", conn->rto.srtt_ns / 1e3,
             uct_uccl_rto_current(&conn->rto) / 1e3, conn->cc.cwnd_bytes,
             conn->rc ? conn->rc_outstanding :
                        uct_uccl_tracker_outstanding(&conn->tracker),

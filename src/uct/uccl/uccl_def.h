@@ -143,6 +143,8 @@
     _(credit_rx)     /* and received */
 
 #define UCT_UCCL_COUNTER_FIELD(_name)  uint64_t _name;
+#define UCT_UCCL_COUNTER_NAME(_name)   #_name,
+#define UCT_UCCL_COUNTER_ONE(_name)    + 1
 
 
 typedef struct uct_uccl_iface   uct_uccl_iface_t;

@@ -176,27 +176,48 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
 }
 
 
+static const char *const uct_uccl_iface_counter_names[] = {
+    UCT_UCCL_IFACE_COUNTERS(UCT_UCCL_COUNTER_NAME)
+};
+
+static const char *const uct_uccl_conn_counter_names[] = {
+    UCT_UCCL_CONN_COUNTERS(UCT_UCCL_COUNTER_NAME)
+};
+
+/* A counters struct is its uint64_t fields in the order of its list */
+_Static_assert(sizeof(uct_uccl_iface_stats_t) ==
+               sizeof(uint64_t) * ucs_static_array_size(
+                                      uct_uccl_iface_counter_names),
+               "iface counters are an array");
+_Static_assert(sizeof(uct_uccl_conn_stats_t) ==
+               sizeof(uint64_t) * ucs_static_array_size(
+                                      uct_uccl_conn_counter_names),
+               "conn counters are an array");
+
+static void uct_uccl_counters_dump(FILE *stream, const char *const *names,
+                                   const void *counters, size_t size)
+{
+    const uint64_t *value = counters;
+    size_t i;
+
+    for (i = 0; i < size / sizeof(*value); ++i) {
+        fprintf(stream, " %s %lu", names[i], value[i]);
+    }
+}
+
+void uct_uccl_conn_dump_counters(const uct_uccl_conn_t *conn, FILE *stream)
+{
+    uct_uccl_counters_dump(stream, uct_uccl_conn_counter_names, &conn->stats,
+                           sizeof(conn->stats));
+}
+
 void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
 {
-    const uct_uccl_iface_stats_t *s = &iface->stats;
-
-    fprintf(stderr, "uccl[%d] iface %s:%d mode %s: doorbells %lu wrs %lu "
-            "send_cqes %lu "
-            "bad_ctl %lu unknown_conn %lu forged_ctl %lu bad_ack %lu "
-            "bad_data %lu "
-            "bad_rkey %lu unknown_qpn %lu err_cqe %lu srq_empty %lu "
-            "out_of_window %lu order_full %lu rx_no_desc %lu "
-            "ctl_tx_busy %lu peers_lost %lu peers_refused %lu "
-            "get_refused %lu defer_full %lu async_passes %lu\n",
-            getpid(), iface->md->name, iface->port_num,
-            iface->rc_mode ? "rc" : "uc", s->doorbells, s->wrs, s->send_cqes,
-            s->bad_ctl,
-            s->unknown_conn, s->forged_ctl, s->bad_ack, s->bad_data,
-            s->bad_rkey,
-            s->unknown_qpn, s->err_cqe, s->srq_empty, s->out_of_window,
-            s->order_full, s->rx_no_desc, s->ctl_tx_busy, s->peers_lost,
-            s->peers_refused, s->get_refused, s->defer_full,
-            s->async_passes);
+    fprintf(stderr, "uccl[%d] iface %s:%d mode %s:", getpid(),
+            iface->md->name, iface->port_num, iface->rc_mode ? "rc" : "uc");
+    uct_uccl_counters_dump(stderr, uct_uccl_iface_counter_names,
+                           &iface->stats, sizeof(iface->stats));
+    fputc('\n', stderr);
 }
 
 void uct_uccl_iface_dump_all(uct_uccl_iface_t *iface)

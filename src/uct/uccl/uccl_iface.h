@@ -322,6 +322,8 @@ void uct_uccl_iface_disconnect_all(uct_uccl_iface_t *iface);
 /* engine (uccl_engine.c) */
 void uct_uccl_iface_dump_init(uct_uccl_iface_t *iface);
 void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface);
+/* " name value" for each of a conn's counters (UCX_UCCL_STATS_DUMP) */
+void uct_uccl_conn_dump_counters(const uct_uccl_conn_t *conn, FILE *stream);
 void uct_uccl_iface_dump_all(uct_uccl_iface_t *iface);
 
 /* configuration (uccl_iface_cfg.c) */

@@ -15,9 +15,6 @@
 
 #ifdef ENABLE_STATS
 
-#define UCT_UCCL_COUNTER_NAME(_name)  #_name,
-#define UCT_UCCL_COUNTER_ONE(_name)   + 1
-
 static ucs_stats_class_t uct_uccl_iface_stats_class = {
     .name          = "uccl_iface",
     .num_counters  = 0 UCT_UCCL_IFACE_COUNTERS(UCT_UCCL_COUNTER_ONE),
@@ -60,15 +57,8 @@ void uct_uccl_stats_conn_cleanup(uct_uccl_conn_t *conn)
     UCS_STATS_NODE_RESET(&conn->stats_node);
 }
 
-/* A counters struct is its uint64_t fields in the order the class names
- * them: the node takes it as its array */
-_Static_assert(sizeof(uct_uccl_iface_stats_t) == sizeof(ucs_stats_counter_t) *
-               (0 UCT_UCCL_IFACE_COUNTERS(UCT_UCCL_COUNTER_ONE)),
-               "iface counters are the class's array");
-_Static_assert(sizeof(uct_uccl_conn_stats_t) == sizeof(ucs_stats_counter_t) *
-               (0 UCT_UCCL_CONN_COUNTERS(UCT_UCCL_COUNTER_ONE)),
-               "conn counters are the class's array");
-
+/* A counters struct is an array of its list's counters (asserted in
+ * uccl_engine.c): the node takes it as its own */
 static void uct_uccl_stats_copy(ucs_stats_node_t *node, const void *counters,
                                 size_t size)
 {
