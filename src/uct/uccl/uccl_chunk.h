@@ -135,6 +135,15 @@ static inline int uct_uccl_chunk_is_rc_write(const uct_uccl_chunk_t *chunk)
            !(chunk->flags & UCT_UCCL_CHUNK_F_READ);
 }
 
+/* A bulk WRITE (PUT chunk or GET reply): an empty WRITE to its target can
+ * follow it on its path to show whether it arrived (tail marks, probes) */
+static inline int uct_uccl_chunk_is_bulk_write(const uct_uccl_chunk_t *chunk)
+{
+    return (chunk->length > UCT_UCCL_BULK_MIN) &&
+           ((chunk->kind == UCT_UCCL_KIND_PUT) ||
+            (chunk->kind == UCT_UCCL_KIND_GET_RESP));
+}
+
 /* a chunk that reads the peer's memory (a GET request or an RC READ) */
 static inline int uct_uccl_chunk_is_read(const uct_uccl_chunk_t *chunk)
 {

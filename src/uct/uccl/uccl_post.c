@@ -201,9 +201,7 @@ void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
     chunk->path = path->index;
     if (ucs_unlikely(conn->sel.probe_due != 0) &&
         (chunk->flags & UCT_UCCL_CHUNK_F_TRACKED) &&
-        (chunk->length > UCT_UCCL_BULK_MIN) &&
-        ((chunk->kind == UCT_UCCL_KIND_PUT) ||
-         (chunk->kind == UCT_UCCL_KIND_GET_RESP))) {
+        uct_uccl_chunk_is_bulk_write(chunk)) {
         uct_uccl_path_probe_send(conn, chunk);
     }
 }

@@ -205,9 +205,7 @@ static ucs_status_t uct_uccl_tracker_probe_cb(void *arg, uint32_t csn,
     ucs_status_t status;
     unsigned i;
 
-    if (!probe->may_mark || (chunk->length <= UCT_UCCL_BULK_MIN) ||
-        ((chunk->kind != UCT_UCCL_KIND_PUT) &&
-         (chunk->kind != UCT_UCCL_KIND_GET_RESP))) {
+    if (!probe->may_mark || !uct_uccl_chunk_is_bulk_write(chunk)) {
         status         = uct_uccl_tracker_retx_cb(probe->conn, csn, e);
         probe->resent += (status == UCS_OK);
         return status;

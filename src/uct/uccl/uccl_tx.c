@@ -62,9 +62,7 @@ static void uct_uccl_tx_mark_tails(uct_uccl_conn_t *conn, uint64_t now)
 
     for (path = conn->chains; path != NULL; path = path->chain_next) {
         tail = (uct_uccl_chunk_t*)path->chain_tail->wr_id;
-        if ((tail->length <= UCT_UCCL_BULK_MIN) ||
-            ((tail->kind != UCT_UCCL_KIND_PUT) &&
-             (tail->kind != UCT_UCCL_KIND_GET_RESP)) ||
+        if (!uct_uccl_chunk_is_bulk_write(tail) ||
             !uct_uccl_conn_window_open(conn, 0, now)) {
             continue;
         }
