@@ -46,14 +46,13 @@ static void uct_uccl_tx_pace_wait(uct_uccl_conn_t *conn, uint64_t now)
 }
 
 /* The last chunk of a chain has nothing after it on its path to show that
- * it was lost: with nothing more to send, its loss would wait for the tail
- * probe (twice an RTT that the chain's own transfer inflates) and, never
- * proven, go again through a bounce buffer. So a bulk chain that empties
- * the queue ends with an empty WRITE_WITH_IMM, tracked like any chunk:
- * its arrival (or its loss) tells within one RTT. While the conn is losing
- * chunks every bulk chain gets one: a tail whose path carries nothing new
- * soon is otherwise resent by age, into a bounce buffer; a mark costs one
- * WR and one CQE per chain. */
+ * it was lost: its loss waits for the tail probe (twice an RTT that the
+ * chain's own transfer inflates, then a mark's RTT). While the conn is
+ * losing chunks every bulk chain therefore ends with an empty
+ * WRITE_WITH_IMM, tracked like any chunk: its arrival (or its loss) tells
+ * within one RTT. A clean conn sends none: a mark costs one WR, one CQE
+ * and one ACK per chain, as much as the chunk itself when a message is
+ * one chunk, and the probe finds the rare first loss. */
 static void uct_uccl_tx_mark_tails(uct_uccl_conn_t *conn, uint64_t now)
 {
     uct_uccl_chunk_t *tail;
@@ -190,8 +189,7 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
         ++count;
     }
 
-    if (!conn->rc && (conn->chains != NULL) &&
-        (ucs_queue_is_empty(&conn->tx_queue) || (now < conn->lossy_until))) {
+    if (!conn->rc && (conn->chains != NULL) && (now < conn->lossy_until)) {
         uct_uccl_tx_mark_tails(conn, now);
     }
     uct_uccl_conn_post_chains(conn);
