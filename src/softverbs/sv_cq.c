@@ -28,8 +28,9 @@
 #define SV_CQ_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
                         IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
                         IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
-                        IBV_WC_EX_WITH_DLID_PATH_BITS | \
-                        IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
+                        IBV_WC_EX_WITH_DLID_PATH_BITS | SV_CQ_TS_FLAGS)
+/* what SOFTVERBS_CQ_TS may take away (sv_device_ts_flags) */
+#define SV_CQ_TS_FLAGS (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
                         IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 
 typedef struct sv_chan_msg {
@@ -270,7 +271,8 @@ struct ibv_cq_ex *sv_cq_create(struct ibv_context *c,
         errno = EOPNOTSUPP;
         return NULL;
     }
-    if (attr->wc_flags & ~(uint64_t)SV_CQ_WC_FLAGS) {
+    if (attr->wc_flags & ~(((uint64_t)SV_CQ_WC_FLAGS & ~SV_CQ_TS_FLAGS) |
+                           sv_device_ts_flags())) {
         errno = EOPNOTSUPP;
         return NULL;
     }

@@ -300,6 +300,9 @@ int  sv_device_get_async_event(struct ibv_context *ctx,
                                struct ibv_async_event *ev);
 int  sv_device_query_rt_values(struct ibv_context *ctx,
                                struct ibv_values_ex *values);
+/* the completion timestamp flags this process's devices offer
+ * (SOFTVERBS_CQ_TS) */
+uint64_t sv_device_ts_flags(void);
 int  sv_device_is(struct ibv_device *dev);
 int  sv_port_get_obj(sv_port_t *port);
 void sv_port_put_obj(sv_port_t *port);

@@ -124,16 +124,20 @@ static void uct_uccl_tx_fast_retx(uct_uccl_conn_t *conn, uint64_t now)
 }
 
 /* An ACK of conn's peer (uct_uccl_conn_bound checked where it came from),
- * found by the receive poll of iface->rx_poll_ns: its time is the ACK's */
+ * found by the receive poll of iface->rx_poll_ns: that is the time of what
+ * it sets off; the RTT sample ends when it arrived (iface->rx_cqe_ns: its
+ * completion's timestamp, so that our own CPU's lateness is no delay of
+ * the fabric) */
 void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
 {
     uct_uccl_iface_t *iface = conn->iface;
     uint64_t now            = iface->rx_poll_ns;
     uct_uccl_ack_info_t info;
     ucs_status_t status;
+    uint64_t rtt;
 
     uct_uccl_paths_ack_time(&conn->sel, now);
-    status = uct_uccl_tracker_ack(&conn->tracker, ack, now,
+    status = uct_uccl_tracker_ack(&conn->tracker, ack, iface->rx_cqe_ns,
                                   uct_uccl_tracker_acked_cb, conn, &info);
     if (status != UCS_OK) {
         ++iface->stats.bad_ack;
@@ -149,10 +153,11 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
     }
     /* the fabric's part of the sample; none when the peer's CQ wait may
      * have been all of it */
-    conn->stats.cc_samples += (info.rtt_ns > info.rx_wait_ns);
-    uct_uccl_cc_on_ack(&conn->cc, info.acked_bytes,
-                       (info.rtt_ns > info.rx_wait_ns) ?
-                       info.rtt_ns - info.rx_wait_ns : 0, now);
+    rtt                     = (info.rtt_ns > info.rx_wait_ns) ?
+                              info.rtt_ns - info.rx_wait_ns : 0;
+    conn->stats.cc_samples += (rtt > 0);
+    conn->stats.cc_rtt_ns  += rtt;
+    uct_uccl_cc_on_ack(&conn->cc, info.acked_bytes, rtt, now);
     if (info.rtt_ns > 0) {
         uct_uccl_rto_sample(&conn->rto, info.rtt_ns);
         if (info.rtt_path < conn->num_paths) {
