@@ -28,8 +28,9 @@
 #define SV_CQ_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
                         IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
                         IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
-                        IBV_WC_EX_WITH_DLID_PATH_BITS | \
-                        IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
+                        IBV_WC_EX_WITH_DLID_PATH_BITS | SV_CQ_TS_FLAGS)
+/* what SOFTVERBS_CQ_TS may take away (sv_device_ts_flags) */
+#define SV_CQ_TS_FLAGS (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
                         IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 
 typedef struct sv_chan_msg {
@@ -136,10 +137,23 @@ static inline sv_cq_t *sv_cq_ex_of(struct ibv_cq_ex *ex)
     return (sv_cq_t*)ex;
 }
 
-static void sv_cq_ex_fill(sv_cq_t *cq)
+/* The next completion of the iteration: from the batch taken last, or a
+ * new batch (a take costs a clock read, an atomic add and a store to
+ * shared memory: once per batch, as for ibv_poll_cq). Called with
+ * cq->lock held. */
+static int sv_cq_ex_load(sv_cq_t *cq)
 {
-    cq->ex.status = cq->cur.status;
-    cq->ex.wr_id  = cq->cur.wr_id;
+    if (cq->exq_next == cq->exq_count) {
+        cq->exq_next  = 0;
+        cq->exq_count = sv_cq_take(cq, SV_CQ_BATCH, cq->exq, NULL);
+        if (cq->exq_count == 0) {
+            return 0;
+        }
+    }
+    cq->cur       = &cq->exq[cq->exq_next++];
+    cq->ex.status = cq->cur->status;
+    cq->ex.wr_id  = cq->cur->wr_id;
+    return 1;
 }
 
 static int sv_cq_ex_start(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
@@ -151,23 +165,16 @@ static int sv_cq_ex_start(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
     }
     sv_port_progress(cq->port);
     pthread_spin_lock(&cq->lock);
-    if (sv_cq_take(cq, 1, &cq->cur, NULL) == 0) {
+    if (!sv_cq_ex_load(cq)) {
         pthread_spin_unlock(&cq->lock);
         return ENOENT;
     }
-    sv_cq_ex_fill(cq);
     return 0;
 }
 
 static int sv_cq_ex_next(struct ibv_cq_ex *ex)
 {
-    sv_cq_t *cq = sv_cq_ex_of(ex);
-
-    if (sv_cq_take(cq, 1, &cq->cur, NULL) == 0) {
-        return ENOENT;
-    }
-    sv_cq_ex_fill(cq);
-    return 0;
+    return sv_cq_ex_load(sv_cq_ex_of(ex)) ? 0 : ENOENT;
 }
 
 static void sv_cq_ex_end(struct ibv_cq_ex *ex)
@@ -177,47 +184,47 @@ static void sv_cq_ex_end(struct ibv_cq_ex *ex)
 
 static enum ibv_wc_opcode sv_cq_ex_opcode(struct ibv_cq_ex *ex)
 {
-    return sv_cq_ex_of(ex)->cur.opcode;
+    return sv_cq_ex_of(ex)->cur->opcode;
 }
 
 static uint32_t sv_cq_ex_vendor_err(struct ibv_cq_ex *ex)
 {
-    return sv_cq_ex_of(ex)->cur.vendor_err;
+    return sv_cq_ex_of(ex)->cur->vendor_err;
 }
 
 static uint32_t sv_cq_ex_byte_len(struct ibv_cq_ex *ex)
 {
-    return sv_cq_ex_of(ex)->cur.byte_len;
+    return sv_cq_ex_of(ex)->cur->byte_len;
 }
 
 static __be32 sv_cq_ex_imm(struct ibv_cq_ex *ex)
 {
-    return sv_cq_ex_of(ex)->cur.imm;
+    return sv_cq_ex_of(ex)->cur->imm;
 }
 
 static uint32_t sv_cq_ex_qp_num(struct ibv_cq_ex *ex)
 {
-    return sv_cq_ex_of(ex)->cur.qp_num;
+    return sv_cq_ex_of(ex)->cur->qp_num;
 }
 
 static uint32_t sv_cq_ex_src_qp(struct ibv_cq_ex *ex)
 {
-    return sv_cq_ex_of(ex)->cur.src_qp;
+    return sv_cq_ex_of(ex)->cur->src_qp;
 }
 
 static unsigned int sv_cq_ex_wc_flags(struct ibv_cq_ex *ex)
 {
-    return sv_cq_ex_of(ex)->cur.wc_flags;
+    return sv_cq_ex_of(ex)->cur->wc_flags;
 }
 
 static uint32_t sv_cq_ex_slid(struct ibv_cq_ex *ex)
 {
-    return sv_cq_ex_of(ex)->cur.slid;
+    return sv_cq_ex_of(ex)->cur->slid;
 }
 
 static uint8_t sv_cq_ex_sl(struct ibv_cq_ex *ex)
 {
-    return sv_cq_ex_of(ex)->cur.sl;
+    return sv_cq_ex_of(ex)->cur->sl;
 }
 
 static uint8_t sv_cq_ex_dlid_path_bits(struct ibv_cq_ex *ex)
@@ -227,13 +234,13 @@ static uint8_t sv_cq_ex_dlid_path_bits(struct ibv_cq_ex *ex)
 
 static uint64_t sv_cq_ex_ts(struct ibv_cq_ex *ex)
 {
-    return sv_cq_ex_of(ex)->cur.ts;
+    return sv_cq_ex_of(ex)->cur->ts;
 }
 
 static uint64_t sv_cq_ex_wallclock(struct ibv_cq_ex *ex)
 {
     struct timespec rt;
-    uint64_t now = sv_now_ns(), ts = sv_cq_ex_of(ex)->cur.ts;
+    uint64_t now = sv_now_ns(), ts = sv_cq_ex_of(ex)->cur->ts;
 
     clock_gettime(CLOCK_REALTIME, &rt);
     return (uint64_t)rt.tv_sec * 1000000000ull + rt.tv_nsec - (now - ts);
@@ -270,7 +277,8 @@ struct ibv_cq_ex *sv_cq_create(struct ibv_context *c,
         errno = EOPNOTSUPP;
         return NULL;
     }
-    if (attr->wc_flags & ~(uint64_t)SV_CQ_WC_FLAGS) {
+    if (attr->wc_flags & ~(((uint64_t)SV_CQ_WC_FLAGS & ~SV_CQ_TS_FLAGS) |
+                           sv_device_ts_flags())) {
         errno = EOPNOTSUPP;
         return NULL;
     }
@@ -654,10 +662,27 @@ static int sv_cq_take(sv_cq_t *cq, int max, sv_cqe_t *out, int *raw)
     return n;
 }
 
+static void sv_cq_wc_fill(struct ibv_wc *wc, const sv_cqe_t *e)
+{
+    wc->wr_id          = e->wr_id;
+    wc->status         = e->status;
+    wc->opcode         = e->opcode;
+    wc->vendor_err     = e->vendor_err;
+    wc->byte_len       = e->byte_len;
+    wc->imm_data       = e->imm;
+    wc->qp_num         = e->qp_num;
+    wc->src_qp         = e->src_qp;
+    wc->wc_flags       = e->wc_flags;
+    wc->pkey_index     = e->pkey_index;
+    wc->slid           = e->slid;
+    wc->sl             = e->sl;
+    wc->dlid_path_bits = 0;
+}
+
 int sv_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
     sv_cq_t *cq = sv_cq_of(ibcq);
-    sv_cqe_t e[16];
+    sv_cqe_t e[SV_CQ_BATCH];
     int got = 0, k, i, raw, want;
     uint32_t taken = 0;      /* bounded: a flood of bad entries */
 
@@ -671,24 +696,16 @@ int sv_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
                               ibcq);
     }
     pthread_spin_lock(&cq->lock);
+    /* what an ibv_cq_ex iteration took and did not hand out comes first */
+    for (; (got < n) && (cq->exq_next < cq->exq_count); ++got, ++wc) {
+        sv_cq_wc_fill(wc, &cq->exq[cq->exq_next++]);
+    }
     while ((got < n) && (taken < cq->size)) {
-        want   = (n - got < 16) ? n - got : 16;
+        want   = (n - got < SV_CQ_BATCH) ? n - got : SV_CQ_BATCH;
         k      = sv_cq_take(cq, want, e, &raw);
         taken += raw;
         for (i = 0; i < k; ++i, ++wc) {
-            wc->wr_id          = e[i].wr_id;
-            wc->status         = e[i].status;
-            wc->opcode         = e[i].opcode;
-            wc->vendor_err     = e[i].vendor_err;
-            wc->byte_len       = e[i].byte_len;
-            wc->imm_data       = e[i].imm;
-            wc->qp_num         = e[i].qp_num;
-            wc->src_qp         = e[i].src_qp;
-            wc->wc_flags       = e[i].wc_flags;
-            wc->pkey_index     = e[i].pkey_index;
-            wc->slid           = e[i].slid;
-            wc->sl             = e[i].sl;
-            wc->dlid_path_bits = 0;
+            sv_cq_wc_fill(wc, &e[i]);
         }
         got += k;
         if (raw < want) {
@@ -709,10 +726,12 @@ int sv_cq_req_notify(struct ibv_cq *ibcq, int solicited)
         return 0;            /* armed, but there is nobody to tell */
     }
     SV_STORE(&q->armed, solicited ? SV_CQ_ARM_SOLICITED : SV_CQ_ARM_NEXT);
-    /* Entries already queued (or not visible yet) fire at once, as a NIC
-     * whose consumer index lags behind its producer index does; otherwise a
-     * completion that is still in flight would never wake the channel. */
-    if (SV_LOAD(&q->tail) != __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) {
+    /* Entries already queued (or not visible yet, or taken by an ibv_cq_ex
+     * iteration and not handed out) fire at once, as a NIC whose consumer
+     * index lags behind its producer index does; otherwise a completion
+     * that is still in flight would never wake the channel. */
+    if ((SV_LOAD(&q->tail) != __atomic_load_n(&cq->head, __ATOMIC_RELAXED)) ||
+        (cq->exq_next != cq->exq_count)) {
         armed = SV_LOAD(&q->armed);
         if ((armed != SV_CQ_ARM_NONE) &&
             SV_CAS(&q->armed, &armed, SV_CQ_ARM_NONE)) {

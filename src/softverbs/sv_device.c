@@ -301,6 +301,43 @@ int sv_device_query(struct ibv_context *c, struct ibv_device_attr *a)
     return 0;
 }
 
+/* SOFTVERBS_CQ_TS: the completion timestamps a device offers, as a device
+ * without them (or with only one kind) would: both (default), raw (the
+ * device clock, readable with ibv_query_rt_values_ex), wallclock, none */
+uint64_t sv_device_ts_flags(void)
+{
+    static const struct {
+        const char *name;
+        uint64_t   flags;
+    } kinds[] = {
+        { "both", IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+                  IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK },
+        { "raw", IBV_WC_EX_WITH_COMPLETION_TIMESTAMP },
+        { "wallclock", IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK },
+        { "none", 0 }
+    };
+    static int64_t flags = -1;
+    const char *s;
+    unsigned i;
+
+    if (__atomic_load_n(&flags, __ATOMIC_RELAXED) >= 0) {
+        return flags;
+    }
+    s = getenv("SOFTVERBS_CQ_TS");
+    for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); ++i) {
+        if ((s == NULL) || (*s == '\0') || !strcmp(s, kinds[i].name)) {
+            break;
+        }
+    }
+    if (i == sizeof(kinds) / sizeof(kinds[0])) {
+        sv_log("SOFTVERBS_CQ_TS='%s' is not both, raw, wallclock or none, "
+               "using both", s);
+        i = 0;
+    }
+    __atomic_store_n(&flags, (int64_t)kinds[i].flags, __ATOMIC_RELAXED);
+    return kinds[i].flags;
+}
+
 int sv_device_query_ex(struct ibv_context *c,
                        const struct ibv_query_device_ex_input *in,
                        struct ibv_device_attr_ex *attr, size_t size)
@@ -315,8 +352,10 @@ int sv_device_query_ex(struct ibv_context *c,
     }
     memset(&a, 0, sizeof(a));
     sv_device_query(c, &a.orig_attr);
-    a.completion_timestamp_mask = UINT64_MAX;
-    a.hca_core_clock            = 1000000;   /* kHz: timestamps are ns */
+    if (sv_device_ts_flags() & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) {
+        a.completion_timestamp_mask = UINT64_MAX;
+        a.hca_core_clock            = 1000000; /* kHz: timestamps are ns */
+    }
     a.max_wq_type_rq            = 0;
     memcpy(attr, &a, (size < sizeof(a)) ? size : sizeof(a));
     return 0;
@@ -328,6 +367,9 @@ int sv_device_query_rt_values(struct ibv_context *c,
     uint32_t mask = v->comp_mask;
 
     v->comp_mask = 0;
+    if (!(sv_device_ts_flags() & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)) {
+        return EOPNOTSUPP;
+    }
     if (mask & IBV_VALUES_MASK_RAW_CLOCK) {
         uint64_t ns = sv_now_ns();
 

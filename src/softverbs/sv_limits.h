@@ -7,7 +7,7 @@
 
 #include "sv_model.h"
 
-#define SV_ABI_VERSION       6           /* bump when any shm layout changes */
+#define SV_ABI_VERSION       7           /* bump when any shm layout changes */
 
 #define SV_DEF_DEVICES       2           /* SOFTVERBS_DEVICES */
 #define SV_MAX_DEVICES       16
@@ -43,6 +43,8 @@
 #define SV_FABRIC_LOCK_S     10          /* give up on a stuck fabric lock */
 #define SV_PEER_CHECK_NS     (10ull * 1000 * 1000) /* liveness cache */
 #define SV_CQ_SCAN           64          /* reorder window of ibv_poll_cq */
+#define SV_CQ_BATCH          16          /* completions taken off a ring at
+                                            once (ibv_poll_cq, ibv_cq_ex) */
 #define SV_RC_TIMEOUT_MIN_NS 8192        /* attr.timeout 0/1 floor */
 
 #define SV_GUID_PREFIX       0x0253560000000000ull /* "\x02SV" locally admin. */

@@ -1,9 +1,11 @@
 /*
  * softverbs fabric model.
  *
- * Every hop (sender link, core path, receiver link) is a FIFO server: its
- * state is the time it becomes free, kept in the fabric shm and advanced with
- * a CAS loop, so packets of all processes queue behind each other.  A packet
+ * The sender link and the core path are FIFO servers: the state of each is
+ * the time it becomes free, kept in the fabric shm and advanced with a CAS
+ * loop, so packets of all processes queue behind each other. The receiver
+ * link is a calendar of the time it is taken (sv_model_cal_take): packets
+ * reach it in another order than the one they are modelled in. A packet
  * that finds more than SOFTVERBS_BUF_BYTES queued ahead of it on the path or
  * on the receiver link is tail-dropped.  The sender link never drops: a NIC
  * does not discard its own packets, its send queue just waits.
@@ -19,21 +21,58 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define SV_MODEL_MAGIC       0x31646f6d76730a01ull
 
-/* One FIFO server and the counters of what crossed it; the queue's
- * counters (rate-limited links only) move in sv_model_hop. */
+/* One server and the counters of what crossed it; the queue's counters
+ * (rate-limited links only) move in sv_model_hop and sv_model_hop_cal. */
 typedef struct sv_model_link {
-    uint64_t next_free_ps;
+    uint64_t next_free_ps; /* FIFO: when it is free; calendar: the end of
+                              its latest reservation */
     uint64_t pkts, bytes, drops;
     uint64_t last_ps;      /* latest arrival of a packet it took */
     uint64_t q_max;        /* most bytes a packet found queued, itself too */
     uint64_t q_drops;      /* tail drops at its buffer */
+    uint64_t q_last;       /* calendar: what the packet of last_ps found */
 } __attribute__((aligned(64))) sv_model_link_t;
+
+/*
+ * A receiving link serves packets in the order they reach it, which is not
+ * the order they are modelled in: a packet is modelled when it is posted,
+ * and one behind a slow or long-queued core path reaches the receiving
+ * link long after packets posted later on other paths. A FIFO clock would
+ * hold those behind it (a receiving link fed by paths slower than itself
+ * would look busy while it idles). Its calendar keeps instead, for each
+ * slot of one MTU's time, how much of it is taken (from its start): a
+ * packet takes free time from its arrival on, slot after slot, so packets
+ * modelled in the order they arrive queue as behind a FIFO, and one
+ * modelled late uses the time left free before the others. (Within a
+ * slot, free time before the taken part is lost: a packet modelled late
+ * can come after one that arrives later in its slot.)
+ * The ring holds SV_MODEL_CAL_SLOTS slots from now on (a slot further
+ * ahead would be one a packet still to come may need); what a packet
+ * cannot take before that goes behind the link's FIFO tail (next_free_ps),
+ * which starts there (fifo_from) and holds every later packet too, so
+ * that the ring never hands out time the tail holds, until the tail has
+ * drained. A slot word: the slot's index (its lap) above
+ * SV_MODEL_CAL_TAKEN_BITS, the picoseconds taken below; a word of an
+ * earlier lap is a free slot (that lap is past).
+ */
+#define SV_MODEL_CAL_SLOTS       4096
+#define SV_MODEL_CAL_TAKEN_BITS  28
+#define SV_MODEL_CAL_TAKEN_MASK  ((1ull << SV_MODEL_CAL_TAKEN_BITS) - 1)
+#define SV_MODEL_CAL_IDX_MASK    ((1ull << (64 - SV_MODEL_CAL_TAKEN_BITS)) - 1)
+
+typedef struct sv_model_cal {
+    uint64_t fifo_from;    /* ps: the FIFO tail holds all from here on (0:
+                              no tail) */
+    uint64_t pad[7];
+    uint64_t slot[SV_MODEL_CAL_SLOTS];
+} sv_model_cal_t;
 
 typedef struct sv_model_shm {
     uint64_t        magic;            /* set last by the creator */
@@ -42,6 +81,7 @@ typedef struct sv_model_shm {
     sv_model_link_t tx[SV_MODEL_MAX_PORTS];
     sv_model_link_t rx[SV_MODEL_MAX_PORTS];
     sv_model_link_t path[SV_MODEL_MAX_PATHS];
+    sv_model_cal_t  rx_cal[SV_MODEL_MAX_PORTS] __attribute__((aligned(4096)));
 } sv_model_shm_t;
 
 /* The model area of the fabric file is shared like the rest (sv_shm.h):
@@ -50,13 +90,18 @@ _Static_assert(sizeof(sv_model_shm_t) <= SV_MODEL_SHM_SIZE,
                "model state does not fit its shm area");
 _Static_assert((sizeof(sv_model_cfg_t) == 12592) &&
                (sizeof(sv_model_link_t) == 64) &&
-               (sizeof(sv_model_shm_t) == 61760), "shared layout changed");
+               (offsetof(sv_model_shm_t, rx_cal) == 65536) &&
+               (sizeof(sv_model_shm_t) == 65536 + 256 * (32768 + 64)),
+               "shared layout changed");
 
 static sv_model_shm_t *sv_model;
 static int sv_model_timed_cfg; /* rates or delays: arrival != post time */
 /* The configuration as this process uses it: a checked copy of the one in
  * shared memory, which every fabric member could overwrite. */
 static sv_model_cfg_t sv_model_cfg;
+/* each port's calendar slot: one MTU's time at its rate (ps), at most
+ * SV_MODEL_CAL_TAKEN_MASK; 0: no rate */
+static uint64_t sv_model_cal_q[SV_MODEL_MAX_PORTS];
 
 uint64_t sv_now_ns(void)
 {
@@ -93,6 +138,19 @@ static int sv_model_has_timing(const sv_model_cfg_t *cfg)
     return 0;
 }
 
+static void sv_model_cal_init(const sv_model_cfg_t *cfg)
+{
+    double q;
+    unsigned i;
+
+    for (i = 0; i < SV_MODEL_MAX_PORTS; ++i) {
+        q                 = ceil(cfg->port_ps_per_byte[i] * cfg->mtu);
+        sv_model_cal_q[i] = (q < 1) ? 0 :
+                            (q > SV_MODEL_CAL_TAKEN_MASK) ?
+                            SV_MODEL_CAL_TAKEN_MASK : (uint64_t)q;
+    }
+}
+
 int sv_model_attach(void *area, int creator)
 {
     sv_model_shm_t *shm = area;
@@ -116,7 +174,9 @@ int sv_model_attach(void *area, int creator)
             return ret;
         }
         cfg->epoch_ns = sv_now_ns();
-        memset(shm, 0, sizeof(*shm));
+        /* the calendars are cleared with their ports (sv_model_port_reset):
+         * all of them would be megabytes a fabric mostly never uses */
+        memset(shm, 0, offsetof(sv_model_shm_t, rx_cal));
         shm->cfg  = *cfg;
         shm->size = sizeof(*shm);
         free(cfg);
@@ -152,6 +212,7 @@ int sv_model_attach(void *area, int creator)
     }
     sv_model           = shm;
     sv_model_timed_cfg = sv_model_has_timing(&sv_model_cfg);
+    sv_model_cal_init(&sv_model_cfg);
     return 0;
 }
 
@@ -167,6 +228,7 @@ static void sv_model_link_reset(sv_model_link_t *l)
     __atomic_store_n(&l->last_ps, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&l->q_max, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&l->q_drops, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->q_last, 0, __ATOMIC_RELAXED);
 }
 
 void sv_model_port_reset(unsigned port)
@@ -176,6 +238,7 @@ void sv_model_port_reset(unsigned port)
     }
     sv_model_link_reset(&sv_model->tx[port]);
     sv_model_link_reset(&sv_model->rx[port]);
+    memset(&sv_model->rx_cal[port], 0, sizeof(sv_model->rx_cal[port]));
 }
 
 int sv_model_active(void)
@@ -266,6 +329,178 @@ static inline int sv_model_hop(sv_model_link_t *l, double ps_per_byte,
     return 0;
 }
 
+/* The time taken of slot `idx` (a word of another lap: none; more than
+ * the slot, written by someone else: all) */
+static inline uint64_t sv_model_cal_taken(uint64_t w, uint64_t idx,
+                                          uint64_t q)
+{
+    uint64_t taken = w & SV_MODEL_CAL_TAKEN_MASK;
+
+    if ((w >> SV_MODEL_CAL_TAKEN_BITS) != (idx & SV_MODEL_CAL_IDX_MASK)) {
+        return 0;
+    }
+    return (taken < q) ? taken : q;
+}
+
+/* Where the calendar ends for a packet modelled at now_ps: the ring's
+ * last slot, or the FIFO tail's start. A tail that drained by now is
+ * gone. */
+static uint64_t sv_model_cal_limit(sv_model_link_t *l, sv_model_cal_t *cal,
+                                   uint64_t q, uint64_t now_ps)
+{
+    uint64_t ring = (now_ps / q + SV_MODEL_CAL_SLOTS) * q;
+    uint64_t from = __atomic_load_n(&cal->fifo_from, __ATOMIC_RELAXED);
+
+    if (from == 0) {
+        return ring;
+    }
+    if (__atomic_load_n(&l->next_free_ps, __ATOMIC_RELAXED) <= now_ps) {
+        (void)__atomic_compare_exchange_n(&cal->fifo_from, &from, 0, 0,
+                                          __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED);
+        return ring;
+    }
+    return (from < ring) ? from : ring;
+}
+
+/* The first free time of the calendar from t on, before limit;
+ * UINT64_MAX if none */
+static uint64_t sv_model_cal_free(sv_model_cal_t *cal, uint64_t q,
+                                  uint64_t t, uint64_t limit)
+{
+    uint64_t idx, taken, w;
+
+    for (idx = t / q; idx * q < limit; ++idx) {
+        w     = __atomic_load_n(&cal->slot[idx % SV_MODEL_CAL_SLOTS],
+                                __ATOMIC_RELAXED);
+        taken = sv_model_cal_taken(w, idx, q);
+        if ((taken < q) && (idx * q + taken < limit)) {
+            return (idx * q + taken > t) ? idx * q + taken : t;
+        }
+    }
+    return UINT64_MAX;
+}
+
+/* Take `ser` ps of free time from t on, before limit, slot after slot:
+ * *start is when the first part starts (UINT64_MAX: none), *left what did
+ * not fit; returns when the last part ends */
+static uint64_t sv_model_cal_take(sv_model_cal_t *cal, uint64_t q,
+                                  uint64_t t, uint64_t limit, uint64_t ser,
+                                  uint64_t *start, uint64_t *left)
+{
+    uint64_t idx, end = t, taken, take = 0, w, *slot;
+
+    *start = UINT64_MAX;
+    for (idx = t / q; (ser > 0) && (idx * q < limit); ++idx) {
+        slot = &cal->slot[idx % SV_MODEL_CAL_SLOTS];
+        w    = __atomic_load_n(slot, __ATOMIC_RELAXED);
+        do {
+            taken = sv_model_cal_taken(w, idx, q);
+            if (idx * q + taken < t) {
+                taken = t - idx * q;     /* its first slot: not before t */
+            }
+            if ((taken >= q) || (idx * q + taken >= limit)) {
+                break;
+            }
+            take = (ser < q - taken) ? ser : q - taken;
+            if (idx * q + taken + take > limit) {
+                take = limit - idx * q - taken;
+            }
+        } while (!__atomic_compare_exchange_n(
+                     slot, &w,
+                     ((idx & SV_MODEL_CAL_IDX_MASK) <<
+                      SV_MODEL_CAL_TAKEN_BITS) | (taken + take),
+                     1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+        if ((taken >= q) || (idx * q + taken >= limit)) {
+            continue;
+        }
+        if (*start == UINT64_MAX) {
+            *start = idx * q + taken;
+        }
+        ser -= take;
+        end  = idx * q + taken + take;
+    }
+    *left = ser;
+    return end;
+}
+
+/* `left` ps behind the FIFO tail, which holds all from `from` on: when the
+ * last part ends, *start when the first would (if nothing came first) */
+static uint64_t sv_model_cal_tail(sv_model_link_t *l, sv_model_cal_t *cal,
+                                  uint64_t from, uint64_t t, uint64_t left,
+                                  uint64_t *start)
+{
+    uint64_t none = 0, nf, end;
+
+    (void)__atomic_compare_exchange_n(&cal->fifo_from, &none, from, 0,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    from = (t > from) ? t : from;
+    nf   = __atomic_load_n(&l->next_free_ps, __ATOMIC_RELAXED);
+    do {
+        end = ((nf > from) ? nf : from) + left;
+    } while (!__atomic_compare_exchange_n(&l->next_free_ps, &nf, end, 1,
+                                          __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    if (*start == UINT64_MAX) {
+        *start = end - left;
+    }
+    return end;
+}
+
+/*
+ * Serve `bytes` on the receiving link `l` (calendar `cal`, slots of `q`
+ * ps) for a packet modelled at now_ps that reaches it at *t_ps: free time
+ * from then on in the calendar, the rest behind its FIFO tail. The queue
+ * a packet finds is the link's work between its arrival and its start:
+ * past `buf` it is dropped (and, found so only once a racing process took
+ * the time first, the time it took stays taken).
+ */
+static int sv_model_hop_cal(sv_model_link_t *l, sv_model_cal_t *cal,
+                            uint64_t q, double ps_per_byte, uint64_t buf,
+                            uint32_t bytes, uint64_t now_ps, uint64_t *t_ps)
+{
+    uint64_t t = *t_ps, start = UINT64_MAX, end = t, left, limit, nf;
+    double depth;
+
+    if ((ps_per_byte == 0) || (q == 0)) {
+        return 0;               /* unlimited: no queue */
+    }
+    limit = sv_model_cal_limit(l, cal, q, now_ps);
+    left  = sv_model_ser_ps(ps_per_byte, bytes);
+    if (buf) {
+        start = (t < limit) ? sv_model_cal_free(cal, q, t, limit) :
+                              UINT64_MAX;
+        if (start == UINT64_MAX) {
+            nf    = __atomic_load_n(&l->next_free_ps, __ATOMIC_RELAXED);
+            start = (t > limit) ? t : limit;
+            start = (nf > start) ? nf : start;
+        }
+        if ((double)(start - t) / ps_per_byte + bytes > buf) {
+            __atomic_fetch_add(&l->q_drops, 1, __ATOMIC_RELAXED);
+            return -1;
+        }
+        start = UINT64_MAX;
+    }
+    if (t < limit) {
+        end = sv_model_cal_take(cal, q, t, limit, left, &start, &left);
+    }
+    if (left > 0) {
+        end = sv_model_cal_tail(l, cal, limit, t, left, &start);
+    }
+    depth = (double)(start - t) / ps_per_byte + bytes;
+    if (buf && (depth > buf)) {
+        __atomic_fetch_add(&l->q_drops, 1, __ATOMIC_RELAXED);
+        return -1;
+    }
+    sv_model_max(&l->q_max, (uint64_t)depth);
+    if (t >= __atomic_load_n(&l->last_ps, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&l->q_last, (uint64_t)depth, __ATOMIC_RELAXED);
+        sv_model_max(&l->last_ps, t);
+    }
+    *t_ps = end;
+    return 0;
+}
+
 static inline int sv_model_path_down(const sv_model_cfg_t *cfg, unsigned path,
                                      uint64_t t_ps)
 {
@@ -296,6 +531,7 @@ static inline void sv_model_add(uint64_t *counter, uint64_t v)
 typedef struct sv_model_route {
     const sv_model_cfg_t *cfg;
     sv_model_link_t      *tx, *pl, *rx;
+    sv_model_cal_t       *rx_cal;
     unsigned             sport, dport, path;
     uint64_t             rng;       /* loss RNG state of the QP pair */
 } sv_model_route_t;
@@ -319,6 +555,7 @@ static int sv_model_route(unsigned src_port, unsigned dst_port,
     rt->tx    = &shm->tx[src_port];
     rt->pl    = &shm->path[rt->path];
     rt->rx    = &shm->rx[dst_port];
+    rt->rx_cal = &shm->rx_cal[dst_port];
     rt->rng   = sv_model_mix64(sv_model_cfg.seed ^ sv_model_mix64(qps));
     return 1;
 }
@@ -349,6 +586,7 @@ static int sv_model_pkt(const sv_model_route_t *rt, uint64_t seq,
                         uint32_t bytes, uint64_t *t_ps, uint64_t *sent_ps)
 {
     const sv_model_cfg_t *cfg = rt->cfg;
+    uint64_t now_ps           = *t_ps;
 
     sv_model_hop(rt->tx, cfg->port_ps_per_byte[rt->sport], 0, bytes, t_ps);
     *sent_ps = *t_ps;
@@ -361,8 +599,9 @@ static int sv_model_pkt(const sv_model_route_t *rt, uint64_t seq,
     if (sv_model_loss_draw(rt, seq)) {
         return 1;
     }
-    return sv_model_hop(rt->rx, cfg->port_ps_per_byte[rt->dport],
-                        cfg->buf_bytes, bytes, t_ps) != 0;
+    return sv_model_hop_cal(rt->rx, rt->rx_cal, sv_model_cal_q[rt->dport],
+                            cfg->port_ps_per_byte[rt->dport], cfg->buf_bytes,
+                            bytes, now_ps, t_ps) != 0;
 }
 
 static inline uint64_t sv_model_ps(const sv_model_cfg_t *cfg, uint64_t now_ns)
@@ -599,6 +838,23 @@ static uint64_t sv_model_queued(sv_model_link_t *l, double ps_per_byte,
     return (uint64_t)((double)(nf - from) / ps_per_byte + 0.5);
 }
 
+/* A receiving link's queue now: what its latest packet found, drained at
+ * its rate since (its calendar may hold time further ahead for packets
+ * that come later) */
+static uint64_t sv_model_cal_queued(sv_model_link_t *l, double ps_per_byte,
+                                    uint64_t now_ps)
+{
+    uint64_t last  = __atomic_load_n(&l->last_ps, __ATOMIC_RELAXED);
+    uint64_t found = __atomic_load_n(&l->q_last, __ATOMIC_RELAXED);
+    double drained;
+
+    if (ps_per_byte == 0) {
+        return 0;
+    }
+    drained = (now_ps > last) ? (double)(now_ps - last) / ps_per_byte : 0;
+    return (drained < found) ? (uint64_t)(found - drained + 0.5) : 0;
+}
+
 static void sv_model_read_link(sv_model_link_t *l, double ps_per_byte,
                                sv_model_counters_t *c)
 {
@@ -624,6 +880,9 @@ void sv_model_port_counters(unsigned port, sv_model_counters_t *tx,
     rate = sv_model_cfg.port_ps_per_byte[port];
     sv_model_read_link(&sv_model->tx[port], rate, tx);
     sv_model_read_link(&sv_model->rx[port], rate, rx);
+    rx->q_bytes = sv_model_cal_queued(&sv_model->rx[port], rate,
+                                      sv_model_ps(&sv_model_cfg,
+                                                  sv_now_ns()));
 }
 
 void sv_model_path_counters(unsigned path, sv_model_counters_t *c)

@@ -2,9 +2,11 @@
  * softverbs fabric model: timing, queueing and loss of every packet.
  *
  * A packet of at most one MTU crosses three hops: the sender's link, one of P
- * core paths (ECMP hash of the QP numbers) and the receiver's link.  Each hop
- * is a FIFO server whose clock (the time it is next free) lives in the fabric
- * shared memory, so processes contend for the same links.  All variables are
+ * core paths (ECMP hash of the QP numbers) and the receiver's link.  The
+ * first two are FIFO servers whose clock (the time it is next free) lives in
+ * the fabric shared memory, so processes contend for the same links; the
+ * receiver's link serves packets in the order they reach it (a calendar of
+ * its time, in the shared memory too).  All variables are
  * described in src/softverbs/README.md, "Fabric model variables".
  */
 #ifndef SV_MODEL_H_
@@ -13,7 +15,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define SV_MODEL_SHM_SIZE  (1u << 20)  /* bytes reserved in the fabric shm */
+#define SV_MODEL_SHM_SIZE  (16u << 20) /* bytes reserved in the fabric shm
+                                          (sparse: the receiving links'
+                                          calendars of unused ports are
+                                          never touched) */
 #define SV_MODEL_MAX_PORTS 256         /* port index < this */
 #define SV_MODEL_MAX_PATHS 256
 

@@ -131,7 +131,13 @@ typedef struct sv_cq {
     size_t             ring_bytes;
     uint64_t           wc_flags;
     pthread_spinlock_t lock;
-    sv_cqe_t           cur;        /* ibv_cq_ex iteration */
+    /* ibv_cq_ex iteration: completions taken a batch at a time (as
+     * ibv_poll_cq takes them), handed out one by one; what end_poll left
+     * goes first to the next poll of either kind */
+    const sv_cqe_t    *cur;        /* the one being read */
+    sv_cqe_t           exq[SV_CQ_BATCH];
+    uint32_t           exq_next;   /* next to hand out */
+    uint32_t           exq_count;  /* taken */
     int                nqps;
     int                overrun_seen;
     uint64_t           stall_head;  /* reserved slot not published ... */
@@ -300,6 +306,9 @@ int  sv_device_get_async_event(struct ibv_context *ctx,
                                struct ibv_async_event *ev);
 int  sv_device_query_rt_values(struct ibv_context *ctx,
                                struct ibv_values_ex *values);
+/* the completion timestamp flags this process's devices offer
+ * (SOFTVERBS_CQ_TS) */
+uint64_t sv_device_ts_flags(void);
 int  sv_device_is(struct ibv_device *dev);
 int  sv_port_get_obj(sv_port_t *port);
 void sv_port_put_obj(sv_port_t *port);

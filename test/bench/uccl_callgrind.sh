@@ -74,13 +74,14 @@ nompi=$(uccl_perftest_nompi "$run")
 slow_rto="UCX_UCCL_RTO_MIN=1s UCX_UCCL_RTO_INIT=1s UCX_UCCL_RTO_MAX=2s"
 
 # Functions that run per unit of wall time, whatever the traffic: uccl's
-# timer pass (RTO, tail probes, keepalive) and async tick, softverbs'
-# upkeep pass (heal, reap) and its check that a peer process lives (its
-# callers look at most every so often). The engine pass an async tick runs
+# timer pass (RTO, tail probes, keepalive) and async tick, its samples of
+# the completion timestamps' clock (at most one a millisecond while
+# completions arrive), softverbs' upkeep pass (heal, reap) and its check
+# that a peer process lives (its callers look at most every so often). The engine pass an async tick runs
 # when the user has not called progress for a while is work and polling
 # like any other.
 timer_roots="uct_uccl_conn_timers uct_uccl_async_tick uct_uccl_async_timer
-sv_port_tend_pass sv_fabric_pid_alive"
+uct_uccl_iface_clock_sync sv_port_tend_pass sv_fabric_pid_alive"
 timer_barriers="uct_uccl_iface_engine_progress"
 objs='^(libuct_uccl|libuct_ib|libsoftverbs)'
 

@@ -69,6 +69,10 @@ foreach(mode uc rc)
     endif()
     flt_verify(fault_${mode}_loss_verify data "-n 100 -S 21"
                UCX_UCCL_MODE=${mode} SOFTVERBS_LOSS=0.01 ${repaired})
+    # the same with the receive CQ polled without completion timestamps
+    flt_verify(fault_${mode}_loss_verify_plain_cq data "-n 100 -S 21"
+               UCX_UCCL_MODE=${mode} SOFTVERBS_LOSS=0.01 ${repaired}
+               UCX_UCCL_CQ_TIMESTAMP=no)
     # a receive queue that runs dry (the server stops progressing for a
     # while; UC drops and resends, RC waits), tiny send queues, with loss
     flt_verify(fault_${mode}_srq_empty_verify data "-n 100 -S 22"

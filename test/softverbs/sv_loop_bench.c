@@ -11,8 +11,16 @@
  *                   post_send, poll the two completions
  *   svb_loop_write  4 KiB RDMA WRITE on RC, signaled: post_send, poll
  *   svb_loop_ud     64 B UD SEND to itself: post_recv, post_send, poll 2
+ *   svb_loop_poll1  64 B RDMA WRITE on RC, signaled, polled with
+ *                   ibv_poll_cq; svb_loop_ex1 the same polled from an
+ *                   ibv_cq_ex with completion timestamps (start_poll, the
+ *                   fields uccl reads, end_poll)
+ *   svb_loop_poll16, svb_loop_ex16: 16 such WRITEs, then their 16
+ *                   completions in one poll (one start_poll and 15
+ *                   next_poll)
  */
 #include <infiniband/verbs.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +33,9 @@ typedef struct svb {
     struct ibv_context *ctx;
     struct ibv_pd      *pd;
     struct ibv_cq      *cq;
+    struct ibv_cq_ex   *cqx;       /* with completion timestamps */
     struct ibv_qp      *rc[2], *ud;
+    struct ibv_qp      *rcx[2];    /* sending into cqx */
     struct ibv_ah      *ah;
     struct ibv_mr      *mr;
     char               *buf;
@@ -38,9 +48,10 @@ static void svb_die(const char *what)
     exit(1);
 }
 
-static struct ibv_qp *svb_qp(svb_t *b, enum ibv_qp_type type)
+static struct ibv_qp *svb_qp(svb_t *b, struct ibv_cq *cq,
+                             enum ibv_qp_type type)
 {
-    struct ibv_qp_init_attr a = { .send_cq = b->cq, .recv_cq = b->cq,
+    struct ibv_qp_init_attr a = { .send_cq = cq, .recv_cq = cq,
                                   .qp_type = type,
                                   .cap = { .max_send_wr = 64,
                                            .max_recv_wr = 64,
@@ -104,6 +115,12 @@ static void svb_open(svb_t *b)
     struct ibv_device **list;
     struct ibv_port_attr pa;
     struct ibv_ah_attr ah = { .port_num = 1 };
+    struct ibv_cq_init_attr_ex cqx_attr = {
+        .cqe      = 256,
+        .wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+                    IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
+                    IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP
+    };
     int num;
 
     list = ibv_get_device_list(&num);
@@ -125,11 +142,19 @@ static void svb_open(svb_t *b)
     if (b->mr == NULL) {
         svb_die("PD, CQ or MR");
     }
-    b->rc[0] = svb_qp(b, IBV_QPT_RC);
-    b->rc[1] = svb_qp(b, IBV_QPT_RC);
-    b->ud    = svb_qp(b, IBV_QPT_UD);
+    b->cqx = ibv_create_cq_ex(b->ctx, &cqx_attr);
+    if (b->cqx == NULL) {
+        svb_die("ibv_create_cq_ex");
+    }
+    b->rc[0]  = svb_qp(b, b->cq, IBV_QPT_RC);
+    b->rc[1]  = svb_qp(b, b->cq, IBV_QPT_RC);
+    b->ud     = svb_qp(b, b->cq, IBV_QPT_UD);
+    b->rcx[0] = svb_qp(b, ibv_cq_ex_to_cq(b->cqx), IBV_QPT_RC);
+    b->rcx[1] = svb_qp(b, ibv_cq_ex_to_cq(b->cqx), IBV_QPT_RC);
     svb_connect(b, b->rc[0], b->rc[1]->qp_num);
     svb_connect(b, b->rc[1], b->rc[0]->qp_num);
+    svb_connect(b, b->rcx[0], b->rcx[1]->qp_num);
+    svb_connect(b, b->rcx[1], b->rcx[0]->qp_num);
     svb_connect(b, b->ud, 0);
     ah.dlid = b->lid;
     b->ah   = ibv_create_ah(b->pd, &ah);
@@ -173,7 +198,7 @@ static void svb_post_send(svb_t *b, struct ibv_qp *qp,
 
 static void svb_poll(svb_t *b, int n)
 {
-    struct ibv_wc wc[4];
+    struct ibv_wc wc[16];
     int got = 0, k, i;
 
     while (got < n) {
@@ -211,6 +236,79 @@ __attribute__((noinline)) void svb_loop_write(svb_t *b, long n)
     }
 }
 
+/* n completions of cqx, reading what uccl's receive path reads */
+static void svb_poll_ex(svb_t *b, int n)
+{
+    struct ibv_poll_cq_attr pa = {};
+    struct ibv_cq_ex *cq       = b->cqx;
+    volatile uint64_t sink;
+    int got = 0, ret;
+
+    while (got < n) {
+        if ((ret = ibv_start_poll(cq, &pa)) == ENOENT) {
+            continue;
+        }
+        do {
+            if (ret || (cq->status != IBV_WC_SUCCESS)) {
+                fprintf(stderr, "completion: %d %d\n", ret, cq->status);
+                exit(1);
+            }
+            sink = cq->wr_id + ibv_wc_read_qp_num(cq) +
+                   ibv_wc_read_byte_len(cq) + ibv_wc_read_wc_flags(cq) +
+                   ibv_wc_read_opcode(cq) + ibv_wc_read_imm_data(cq) +
+                   ibv_wc_read_completion_ts(cq);
+            (void)sink;
+        } while ((++got < n) && ((ret = ibv_next_poll(cq)) == 0));
+        ibv_end_poll(cq);
+    }
+}
+
+__attribute__((noinline)) void svb_loop_poll1(svb_t *b, long n)
+{
+    long i;
+
+    for (i = 0; i < n; ++i) {
+        svb_post_send(b, b->rc[0], IBV_WR_RDMA_WRITE, 64);
+        svb_poll(b, 1);
+    }
+}
+
+__attribute__((noinline)) void svb_loop_ex1(svb_t *b, long n)
+{
+    long i;
+
+    for (i = 0; i < n; ++i) {
+        svb_post_send(b, b->rcx[0], IBV_WR_RDMA_WRITE, 64);
+        svb_poll_ex(b, 1);
+    }
+}
+
+__attribute__((noinline)) void svb_loop_poll16(svb_t *b, long n)
+{
+    long i;
+    int k;
+
+    for (i = 0; i < n; i += 16) {
+        for (k = 0; k < 16; ++k) {
+            svb_post_send(b, b->rc[0], IBV_WR_RDMA_WRITE, 64);
+        }
+        svb_poll(b, 16);
+    }
+}
+
+__attribute__((noinline)) void svb_loop_ex16(svb_t *b, long n)
+{
+    long i;
+    int k;
+
+    for (i = 0; i < n; i += 16) {
+        for (k = 0; k < 16; ++k) {
+            svb_post_send(b, b->rcx[0], IBV_WR_RDMA_WRITE, 64);
+        }
+        svb_poll_ex(b, 16);
+    }
+}
+
 __attribute__((noinline)) void svb_loop_ud(svb_t *b, long n)
 {
     long i;
@@ -226,7 +324,9 @@ static void svb_close(svb_t *b)
 {
     if (ibv_destroy_ah(b->ah) || ibv_destroy_qp(b->rc[0]) ||
         ibv_destroy_qp(b->rc[1]) || ibv_destroy_qp(b->ud) ||
+        ibv_destroy_qp(b->rcx[0]) || ibv_destroy_qp(b->rcx[1]) ||
         ibv_dereg_mr(b->mr) || ibv_destroy_cq(b->cq) ||
+        ibv_destroy_cq(ibv_cq_ex_to_cq(b->cqx)) ||
         ibv_dealloc_pd(b->pd) || ibv_close_device(b->ctx)) {
         svb_die("tear-down");
     }
@@ -245,15 +345,18 @@ int main(int argc, char **argv)
 {
     long n = (argc > 1) ? atol(argv[1]) : 100000;
     void (*loop[])(svb_t*, long) = { svb_loop_send, svb_loop_write,
-                                     svb_loop_ud };
-    const char *name[] = { "rc_send_64", "rc_write_4k", "ud_send_64" };
+                                     svb_loop_ud, svb_loop_poll1,
+                                     svb_loop_ex1, svb_loop_poll16,
+                                     svb_loop_ex16 };
+    const char *name[] = { "rc_send_64", "rc_write_4k", "ud_send_64",
+                           "poll_1", "cq_ex_1", "poll_16", "cq_ex_16" };
     double t0;
     unsigned i;
     svb_t b;
 
     memset(&b, 0, sizeof(b));
     svb_open(&b);
-    for (i = 0; i < 3; ++i) {
+    for (i = 0; i < sizeof(loop) / sizeof(loop[0]); ++i) {
         t0 = svb_now();
         loop[i](&b, n);
         printf("%-12s %8.1f ns/op\n", name[i], (svb_now() - t0) * 1e9 / n);

@@ -1,7 +1,8 @@
 /*
  * Unit test of the softverbs fabric model alone (no devices, no fabric shm):
  * serialization times, tail drop, random loss rate, per-path loss, outage
- * windows, ECMP spread, configuration errors and cross-process agreement.
+ * windows, ECMP spread, a receiving link that serves packets in arrival
+ * order, configuration errors and cross-process agreement.
  */
 #include "softverbs/sv_model.h"
 
@@ -615,6 +616,81 @@ static void test_ecmp(void *area)
     CHECK(stable, "a QP pair always takes the same path");
 }
 
+/* Two senders whose packets reach one receiving link from two core paths
+ * slower than it: the link serves them in the order they arrive, though
+ * all of the first sender's were modelled before any of the second's (a
+ * FIFO clock held the second sender's behind the first's last packet).
+ * Then packets modelled in the order they arrive queue exactly as at a
+ * FIFO, the queue longer than the calendar's ring too. */
+static void test_rx_order(void *area)
+{
+    /* 8 Gbit/s links: 4096 ns per packet; 2 Gbit/s paths: 16384 ns */
+    static const char *const cfg[] = { "SOFTVERBS_LINK_GBPS=8",
+                                       "SOFTVERBS_PATH_GBPS=2",
+                                       "SOFTVERBS_PATHS=2", NULL };
+    static const char *const fifo[] = { "SOFTVERBS_LINK_GBPS=8", NULL };
+    const unsigned n = 100, pkt = 4096;
+    sv_pkt_fate_t a[100], b, f;
+    uint64_t now, t, off = 0, late = 0, worst = 0, prev, bad;
+    sv_model_counters_t tx, rx;
+    uint32_t qa = 0x10, qb = 0x11;
+    unsigned i, k, s, burst;
+
+    printf("receiving link in arrival order:\n");
+    model_setup(area, cfg, 0);
+    while (sv_model_path_of(qb, 0x80) == sv_model_path_of(qa, 0x80)) {
+        ++qb;
+    }
+    now = sv_now_ns();
+    for (i = 0; i < n; ++i) {
+        sv_model_xmit(0, 2, qa, 0x80, pkt, now, &a[i]);
+    }
+    for (i = 0; i < n; ++i) {
+        sv_model_xmit(1, 2, qb, 0x80, pkt, now, &b);
+        /* both reach the receiving link at t; one waits for the other */
+        t     = now + pkt + (i + 1) * 4 * pkt;
+        off  += (a[i].arrive_ns != t + pkt) || a[i].dropped;
+        late  = b.arrive_ns - t;
+        worst = (late > worst) ? late : worst;
+        off  += (late != 2 * pkt) || b.dropped;
+    }
+    CHECK(off == 0, "%u + %u packets: each done one or two packet times "
+          "after it reached the link (worst %llu ns, %llu off)", n, n,
+          (unsigned long long)worst, (unsigned long long)off);
+    sv_model_port_counters(2, &tx, &rx);
+    CHECK(rx.q_max == 2 * pkt, "receiving queue at most 2 packets: %llu B",
+          (unsigned long long)rx.q_max);
+
+    /* two senders at full rate into one link: 2 x 3000 packets queue as at
+     * a FIFO (inside the ring), then 2 x 3000 more beyond it */
+    for (burst = 0; burst < 2; ++burst) {
+        model_setup(area, fifo, 0);
+        now  = sv_now_ns();
+        prev = now;
+        bad  = 0;
+        for (k = 0; k < (burst ? 6000 : 3000); ++k) {
+            for (s = 0; s < 2; ++s) {
+                sv_model_xmit(s, 2, 100 + s, 200, pkt, now, &f);
+                bad += f.dropped || (f.arrive_ns < prev);
+                prev = f.arrive_ns;
+            }
+        }
+        t = now + pkt + 2ull * k * pkt;
+        if (!burst) {
+            CHECK((bad == 0) && (prev == t), "%u packets queued in arrival "
+                  "order: the last done after %llu ns (FIFO: %llu)", 2 * k,
+                  (unsigned long long)(prev - now),
+                  (unsigned long long)(t - now));
+        } else {
+            CHECK((bad == 0) && (prev >= t) && (prev - t <= 2 * pkt),
+                  "%u packets, a queue beyond the calendar's ring: the last "
+                  "done after %llu ns (FIFO: %llu)", 2 * k,
+                  (unsigned long long)(prev - now),
+                  (unsigned long long)(t - now));
+        }
+    }
+}
+
 int main(void)
 {
     void *area = aligned_alloc(4096, SV_MODEL_SHM_SIZE);
@@ -630,6 +706,7 @@ int main(void)
     test_path_delay(area);
     test_msg_timing(area);
     test_ecmp(area);
+    test_rx_order(area);
     free(area);
     if (failures) {
         printf("sv_model_test: %d check(s) FAILED\n", failures);

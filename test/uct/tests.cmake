@@ -66,6 +66,10 @@ foreach(mode uc rc)
 
     set(UCT_VERIFY_ARGS -n 100 -S 11)
     uct_verify_test(uct_${mode}_verify data uct UCX_UCCL_MODE=${mode})
+    # the receive CQ polled without completion timestamps (ibv_poll_cq),
+    # as on a device without them
+    uct_verify_test(uct_${mode}_verify_plain_cq data uct UCX_UCCL_MODE=${mode}
+                    UCX_UCCL_CQ_TIMESTAMP=no)
     # the order in which an ep's operations take effect at the target;
     # loss makes resends overtake
     set(UCT_VERIFY_ARGS -n 400 -S 5)
@@ -108,6 +112,11 @@ foreach(mode uc rc)
                         UCX_UCCL_STATS_DUMP=y ${expect})
     endforeach()
 endforeach()
+# the same without completion timestamps: samples from the poll's time
+set(UCT_VERIFY_ARGS -n 100 -S 43)
+uct_verify_test(uct_uc_cc_swift_verify_plain_cq data uct UCX_UCCL_MODE=uc
+                UCX_UCCL_CC=swift UCX_UCCL_CQ_TIMESTAMP=no
+                UCX_UCCL_STATS_DUMP=y UCCL_EXPECT_CLIENT_COUNTERS=cc_samples)
 
 # pacing is enforced: timely limited to 100 Mbit/s (its lowest rate too) sends an AM stream at no
 # more than that, waiting on the pacing timer; the fixed window is faster

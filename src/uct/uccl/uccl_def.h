@@ -37,6 +37,12 @@
                                             put back each time */
 #define UCT_UCCL_IDLE_WHEEL_RES   1e-3   /* s: how late an idle passive
                                             conn's deadline may be seen */
+#define UCT_UCCL_CQE_TS_SLACK_NS  50000ull /* a completion timestamp that
+                                            maps later than the poll that
+                                            found it by more than the
+                                            mapping's error (a sample's
+                                            spread, the rate error) is
+                                            wrong, not early */
 
 /* Messages up to this size keep their order on one path (paths reorder):
  * they move to another only once everything on the current one completed */
@@ -112,7 +118,9 @@
     _(doorbells) \
     _(wrs) \
     _(send_cqes)     /* data QPs: one per chain */ \
-    _(async_passes)  /* engine runs for an idle user */
+    _(async_passes)  /* engine runs for an idle user */ \
+    _(cqe_ts_bad)    /* receive completions stamped after the poll that \
+                        found them: the poll's time used */
 
 #define UCT_UCCL_CONN_COUNTERS(_) \
     _(chunks_tx) \
@@ -137,6 +145,7 @@
     _(am_held)       /* AMs that waited for order */ \
     _(cc_paced)      /* sends the pacing held back */ \
     _(cc_samples)    /* RTT samples given to the cc */ \
+    _(cc_rtt_ns)     /* their sum (/ cc_samples: their mean) */ \
     _(credit_req_tx) /* requests for credit sent */ \
     _(credit_req_rx) /* and received */ \
     _(credit_tx)     /* grants sent without an ACK */ \

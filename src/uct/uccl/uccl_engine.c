@@ -86,8 +86,21 @@ static unsigned uct_uccl_iface_poll_send(uct_uccl_iface_t *iface)
     return n;
 }
 
+/* A receive completion: the control QP's or a data QP's */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_iface_recv_one(uct_uccl_iface_t *iface, struct ibv_wc *wc)
+{
+    if (ucs_unlikely(wc->qp_num == iface->ctl.qpn)) {
+        uct_uccl_iface_ctl_recv(iface, wc);
+    } else {
+        uct_uccl_rx_completion(iface, wc);
+    }
+}
+
 /* Drain the receive CQ in batches, at most one SRQ's worth per call: so a
- * receive queue that ran dry is seen as such (srq_posted reaches 0) */
+ * receive queue that ran dry is seen as such (srq_posted reaches 0).
+ * Without timestamps a completion arrived after the poll before and no
+ * later than this poll. */
 static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
 {
     struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
@@ -97,6 +110,7 @@ static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
 
     iface->rx_since_ns = (iface->rx_poll_ns != 0) ? iface->rx_poll_ns : now;
     iface->rx_poll_ns  = now;
+    iface->rx_cqe_ns   = now;
     do {
         n = ibv_poll_cq(iface->recv_cq, UCT_UCCL_CQ_BATCH, wcs);
         if (n < 0) {
@@ -104,14 +118,39 @@ static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
             break;
         }
         for (i = 0; i < n; ++i) {
-            if (ucs_unlikely(wcs[i].qp_num == iface->ctl.qpn)) {
-                uct_uccl_iface_ctl_recv(iface, &wcs[i]);
-            } else {
-                uct_uccl_rx_completion(iface, &wcs[i]);
-            }
+            uct_uccl_iface_recv_one(iface, &wcs[i]);
         }
         /* control buffers go back per batch: a flood of requests must not
          * hold them all while the replies to our own requests arrive */
+        if (iface->ctl.nrepost > 0) {
+            uct_uccl_iface_ctl_repost(iface);
+        }
+        total += n;
+    } while ((n == UCT_UCCL_CQ_BATCH) && (total < iface->config.srq_size));
+
+    return total;
+}
+
+/* The same with completion timestamps: each arrived when its timestamp
+ * says */
+static unsigned uct_uccl_iface_poll_recv_ts(uct_uccl_iface_t *iface)
+{
+    struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
+    uint64_t ts[UCT_UCCL_CQ_BATCH];
+    unsigned total = 0;
+    int i, n;
+
+    do {
+        n = uct_uccl_iface_recv_read_ts(iface, wcs, ts, UCT_UCCL_CQ_BATCH);
+        if (n < 0) {
+            ucs_error("uccl: receive CQ poll failed: %d", n);
+            break;
+        }
+        for (i = 0; i < n; ++i) {
+            iface->rx_cqe_ns   = ts[i];
+            iface->rx_since_ns = ts[i];
+            uct_uccl_iface_recv_one(iface, &wcs[i]);
+        }
         if (iface->ctl.nrepost > 0) {
             uct_uccl_iface_ctl_repost(iface);
         }
@@ -140,7 +179,8 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
     uint64_t now;
 
     ++iface->busy;
-    count  = uct_uccl_iface_poll_recv(iface);
+    count  = (iface->recv_cq_ex != NULL) ? uct_uccl_iface_poll_recv_ts(iface) :
+                                           uct_uccl_iface_poll_recv(iface);
     if (iface->ctl.tx_nfree < UCT_UCCL_CTL_TX_DEPTH) {
         count += uct_uccl_iface_poll_ctl_tx(iface);
     }
@@ -213,8 +253,11 @@ void uct_uccl_conn_dump_counters(const uct_uccl_conn_t *conn, FILE *stream)
 
 void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
 {
-    fprintf(stderr, "uccl[%d] iface %s:%d mode %s:", getpid(),
-            iface->md->name, iface->port_num, iface->rc_mode ? "rc" : "uc");
+    fprintf(stderr, "uccl[%d] iface %s:%d mode %s cq_ts %s:", getpid(),
+            iface->md->name, iface->port_num, iface->rc_mode ? "rc" : "uc",
+            (iface->cq_ts == UCT_UCCL_CQ_TS_RAW)       ? "raw" :
+            (iface->cq_ts == UCT_UCCL_CQ_TS_WALLCLOCK) ? "wallclock" :
+                                                         "none");
     uct_uccl_counters_dump(stderr, uct_uccl_iface_counter_names,
                            &iface->stats, sizeof(iface->stats));
     fputc('\n', stderr);

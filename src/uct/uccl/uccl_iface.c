@@ -303,6 +303,10 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     if (status != UCS_OK) {
         return status;
     }
+    status = uct_uccl_iface_cq_ts_select(self, md, config->cq_ts);
+    if (status != UCS_OK) {
+        return status;
+    }
     uct_uccl_iface_config_set(self, config);
 
     status = uct_uccl_iface_cc_init(self, config);

@@ -12,6 +12,7 @@
 
 #include "uccl_conn.h"
 #include "uccl_cc_cfg.h"
+#include "proto/uccl_clock.h"
 
 #include <ucs/datastruct/khash.h>
 #include <ucs/datastruct/mpool.h>
@@ -26,6 +27,16 @@ typedef enum {
     UCT_UCCL_MODE_CFG_LAST
 } uct_uccl_mode_cfg_t;
 
+/* UCX_UCCL_CQ_TIMESTAMP: the receive CQ's completion timestamps */
+typedef enum {
+    UCT_UCCL_CQ_TS_CFG_NO,
+    UCT_UCCL_CQ_TS_CFG_TRY,
+    UCT_UCCL_CQ_TS_CFG_YES,
+    UCT_UCCL_CQ_TS_CFG_RAW,
+    UCT_UCCL_CQ_TS_CFG_WALLCLOCK,
+    UCT_UCCL_CQ_TS_CFG_LAST
+} uct_uccl_cq_ts_cfg_t;
+
 
 typedef struct uct_uccl_iface_config {
     uct_iface_config_t      super;
@@ -37,6 +48,7 @@ typedef struct uct_uccl_iface_config {
     unsigned                srq_size;
     int                     srq_flow;
     unsigned                cq_size;
+    int                     cq_ts;           /* uct_uccl_cq_ts_cfg_t */
     unsigned                max_queued;      /* unsent chunks per conn */
     unsigned                max_peers;       /* passive conns */
     unsigned                rx_max_bufs;
@@ -104,6 +116,10 @@ struct uct_uccl_iface {
 
     struct ibv_cq           *send_cq;
     struct ibv_cq           *recv_cq;
+    struct ibv_cq_ex        *recv_cq_ex; /* recv_cq, when its completions
+                                            carry timestamps (else NULL) */
+    uct_uccl_cq_ts_t        cq_ts;       /* of which clock */
+    uct_uccl_clock_t        cq_clock;    /* that clock in ours */
     struct ibv_srq          *srq;
     unsigned                srq_posted;
 
@@ -135,9 +151,12 @@ struct uct_uccl_iface {
     ucs_list_link_t         ack_list;    /* conns owing an ACK */
     unsigned                tx_outstanding; /* WRs on the send CQ */
     uint64_t                next_timer;
-    uint64_t                rx_poll_ns;  /* the receive CQ's last poll */
-    uint64_t                rx_since_ns; /* what that poll found arrived
-                                            after this (the poll before) */
+    /* the receive completion being handled: */
+    uint64_t                rx_poll_ns;  /* when the poll found it */
+    uint64_t                rx_cqe_ns;   /* when it arrived: its CQE's
+                                            timestamp, or rx_poll_ns */
+    uint64_t                rx_since_ns; /* the earliest it may have: its
+                                            timestamp, or the poll before */
     ucs_twheel_t            pace_wheel;  /* paced conns wait here */
     /* conn timers (uccl_conn_live.c) */
     struct {
@@ -317,6 +336,8 @@ void uct_uccl_iface_ctl_cleanup(uct_uccl_iface_t *iface);
 unsigned uct_uccl_iface_poll_ctl_tx(uct_uccl_iface_t *iface);
 void uct_uccl_iface_ctl_recv(uct_uccl_iface_t *iface, const struct ibv_wc *wc);
 void uct_uccl_iface_ctl_repost(uct_uccl_iface_t *iface);
+int uct_uccl_iface_recv_read_ts(uct_uccl_iface_t *iface, struct ibv_wc *wcs,
+                                uint64_t *ts, int max);
 void uct_uccl_iface_disconnect_all(uct_uccl_iface_t *iface);
 
 /* engine (uccl_engine.c) */
@@ -330,6 +351,8 @@ void uct_uccl_iface_dump_all(uct_uccl_iface_t *iface);
 ucs_status_t uct_uccl_iface_config_check(const uct_uccl_iface_config_t *config);
 ucs_status_t uct_uccl_iface_mode_select(uct_uccl_iface_t *iface,
                                         const uct_uccl_md_t *md, int mode);
+ucs_status_t uct_uccl_iface_cq_ts_select(uct_uccl_iface_t *iface,
+                                         const uct_uccl_md_t *md, int cfg);
 void uct_uccl_iface_config_set(uct_uccl_iface_t *iface,
                                const uct_uccl_iface_config_t *config);
 

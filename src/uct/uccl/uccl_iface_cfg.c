@@ -16,6 +16,15 @@ static const char *uct_uccl_mode_names[] = {
     [UCT_UCCL_MODE_CFG_LAST] = NULL
 };
 
+static const char *uct_uccl_cq_ts_names[] = {
+    [UCT_UCCL_CQ_TS_CFG_NO]        = "no",
+    [UCT_UCCL_CQ_TS_CFG_TRY]       = "try",
+    [UCT_UCCL_CQ_TS_CFG_YES]       = "yes",
+    [UCT_UCCL_CQ_TS_CFG_RAW]       = "raw",
+    [UCT_UCCL_CQ_TS_CFG_WALLCLOCK] = "wallclock",
+    [UCT_UCCL_CQ_TS_CFG_LAST]      = NULL
+};
+
 ucs_config_field_t uct_uccl_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(uct_uccl_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
@@ -66,6 +75,21 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      "Entries of the send and of the receive completion queue (shared by all\n"
      "data QPs of the iface).",
      ucs_offsetof(uct_uccl_iface_config_t, cq_size), UCS_CONFIG_TYPE_UINT},
+
+    {"CQ_TIMESTAMP", "try",
+     "Completion timestamps on the receive CQ, for RTT samples: an ACK's\n"
+     "arrival at the sender and the time a chunk waited at the receiver\n"
+     "come from the NIC, not from the progress call that found them, so a\n"
+     "CPU slow to poll does not look like a congested fabric to the\n"
+     "congestion control. raw: the NIC's free-running clock (rate from\n"
+     "ibv_query_device_ex, read with ibv_query_rt_values_ex), mapped onto\n"
+     "the host's by samples every millisecond while completions arrive;\n"
+     "wallclock: the provider's nanoseconds near CLOCK_REALTIME, mapped the\n"
+     "same way; yes: raw, else wallclock, else an error; try: as yes, else\n"
+     "plain completions; no: plain completions (ibv_poll_cq), timed by the\n"
+     "poll that found them.",
+     ucs_offsetof(uct_uccl_iface_config_t, cq_ts),
+     UCS_CONFIG_TYPE_ENUM(uct_uccl_cq_ts_names)},
 
     {"MAX_QUEUED", "512",
      "Chunks a connection may hold unsent before operations return\n"
@@ -249,6 +273,48 @@ ucs_status_t uct_uccl_iface_mode_select(uct_uccl_iface_t *iface,
     default:
         iface->rc_mode = !md->caps.uc;
         break;
+    }
+    return UCS_OK;
+}
+
+/* The clock of the receive CQ's timestamps: what CQ_TIMESTAMP asks for,
+ * of what the device has. The raw clock first: it needs no clock of the
+ * NIC kept near the host's (a wall clock is, only where PTP or the driver
+ * steer it), and a wall clock the host's time service steps or slews
+ * makes the mapping measure its rate again. */
+ucs_status_t uct_uccl_iface_cq_ts_select(uct_uccl_iface_t *iface,
+                                         const uct_uccl_md_t *md, int cfg)
+{
+    unsigned want;
+
+    switch (cfg) {
+    case UCT_UCCL_CQ_TS_CFG_NO:
+        want = UCT_UCCL_CQ_TS_NONE;
+        break;
+    case UCT_UCCL_CQ_TS_CFG_RAW:
+        want = UCT_UCCL_CQ_TS_RAW;
+        break;
+    case UCT_UCCL_CQ_TS_CFG_WALLCLOCK:
+        want = UCT_UCCL_CQ_TS_WALLCLOCK;
+        break;
+    default:
+        want = UCT_UCCL_CQ_TS_RAW | UCT_UCCL_CQ_TS_WALLCLOCK;
+        break;
+    }
+
+    want &= md->caps.cq_ts;
+    if (want & UCT_UCCL_CQ_TS_RAW) {
+        iface->cq_ts = UCT_UCCL_CQ_TS_RAW;
+    } else if (want & UCT_UCCL_CQ_TS_WALLCLOCK) {
+        iface->cq_ts = UCT_UCCL_CQ_TS_WALLCLOCK;
+    } else if ((cfg == UCT_UCCL_CQ_TS_CFG_NO) ||
+               (cfg == UCT_UCCL_CQ_TS_CFG_TRY)) {
+        iface->cq_ts = UCT_UCCL_CQ_TS_NONE;
+    } else {
+        ucs_error("uccl: UCX_UCCL_CQ_TIMESTAMP=%s but %s has no such "
+                  "completion timestamps", uct_uccl_cq_ts_names[cfg],
+                  md->name);
+        return UCS_ERR_UNSUPPORTED;
     }
     return UCS_OK;
 }

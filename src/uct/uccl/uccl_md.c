@@ -450,11 +450,12 @@ static int uct_uccl_md_probe_uc(uct_uccl_md_t *md)
     return qp != NULL;
 }
 
-static int uct_uccl_md_probe_cq_ex(uct_uccl_md_t *md)
+/* Does the device create a receive CQ of ours with these extra flags? */
+static int uct_uccl_md_probe_cq_ex(uct_uccl_md_t *md, uint64_t wc_flags)
 {
     struct ibv_cq_init_attr_ex cq_attr = {
         .cqe      = 1,
-        .wc_flags = IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM
+        .wc_flags = UCT_UCCL_CQ_WC_FLAGS | wc_flags
     };
     struct ibv_cq_ex *cq;
 
@@ -464,6 +465,44 @@ static int uct_uccl_md_probe_cq_ex(uct_uccl_md_t *md)
     }
     ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
     return 1;
+}
+
+/* Raw completion timestamps are of use only with the clock's rate and a
+ * way to read it now */
+static int uct_uccl_md_probe_raw_clock(uct_uccl_md_t *md)
+{
+    struct ibv_device_attr_ex attr = {};
+    struct ibv_values_ex values    = {
+        .comp_mask = IBV_VALUES_MASK_RAW_CLOCK
+    };
+
+    if ((ibv_query_device_ex(md->ctx, NULL, &attr) != 0) ||
+        (attr.hca_core_clock == 0) || (attr.completion_timestamp_mask == 0) ||
+        (ibv_query_rt_values_ex(md->ctx, &values) != 0) ||
+        !(values.comp_mask & IBV_VALUES_MASK_RAW_CLOCK)) {
+        return 0;
+    }
+    md->caps.ts_khz  = attr.hca_core_clock;
+    md->caps.ts_mask = attr.completion_timestamp_mask;
+    return 1;
+}
+
+/* The clocks the device stamps our receive completions with */
+static void uct_uccl_md_probe_cq_ts(uct_uccl_md_t *md)
+{
+    md->caps.cq_ex = uct_uccl_md_probe_cq_ex(md, 0);
+    md->caps.cq_ts = UCT_UCCL_CQ_TS_NONE;
+    if (!md->caps.cq_ex) {
+        return;
+    }
+    if (uct_uccl_md_probe_raw_clock(md) &&
+        uct_uccl_md_probe_cq_ex(md, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)) {
+        md->caps.cq_ts |= UCT_UCCL_CQ_TS_RAW;
+    }
+    if (uct_uccl_md_probe_cq_ex(
+                md, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)) {
+        md->caps.cq_ts |= UCT_UCCL_CQ_TS_WALLCLOCK;
+    }
 }
 
 static ucs_status_t uct_uccl_md_rcache_init(uct_uccl_md_t *md,
@@ -554,7 +593,7 @@ static ucs_status_t uct_uccl_md_caps_init(uct_uccl_md_t *md,
                                           const uct_uccl_md_config_t *config)
 {
     md->caps.uc         = config->probe_uc && uct_uccl_md_probe_uc(md);
-    md->caps.cq_ex      = uct_uccl_md_probe_cq_ex(md);
+    uct_uccl_md_probe_cq_ts(md);
     md->caps.max_sge    = md->dev_attr.max_sge;
     md->caps.max_qp_wr  = md->dev_attr.max_qp_wr;
     md->caps.max_srq_wr = md->dev_attr.max_srq_wr;
@@ -631,8 +670,10 @@ uct_uccl_md_open(uct_component_t *component, const char *md_name,
         goto err_pd;
     }
 
-    ucs_debug("%s: uc %d cq_ex %d max_sge %u max_qp_wr %u max_srq_wr %u "
-              "rcache %s", md_name, md->caps.uc, md->caps.cq_ex,
+    ucs_debug("%s: uc %d cq_ex %d cq_ts 0x%x (raw %lu kHz mask 0x%lx) "
+              "max_sge %u max_qp_wr %u max_srq_wr %u rcache %s", md_name,
+              md->caps.uc, md->caps.cq_ex, md->caps.cq_ts, md->caps.ts_khz,
+              md->caps.ts_mask,
               md->caps.max_sge, md->caps.max_qp_wr, md->caps.max_srq_wr,
               md->rcache ? "yes" : "no");
     *md_p = &md->super;

@@ -21,6 +21,22 @@
 #define UCT_UCCL_NAME          "uccl"
 #define UCT_UCCL_MAX_PORTS     8
 
+/* What the receive CQ's completions carry besides a plain ibv_wc: data
+ * QPs need the immediate, the control QP its sender */
+#define UCT_UCCL_CQ_WC_FLAGS   (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
+                                IBV_WC_EX_WITH_QP_NUM | \
+                                IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID)
+
+/* The clocks a device stamps completions with (uct_uccl_md_t caps.cq_ts) */
+typedef enum {
+    UCT_UCCL_CQ_TS_NONE      = 0,
+    UCT_UCCL_CQ_TS_RAW       = UCS_BIT(0), /* the NIC's free-running clock,
+                                              readable with
+                                              ibv_query_rt_values_ex */
+    UCT_UCCL_CQ_TS_WALLCLOCK = UCS_BIT(1)  /* ns of a clock the provider
+                                              keeps near CLOCK_REALTIME */
+} uct_uccl_cq_ts_t;
+
 
 typedef struct uct_uccl_md_config {
     uct_md_config_t         super;
@@ -65,6 +81,9 @@ typedef struct uct_uccl_md {
     struct {
         int                 uc;          /* UC QPs can be created */
         int                 cq_ex;       /* ibv_create_cq_ex works */
+        unsigned            cq_ts;       /* uct_uccl_cq_ts_t bits */
+        uint64_t            ts_khz;      /* the RAW clock's rate */
+        uint64_t            ts_mask;     /* and its bits */
         unsigned            max_sge;
         unsigned            max_qp_wr;
         unsigned            max_srq_wr;

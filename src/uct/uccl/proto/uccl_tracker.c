@@ -126,7 +126,8 @@ static void uct_uccl_tracker_ack_cum(uct_uccl_tracker_t *t, uint32_t to,
 }
 
 ucs_status_t uct_uccl_tracker_ack(uct_uccl_tracker_t *t,
-                                  const uct_uccl_ack_t *ack, uint64_t now,
+                                  const uct_uccl_ack_t *ack,
+                                  uint64_t arrival_ns,
                                   uct_uccl_tracker_ack_cb_t cb, void *arg,
                                   uct_uccl_ack_info_t *info)
 {
@@ -154,8 +155,8 @@ ucs_status_t uct_uccl_tracker_ack(uct_uccl_tracker_t *t,
     if (uct_uccl_tracker_in_flight(t, echo) &&
         !(t->sacked[(echo >> 6) & t->word_mask] & (1ull << (echo & 63)))) {
         e = &t->ent[echo & t->mask];
-        if ((e->retries == 0) && (now > e->send_time)) {
-            info->rtt_ns = now - e->send_time;
+        if ((e->retries == 0) && (arrival_ns > e->send_time)) {
+            info->rtt_ns = arrival_ns - e->send_time;
             if (info->rtt_ns > ack->rx_delay_ns) {
                 info->rtt_ns -= ack->rx_delay_ns;
             }

@@ -163,9 +163,11 @@ uct_uccl_tracker_add(uct_uccl_tracker_t *t, uint32_t length, unsigned path,
  * newly acked chunk in CSN order (cumulative part first). An ACK whose cum
  * is behind una is stale and only its SACK bits are used; cum beyond nxt
  * is bogus: UCS_ERR_OUT_OF_RANGE, nothing changed. info may be NULL.
+ * arrival_ns: when the ACK arrived, the end of the RTT sample.
  */
 ucs_status_t uct_uccl_tracker_ack(uct_uccl_tracker_t *t,
-                                  const uct_uccl_ack_t *ack, uint64_t now,
+                                  const uct_uccl_ack_t *ack,
+                                  uint64_t arrival_ns,
                                   uct_uccl_tracker_ack_cb_t cb, void *arg,
                                   uct_uccl_ack_info_t *info);
 

@@ -300,13 +300,15 @@ typedef struct UCS_S_PACKED uct_uccl_conn_pkt {
  *  echo_csn/echo_path: the newest arrival that triggered this ACK; the
  *            sender takes the RTT from its own send time of that chunk,
  *            minus rx_delay_ns (time it waited at the receiver).
- *  rx_wait_ns: how long the echoed chunk may have waited in the
- *            receiver's CQ before the receiver polled it (at most the
- *            time since its previous poll). The congestion control
- *            subtracts it too: a receiver that runs its engine now and
- *            then is not a congested fabric. The RTO does not (it must
- *            cover the peer's whole response time). Any value is safe:
- *            it is clamped to the sample.
+ *  rx_wait_ns: how long the echoed chunk waited in the receiver's CQ
+ *            before the receiver polled it: from its completion's
+ *            timestamp, or without timestamps at most the time since
+ *            the poll before. The congestion control subtracts it too
+ *            (with rx_delay_ns: the chunk's arrival to the ACK's post):
+ *            a receiver that runs its engine now and then is not a
+ *            congested fabric. The RTO does not (it must cover the
+ *            peer's whole response time). Any value is safe: it is
+ *            clamped to the sample.
  *  credit:   with UCT_UCCL_ACK_F_CREDIT, the receiver's cumulative grant
  *            to the data sender (receiver-driven cc, see the credit
  *            packet); 0 without the flag.
