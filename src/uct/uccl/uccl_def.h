@@ -117,6 +117,7 @@
     _(defer_full)    /* AMs refused while too many wait for the user */ \
     _(doorbells) \
     _(wrs) \
+    _(ctl_msgs)      /* control QP sends (of wrs): ACKs, set-up, ... */ \
     _(send_cqes)     /* data QPs: one per chain */ \
     _(async_passes)  /* engine runs for an idle user */ \
     _(cqe_ts_bad)    /* receive completions stamped after the poll that \

@@ -213,7 +213,8 @@ void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_ah **ahs,
     }
 
     ++iface->stats.doorbells;
-    iface->stats.wrs += count;
+    iface->stats.wrs      += count;
+    iface->stats.ctl_msgs += count;
     ret = ibv_post_send(iface->ctl.qp, wrs, &bad_wr);
     if (ret != 0) {
         ucs_error("uccl: control QP ibv_post_send() failed: %s",
