@@ -212,24 +212,6 @@ static void uct_uccl_probe_add_mark(uct_uccl_probe_t *probe, unsigned path,
     ++probe->nmarks;
 }
 
-/* A mark on another path than `path`, drawn at random (not a parked one):
- * successive rounds try different paths, so paths that are down but not
- * parked cannot keep every mark from arriving */
-static void uct_uccl_probe_add_other(uct_uccl_probe_t *probe, unsigned path,
-                                     const uct_uccl_chunk_t *chunk)
-{
-    uct_uccl_conn_t *conn = probe->conn;
-    unsigned i, p;
-
-    for (i = 0; i < conn->num_paths; ++i) {
-        p = uct_uccl_paths_rand(&conn->sel) % conn->num_paths;
-        if ((p != path) && !uct_uccl_paths_parked(&conn->sel, p)) {
-            uct_uccl_probe_add_mark(probe, p, chunk);
-            return;
-        }
-    }
-}
-
 /* An aged chunk. A small one is resent: as cheap as any probe, and it
  * repairs at once. A bulk WRITE, or an earlier mark, is resent only on
  * evidence that it is lost: its path was marked after it left, and the
@@ -264,8 +246,9 @@ static ucs_status_t uct_uccl_tracker_probe_cb(void *arg, uint32_t csn,
     if (probe->nmarks >= UCT_UCCL_RTO_RESEND_MAX) {
         return UCS_ERR_NO_RESOURCE; /* enough: the scan stops */
     }
-    if (marked && (probe->nmarks == 0)) {
-        uct_uccl_probe_add_other(probe, e->path, chunk);
+    if (marked && (probe->nmarks == 0) && (conn->num_paths > 1)) {
+        uct_uccl_probe_add_mark(probe, (e->path + 1) % conn->num_paths,
+                                chunk);
     }
     uct_uccl_probe_add_mark(probe, e->path, chunk);
     return UCS_ERR_ALREADY_EXISTS;
@@ -293,14 +276,11 @@ static unsigned uct_uccl_tx_probe_round(uct_uccl_conn_t *conn, uint64_t now,
             ++marks;
         }
     }
-    if ((marks > 0) && (probe.past || (conn->mark_time == 0))) {
-        /* marks still unanswered stay the reference: what answers the
-         * later ones answers after them too, and a round every timer tick
-         * (retries spent) must not move it beyond each ACK's reach */
-        conn->mark_time = now;
-        conn->mark_csn  = first;
+    if (marks > 0) {
+        conn->mark_time          = now;
+        conn->mark_csn           = first;
+        conn->stats.probe_marks += marks;
     }
-    conn->stats.probe_marks += marks;
     if ((probe.resent + marks) > 0) {
         uct_uccl_conn_post_chains(conn);
     }
