@@ -151,13 +151,6 @@ add_test(NAME fault_uc_chain_counters
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 1048576 100 chains)
 flt_env(fault_uc_chain_counters)
 
-# a receiver stopped now and then (as a loaded machine deschedules it)
-# costs the sender probe marks, not resent chunks
-math(EXPR FLT_PORT "${FLT_PORT} + 1")
-add_test(NAME fault_uc_stall_marks
-         COMMAND ${FLT_COUNTERS} ${FLT_PORT} 1048576 3000 stall)
-flt_env(fault_uc_stall_marks)
-
 # in a ping-pong of 1 MiB PUTs, a lost last chunk is found by the empty
 # WRITE that ends its chain, not by the tail probe (probes that only
 # resent what had arrived, on a loaded machine, do not count)

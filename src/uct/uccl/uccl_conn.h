@@ -159,8 +159,6 @@ struct uct_uccl_conn {
     uint64_t                last_busy;   /* ns: the peer said busy */
     uint8_t                 probes;      /* tail probes since last_progress */
     uint64_t                probe_time;  /* ns: the last tail probe */
-    uint64_t                mark_time;   /* ns: the last probe marks */
-    uint32_t                mark_csn;    /* CSN of their first mark */
     uint64_t                lossy_until; /* ns: mark every chain's tail */
     uint64_t                next_op_id;
     ucs_list_link_t         ops;         /* outstanding ops with comp */

@@ -188,53 +188,35 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
     uct_uccl_conn_kick(conn);
 }
 
-/* A probe round (tail probe or timeout): the aged chunks it resends, the
- * paths it marks */
+/* A tail probe: the aged chunks it resends, the paths it marks */
 typedef struct {
     uct_uccl_conn_t         *conn;
-    int                     past;     /* the peer took something sent
-                                         after the last marks */
+    int                     may_mark;
     unsigned                resent;
     unsigned                nmarks;
     struct {
         uint16_t            path;
         uint32_t            rkey;
         uint64_t            raddr;
-    } mark[UCT_UCCL_RTO_RESEND_MAX + 1];
+    } mark[UCT_UCCL_RTO_RESEND_MAX];
 } uct_uccl_probe_t;
 
-static void uct_uccl_probe_add_mark(uct_uccl_probe_t *probe, unsigned path,
-                                    const uct_uccl_chunk_t *chunk)
-{
-    probe->mark[probe->nmarks].path  = path;
-    probe->mark[probe->nmarks].rkey  = chunk->rkey;
-    probe->mark[probe->nmarks].raddr = chunk->raddr;
-    ++probe->nmarks;
-}
-
-/* An aged chunk. A small one is resent: as cheap as any probe, and it
- * repairs at once. A bulk WRITE, or an earlier mark, is resent only on
- * evidence that it is lost: its path was marked after it left, and the
- * peer has since taken something sent after that mark but neither the
- * mark nor the chunk (had the mark come back, path order would have proven
- * the loss already: the path is down). Until then only its path is marked
- * (an empty WRITE), so a peer that is merely slow, descheduled say, costs
- * a mark per path and probe instead of the chunks again; once marked, a
- * mark on another path goes too, which a down path cannot keep from
- * arriving. */
+/* An aged chunk: a small one is resent (as cheap as any probe, and it
+ * repairs at once); at the first probe a bulk WRITE only has its path
+ * marked, so a peer that is merely slow (descheduled, say) costs an empty
+ * WRITE per path instead of the chunks again, and a real loss is resent
+ * when the mark's ACK shows it was overtaken on its path. A later probe
+ * resends it, on another path: its own may be down. */
 static ucs_status_t uct_uccl_tracker_probe_cb(void *arg, uint32_t csn,
                                               uct_uccl_tx_entry_t *e)
 {
     uct_uccl_probe_t *probe = arg;
-    uct_uccl_conn_t *conn   = probe->conn;
     uct_uccl_chunk_t *chunk = e->desc;
-    int marked              = (conn->mark_time > e->send_time);
     ucs_status_t status;
     unsigned i;
 
-    if ((!uct_uccl_chunk_is_bulk_write(chunk) && (chunk->length > 0)) ||
-        (marked && probe->past)) {
-        status         = uct_uccl_tracker_retx_cb(conn, csn, e);
+    if (!probe->may_mark || !uct_uccl_chunk_is_bulk_write(chunk)) {
+        status         = uct_uccl_tracker_retx_cb(probe->conn, csn, e);
         probe->resent += (status == UCS_OK);
         return status;
     }
@@ -243,48 +225,14 @@ static ucs_status_t uct_uccl_tracker_probe_cb(void *arg, uint32_t csn,
             return UCS_ERR_ALREADY_EXISTS;
         }
     }
-    if (probe->nmarks >= UCT_UCCL_RTO_RESEND_MAX) {
+    if (probe->nmarks == UCT_UCCL_RTO_RESEND_MAX) {
         return UCS_ERR_NO_RESOURCE; /* enough: the scan stops */
     }
-    if (marked && (probe->nmarks == 0) && (conn->num_paths > 1)) {
-        uct_uccl_probe_add_mark(probe, (e->path + 1) % conn->num_paths,
-                                chunk);
-    }
-    uct_uccl_probe_add_mark(probe, e->path, chunk);
+    probe->mark[probe->nmarks].path  = e->path;
+    probe->mark[probe->nmarks].rkey  = chunk->rkey;
+    probe->mark[probe->nmarks].raddr = chunk->raddr;
+    ++probe->nmarks;
     return UCS_ERR_ALREADY_EXISTS;
-}
-
-/* Resend or mark (uct_uccl_tracker_probe_cb) the chunks older than `age`;
- * the number of resends and marks */
-static unsigned uct_uccl_tx_probe_round(uct_uccl_conn_t *conn, uint64_t now,
-                                        uint64_t age)
-{
-    uct_uccl_probe_t probe = {
-        .conn = conn,
-        .past = uct_uccl_seq_gt(conn->tracker.high_sacked, conn->mark_csn)
-    };
-    uint32_t first = conn->tracker.nxt; /* the CSN of the first mark */
-    unsigned i, marks = 0;
-
-    uct_uccl_tracker_expire(&conn->tracker, now, age, UCT_UCCL_RTO_RESEND_MAX,
-                            uct_uccl_tracker_probe_cb, &probe);
-    for (i = 0; i < probe.nmarks; ++i) {
-        if ((probe.mark[i].path < conn->num_paths) &&
-            (uct_uccl_tx_mark(conn, &conn->paths[probe.mark[i].path],
-                              probe.mark[i].raddr, probe.mark[i].rkey,
-                              now) == UCS_OK)) {
-            ++marks;
-        }
-    }
-    if (marks > 0) {
-        conn->mark_time          = now;
-        conn->mark_csn           = first;
-        conn->stats.probe_marks += marks;
-    }
-    if ((probe.resent + marks) > 0) {
-        uct_uccl_conn_post_chains(conn);
-    }
-    return probe.resent + marks;
 }
 
 /* The ACKs stopped while chunks are out: typically the tail of a burst was
@@ -301,17 +249,33 @@ static void uct_uccl_tx_tail_probe(uct_uccl_conn_t *conn, uint64_t now,
                                    rto->srtt_ns + 4 * rto->rttvar_ns),
                            rto->rto_ns);
     uint64_t since = conn->probes ? conn->probe_time : conn->last_progress;
-    uint64_t retx  = conn->stats.retx;
+    uct_uccl_probe_t probe = {
+        .conn     = conn,
+        .may_mark = (conn->probes == 0)
+    };
+    unsigned i, marks = 0;
 
     if ((inflight == 0) || (conn->probes >= UCT_UCCL_TAIL_PROBES_MAX) ||
         (now - since < (pto << conn->probes))) {
         return;
     }
 
-    if (uct_uccl_tx_probe_round(conn, now, pto) > 0) {
+    uct_uccl_tracker_expire(&conn->tracker, now, pto, UCT_UCCL_RTO_RESEND_MAX,
+                            uct_uccl_tracker_probe_cb, &probe);
+    for (i = 0; i < probe.nmarks; ++i) {
+        if ((probe.mark[i].path < conn->num_paths) &&
+            (uct_uccl_tx_mark(conn, &conn->paths[probe.mark[i].path],
+                              probe.mark[i].raddr, probe.mark[i].rkey,
+                              now) == UCS_OK)) {
+            ++marks;
+        }
+    }
+    if ((probe.resent + marks) > 0) {
         ++conn->probes;
         conn->probe_time         = now;
-        conn->stats.tail_probes += conn->stats.retx - retx;
+        conn->stats.tail_probes += probe.resent;
+        conn->stats.probe_marks += marks;
+        uct_uccl_conn_post_chains(conn);
     }
 }
 
@@ -368,7 +332,11 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
      * 7.. RTOs) never caught up with it (2, 4, 8..), ~100 ms per loss in a
      * ping-pong. Only the oldest few go: a silent peer (descheduled, say)
      * should not cost a window of resends; SACK holes have fast_retx. */
-    (void)uct_uccl_tx_probe_round(conn, now, conn->rto.rto_ns);
+    if (uct_uccl_tracker_expire(&conn->tracker, now, conn->rto.rto_ns,
+                                UCT_UCCL_RTO_RESEND_MAX,
+                                uct_uccl_tracker_retx_cb, conn) > 0) {
+        uct_uccl_conn_post_chains(conn);
+    }
 }
 
 /* What a purge completes its chunks with */
