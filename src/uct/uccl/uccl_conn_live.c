@@ -184,6 +184,7 @@ void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status)
         uct_uccl_conn_send_disconnect(conn, status);
     }
     uct_uccl_tx_purge(conn, status);
+    uct_uccl_dest_detach(conn);
     uct_uccl_credit_conn_detach(conn);
     if (ep != NULL) {
         /* UCX may destroy the ep (and this conn) from the callback: it
@@ -208,7 +209,7 @@ ucs_status_t uct_uccl_conn_fail_later(uct_uccl_conn_t *conn)
  * (uct_uccl_iface_sched_add wakes only a conn it adds) */
 static int uct_uccl_conn_timer_busy(uct_uccl_conn_t *conn)
 {
-    if (conn->in_sched) {
+    if (uct_uccl_conn_in_sched(conn)) {
         return 1;
     }
     switch (conn->state) {
