@@ -147,13 +147,15 @@ void uct_uccl_get_handle_data(uct_uccl_conn_t *conn,
 
 /* rx (uccl_rx.c) */
 void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);
-unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now);
-int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst);
 void uct_uccl_rx_refill(uct_uccl_iface_t *iface);
 void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn);
 void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface,
                             uct_uccl_rx_desc_t *desc);
 void uct_uccl_rx_am_handle(uct_uccl_iface_t *iface,
                            uct_uccl_rx_desc_t *desc);
+
+/* the ACKs owed, on their way out (uccl_ack.c) */
+unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now);
+int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst);
 
 #endif
