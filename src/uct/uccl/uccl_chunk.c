@@ -212,9 +212,6 @@ void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     }
     ucs_queue_push(&conn->tx_queue, &chunk->queue);
     ++conn->tx_queued;
-    if (conn->state == UCT_UCCL_CONN_CONNECTED) {
-        uct_uccl_iface_sched_add(conn->iface, conn);
-    }
 }
 
 /* The next operation waits until everything issued before it completed */

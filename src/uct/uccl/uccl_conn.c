@@ -309,6 +309,7 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     kh_init_inplace(uct_uccl_gets, &conn->get_ids);
     ucs_wtimer_init(&conn->pace_timer, uct_uccl_conn_pace_cb);
     uct_uccl_conn_timer_init(conn);
+    uct_uccl_sched_conn_init(conn);
 
     status = uct_uccl_rto_init(&conn->rto, &iface->config.rto);
     if (status != UCS_OK) {
@@ -434,9 +435,7 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
     uct_uccl_rx_conn_cleanup(conn);
     uct_uccl_tx_orphan(conn);
 
-    if (conn->in_sched) {
-        ucs_list_del(&conn->sched);
-    }
+    uct_uccl_sched_conn_cleanup(conn);
     if (uct_uccl_conn_is_paced(conn)) {
         ucs_wtimer_remove(&iface->pace_wheel, &conn->pace_timer);
         --iface->paced;

@@ -18,6 +18,7 @@
 #include "proto/uccl_order.h"
 #include "proto/cc/uccl_cc.h"
 
+#include <ucs/datastruct/arbiter.h>
 #include <ucs/datastruct/khash.h>
 #include <ucs/stats/stats.h>
 #include <ucs/time/timer_wheel.h>
@@ -64,6 +65,35 @@ typedef struct uct_uccl_put_guard {
 } uct_uccl_put_guard_t;
 
 
+/* A peer iface, as our conns to it name it (uct_uccl_conn_same_peer) */
+typedef struct uct_uccl_dest_key {
+    uint8_t                 gid[16];
+    uint32_t                ctl_qpn;
+    uint16_t                lid;
+} uct_uccl_dest_key_t;
+
+
+/* A peer iface our conns send to (uccl_sched.c). Its shared receive queue
+ * takes the chunks of all of them: together they keep at most its receive
+ * window in flight (SRQ_FLOW). Once one was refused room, they claim what
+ * comes free in turns, in the order they were refused. */
+typedef struct uct_uccl_dest {
+    uct_uccl_dest_key_t     key;
+    int32_t                 room;        /* chunks the window has left, as
+                                            the conns last counted (< 0:
+                                            it shrank below them) */
+    uint32_t                window;
+    unsigned                nconns;
+    unsigned                contenders;  /* conns refused room and not done
+                                            with their turn (0: any conn
+                                            may take room) */
+    ucs_list_link_t         waiters;     /* those waiting, in order */
+    uct_uccl_conn_t         *turn;       /* the one whose turn it is */
+    uint32_t                quota;       /* chunks the turn may claim */
+    uint32_t                claimed;     /* ... and did so far */
+} uct_uccl_dest_t;
+
+
 typedef enum {
     UCT_UCCL_CONN_CONNECTING,
     UCT_UCCL_CONN_CONNECTED,
@@ -108,7 +138,6 @@ struct uct_uccl_conn {
     uct_uccl_conn_state_t   state;
     uint8_t                 passive;
     uint8_t                 rc;          /* data QPs are RC */
-    uint8_t                 in_sched;
     uint8_t                 ack_pending; /* on the iface ACK list */
     uint8_t                 ack_busy;    /* the next ACK says busy */
     uint8_t                 ack_hold;    /* the owed ACK waits a pass for
@@ -168,6 +197,17 @@ struct uct_uccl_conn {
     uint8_t                 in_dispatch; /* running the pending queue */
     ucs_queue_head_t        pending_q;   /* uct_pending_req_t */
 
+    /* transmit scheduler (uccl_sched.c): a group of its own, holding the
+     * conn while it has work, on the iface's arbiter while it may send */
+    ucs_arbiter_group_t     sched_group;
+    ucs_arbiter_elem_t      sched;
+    uct_uccl_dest_t         *dest;       /* NULL until connected */
+    uint32_t                dest_counted; /* its chunks in flight, as its
+                                             dest's room counts them */
+    uint8_t                 dest_waiting; /* on dest->waiters */
+    uint8_t                 dest_quota_used; /* its turn claimed all */
+    ucs_list_link_t         dest_link;
+
     /* receive */
     uct_uccl_sack_t         sack;
     uint8_t                 sack_valid;
@@ -201,7 +241,6 @@ struct uct_uccl_conn {
     ucs_wtimer_t            idle_timer;
 
     ucs_list_link_t         list;        /* iface conns */
-    ucs_list_link_t         sched;       /* iface scheduler */
     ucs_list_link_t         ack_link;    /* iface ACK list */
     ucs_list_link_t         err_link;    /* iface's async errs */
     uct_uccl_conn_stats_t   stats;

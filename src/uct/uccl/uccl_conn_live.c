@@ -184,6 +184,7 @@ void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status)
         uct_uccl_conn_send_disconnect(conn, status);
     }
     uct_uccl_tx_purge(conn, status);
+    uct_uccl_dest_detach(conn);
     uct_uccl_credit_conn_detach(conn);
     if (ep != NULL) {
         /* UCX may destroy the ep (and this conn) from the callback: it
@@ -202,21 +203,22 @@ ucs_status_t uct_uccl_conn_fail_later(uct_uccl_conn_t *conn)
 }
 
 /* Does conn have work for its timers at the next tick? An active conn
- * while it connects, a connected one while a probe is out, chunks wait or
- * are unacknowledged or it waits for credit (uct_uccl_tx_timers), a failed
- * passive one until it is destroyed; and any while the scheduler holds it
- * (uct_uccl_iface_sched_add wakes only a conn it adds) */
+ * while it connects, a connected one while a probe is out, it is not
+ * flushed (chunks wait or are unacknowledged, an operation awaits the
+ * peer) or it waits for credit (uct_uccl_tx_timers), a failed passive one
+ * until it is destroyed; and any while the scheduler holds it
+ * (uct_uccl_iface_sched_add wakes only a conn it adds). An armed event
+ * finds the conns whose timers must run on this list (uccl_event.c). */
 static int uct_uccl_conn_timer_busy(uct_uccl_conn_t *conn)
 {
-    if (conn->in_sched) {
+    if (uct_uccl_conn_in_sched(conn)) {
         return 1;
     }
     switch (conn->state) {
     case UCT_UCCL_CONN_CONNECTING:
         return !conn->passive;
     case UCT_UCCL_CONN_CONNECTED:
-        return (conn->ka_start != 0) || (conn->tx_queued > 0) ||
-               (uct_uccl_conn_inflight(conn) > 0) ||
+        return (conn->ka_start != 0) || !uct_uccl_tx_is_flushed(conn) ||
                (conn->credit.wait_ns != 0);
     default:
         return conn->passive;

@@ -102,10 +102,15 @@ static ucs_status_t uct_uccl_conn_apply_peer(uct_uccl_conn_t *conn,
     }
 
     /* never send more than the peer can receive in one SRQ buffer, nor keep
-     * more in flight than its SACK window */
+     * more in flight than its SACK window; all our conns to its iface
+     * together no more than its receive window */
     uct_uccl_tracker_set_limit(&conn->tracker,
                                ucs_min(pkt->sack_bits,
                                        iface->config.sack_window));
+    status = uct_uccl_dest_attach(conn, pkt->sack_bits);
+    if (status != UCS_OK) {
+        return status;
+    }
 
     if (!conn->rc) {
         /* a well-behaved peer keeps at most rx_window chunks in flight:

@@ -51,6 +51,12 @@
  * a bulk burst joins the chain of resends */
 #define UCT_UCCL_BULK_MIN         8192
 
+/* The transmit scheduler (uccl_sched.c): a conn woken for room at its
+ * peer iface claims its share of the window beside the conns still
+ * waiting, but at least this many chunks, a chain worth a doorbell and a
+ * completion; the turn lasts until it has them */
+#define UCT_UCCL_DEST_QUOTA_MIN   16
+
 /* Loss repair (uccl_repair.c) */
 #define UCT_UCCL_RTO_RESEND_MAX   4      /* chunks resent per timeout */
 #define UCT_UCCL_TAIL_PROBES_MAX  4      /* per stall; then only the RTO */

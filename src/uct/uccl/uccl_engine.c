@@ -2,8 +2,8 @@
  * Copyright (C) uccl contributors. See file LICENSE for terms.
  *
  * The engine: one progress pass polls the receive, control and send CQs,
- * runs the timers, sends the ACKs owed and transmits from the conns with
- * work in deficit round robin; counters dumped on request.
+ * runs the timers, sends the ACKs owed and has the scheduler transmit
+ * (uccl_sched.c); counters dumped on request.
  */
 #include "uccl_tx.h"
 
@@ -15,17 +15,8 @@
 
 
 /* ------------------------------------------------------------------------ */
-/* Scheduler and progress                                                   */
+/* Progress                                                                 */
 /* ------------------------------------------------------------------------ */
-
-void uct_uccl_iface_sched_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
-{
-    if (!conn->in_sched) {
-        conn->in_sched = 1;
-        ucs_list_add_tail(&iface->sched, &conn->sched);
-        uct_uccl_conn_timer_wake(conn); /* it stays while in_sched */
-    }
-}
 
 void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
 {
@@ -34,39 +25,6 @@ void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
         ucs_list_add_tail(&iface->ack_list, &conn->ack_link);
         uct_uccl_conn_timer_wake(conn); /* the peer is alive: idle_check */
     }
-}
-
-/* Deficit round robin: each conn with work posts up to a quantum, then
- * goes to the back; a conn the pacing holds back leaves the list until its
- * timer (pace_wheel) or an ACK brings it back. */
-static unsigned uct_uccl_iface_transmit(uct_uccl_iface_t *iface)
-{
-    unsigned count = 0, nconns;
-    uct_uccl_conn_t *conn;
-
-    nconns = ucs_list_length(&iface->sched);
-    while ((nconns-- > 0) && !ucs_list_is_empty(&iface->sched)) {
-        conn = ucs_list_extract_head(&iface->sched, uct_uccl_conn_t, sched);
-        conn->in_sched = 0;
-        count         += uct_uccl_tx_pump(conn, iface->config.drr_quantum);
-        if ((conn->tx_queued > 0) && !uct_uccl_conn_is_paced(conn)) {
-            uct_uccl_iface_sched_add(iface, conn);
-        }
-        uct_uccl_ep_dispatch_pending(conn);
-        /* what the pending requests queued goes out now, not on the next
-         * progress call */
-        if (conn->tx_queued > 0) {
-            count += uct_uccl_tx_pump(conn, iface->config.drr_quantum);
-        }
-        if (ucs_unlikely(iface->async.active) &&
-            !ucs_queue_is_empty(&conn->pending_q)) {
-            /* the requests a background pass may not call: the user's
-             * next progress call dispatches them */
-            uct_uccl_iface_sched_add(iface, conn);
-        }
-    }
-
-    return count;
 }
 
 static unsigned uct_uccl_iface_poll_send(uct_uccl_iface_t *iface)
@@ -209,7 +167,7 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
     if (iface->paced > 0) {
         ucs_twheel_sweep(&iface->pace_wheel, ucs_get_time());
     }
-    count += uct_uccl_iface_transmit(iface);
+    count += uct_uccl_sched_transmit(iface);
     uct_uccl_rx_refill(iface);
     --iface->busy;
     return count;

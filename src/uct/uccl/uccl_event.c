@@ -158,12 +158,16 @@ static unsigned uct_uccl_event_drain(uct_uccl_iface_t *iface)
     return count;
 }
 
-/* Engine timers that must run although no packet may arrive */
+/* Engine timers that must run although no packet may arrive: a conn
+ * connecting, probing its peer or not flushed (data queued or in flight,
+ * an operation awaiting its peer, a GET's GET_DONE say). Such a conn has
+ * work for its timers, so it is on their active list (uccl_conn_live.c):
+ * the conns that sleep do not count. */
 static int uct_uccl_event_timers_due(uct_uccl_iface_t *iface)
 {
     uct_uccl_conn_t *conn;
 
-    ucs_list_for_each(conn, &iface->conns, list) {
+    ucs_list_for_each(conn, &iface->timers.active, timer_link) {
         if ((conn->state == UCT_UCCL_CONN_CONNECTING) ||
             (conn->ka_start != 0) || !uct_uccl_tx_is_flushed(conn)) {
             return 1;
@@ -223,7 +227,7 @@ ucs_status_t uct_uccl_iface_event_arm(uct_iface_h tl_iface, unsigned events)
     iface->event.armed = 0;
     if ((uct_uccl_event_drain(iface) > 0) || (iface->async.deferred > 0) ||
         !ucs_list_is_empty(&iface->ack_list) ||
-        !ucs_list_is_empty(&iface->sched)) {
+        !ucs_arbiter_is_empty(&iface->tx_arb)) {
         return UCS_ERR_BUSY;
     }
 

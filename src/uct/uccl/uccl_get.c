@@ -35,6 +35,7 @@ ucs_status_t uct_uccl_get_done_send(uct_uccl_conn_t *conn, uint64_t op_id,
     chunk->hdr_len = sizeof(*done);
     chunk->last    = 1;
     uct_uccl_tx_enqueue(conn, chunk);
+    uct_uccl_iface_sched_add(conn->iface, conn);
     return UCS_OK;
 }
 
@@ -111,6 +112,7 @@ static ucs_status_t uct_uccl_get_serve_send(uct_uccl_conn_t *conn,
     chunk->src_rkey     = req->rkey;
     uct_uccl_get_data_hdr(chunk, req->op_id, status, req->length);
     uct_uccl_tx_enqueue(conn, chunk);
+    uct_uccl_iface_sched_add(conn->iface, conn);
     return UCS_OK;
 }
 
@@ -175,6 +177,7 @@ ucs_status_t uct_uccl_get_serve(uct_uccl_conn_t *conn,
         chunk->rkey         = req->reply_rkey;
         uct_uccl_tx_enqueue(conn, chunk);
     }
+    uct_uccl_iface_sched_add(conn->iface, conn);
 
     uct_uccl_op_part_done(conn, op, UCS_OK);
     return UCS_OK;

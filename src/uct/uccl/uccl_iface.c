@@ -201,7 +201,7 @@ static ucs_status_t uct_uccl_iface_tables_init(uct_uccl_iface_t *iface)
     ucs_status_t status;
 
     ucs_list_head_init(&iface->conns);
-    ucs_list_head_init(&iface->sched);
+    uct_uccl_sched_init(iface);
     ucs_list_head_init(&iface->ack_list);
     ucs_list_head_init(&iface->timers.active);
     kh_init_inplace(uct_uccl_qpn, &iface->qpn_hash);
@@ -237,6 +237,7 @@ static void uct_uccl_iface_tables_cleanup(uct_uccl_iface_t *iface)
     ucs_ptr_array_cleanup(&iface->conn_ids, 0);
     kh_destroy_inplace(uct_uccl_peers, &iface->peers);
     kh_destroy_inplace(uct_uccl_qpn, &iface->qpn_hash);
+    uct_uccl_sched_cleanup(iface);
 }
 
 /* The port of "<device>:<port>" the user opens the iface on */

@@ -101,6 +101,26 @@ KHASH_INIT(uct_uccl_peers, uct_uccl_peer_key_t, uct_uccl_conn_t*, 1,
            uct_uccl_peer_key_hash, uct_uccl_peer_key_equal);
 
 
+static inline khint32_t uct_uccl_dest_key_hash(uct_uccl_dest_key_t key)
+{
+    uint64_t gid[2];
+
+    memcpy(gid, key.gid, sizeof(gid));
+    return kh_int64_hash_func(gid[0] ^ (gid[1] * 0x9e3779b97f4a7c15ull) ^
+                              ((uint64_t)key.ctl_qpn << 16) ^ key.lid);
+}
+
+static inline int uct_uccl_dest_key_equal(uct_uccl_dest_key_t a,
+                                          uct_uccl_dest_key_t b)
+{
+    return (a.ctl_qpn == b.ctl_qpn) && (a.lid == b.lid) &&
+           !memcmp(a.gid, b.gid, sizeof(a.gid));
+}
+
+KHASH_INIT(uct_uccl_dests, uct_uccl_dest_key_t, uct_uccl_dest_t*, 1,
+           uct_uccl_dest_key_hash, uct_uccl_dest_key_equal);
+
+
 typedef struct uct_uccl_iface_stats {
     UCT_UCCL_IFACE_COUNTERS(UCT_UCCL_COUNTER_FIELD)
 } uct_uccl_iface_stats_t;
@@ -147,7 +167,10 @@ struct uct_uccl_iface {
                                             most) by the peer's request */
     ucs_ptr_array_t         conn_ids;
     ucs_list_link_t         conns;
-    ucs_list_link_t         sched;       /* conns with work to send */
+    ucs_arbiter_t           tx_arb;      /* conns with work to send, in
+                                            turn (uccl_sched.c) */
+    khash_t(uct_uccl_dests) dests;       /* peer ifaces we send to */
+    uct_uccl_conn_t         *sched_current; /* the conn in its turn */
     ucs_list_link_t         ack_list;    /* conns owing an ACK */
     unsigned                tx_outstanding; /* WRs on the send CQ */
     uint64_t                next_timer;
@@ -267,7 +290,6 @@ void *uct_uccl_iface_ctl_tx_buf(uct_uccl_iface_t *iface, unsigned *idx_p);
 void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_ah **ahs,
                              const uint32_t *qpns, const unsigned *idx,
                              const size_t *lens, unsigned count);
-void uct_uccl_iface_sched_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn);
 void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn);
 void uct_uccl_iface_chunk_put(uct_uccl_chunk_t *chunk);
 void uct_uccl_iface_close(uct_iface_h tl_iface);
@@ -339,6 +361,35 @@ void uct_uccl_iface_ctl_repost(uct_uccl_iface_t *iface);
 int uct_uccl_iface_recv_read_ts(uct_uccl_iface_t *iface, struct ibv_wc *wcs,
                                 uint64_t *ts, int max);
 void uct_uccl_iface_disconnect_all(uct_uccl_iface_t *iface);
+
+/* transmit scheduler (uccl_sched.c) */
+void uct_uccl_sched_init(uct_uccl_iface_t *iface);
+void uct_uccl_sched_cleanup(uct_uccl_iface_t *iface);
+void uct_uccl_sched_conn_init(uct_uccl_conn_t *conn);
+/* Out of the scheduler and off its dest: a conn destroyed */
+void uct_uccl_sched_conn_cleanup(uct_uccl_conn_t *conn);
+/* conn has work to send: its turn comes in the engine's transmit pass */
+void uct_uccl_iface_sched_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn);
+unsigned uct_uccl_sched_transmit(uct_uccl_iface_t *iface);
+/* A connected conn joins the dest of its peer iface, whose receive window
+ * (chunks in flight from all our conns) the handshake told */
+ucs_status_t uct_uccl_dest_attach(uct_uccl_conn_t *conn, uint32_t window);
+/* It leaves (failed or destroyed): what it had in flight no longer counts */
+void uct_uccl_dest_detach(uct_uccl_conn_t *conn);
+/* Room came free, or a turn ended: the conn whose turn it is claims, or
+ * the first waiter gets the turn */
+void uct_uccl_dest_wake(uct_uccl_iface_t *iface, uct_uccl_dest_t *dest);
+/* uct_uccl_dest_room while conns wait at the dest: the one whose turn
+ * it is (in its scheduler turn) claims up to its quota, the others none */
+uint32_t uct_uccl_dest_room_turn(uct_uccl_conn_t *conn);
+/* conn found no room at its dest for what it has queued: it waits for
+ * its turn, or its turn's quota is used */
+void uct_uccl_dest_refused(uct_uccl_conn_t *conn);
+
+static UCS_F_ALWAYS_INLINE int uct_uccl_conn_in_sched(uct_uccl_conn_t *conn)
+{
+    return ucs_arbiter_elem_is_scheduled(&conn->sched);
+}
 
 /* engine (uccl_engine.c) */
 void uct_uccl_iface_dump_init(uct_uccl_iface_t *iface);

@@ -151,6 +151,7 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
     }
 
     ++conn->stats.acks_rx;
+    uct_uccl_dest_sync(conn); /* room it freed at the peer */
     iface->stats.bad_ack += (info.bad_bits > 0);
     if (ack->flags & UCT_UCCL_ACK_F_CREDIT) {
         uct_uccl_credit_tx_grant(conn, ack->credit, now); /* before on_ack */

@@ -108,13 +108,15 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
     uct_uccl_put_guard_t *guard;
     uct_uccl_chunk_t *chunk;
     uct_uccl_qp_t *path;
+    uint32_t dest_room;
     uint64_t now;
 
     if (conn->state != UCT_UCCL_CONN_CONNECTED) {
         return 0;
     }
 
-    now = uct_uccl_now_ns();
+    now       = uct_uccl_now_ns();
+    dest_room = uct_uccl_dest_room(conn);
     /* a burst is one chain and starts here; a bulk burst joins the chain
      * of resends the ACKs just asked for: one doorbell, and where the NIC
      * is the CPU (softverbs) one copy */
@@ -139,6 +141,11 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
         if (ucs_unlikely((chunk->flags & UCT_UCCL_CHUNK_F_FENCE) ||
                          conn->rc || !ucs_list_is_empty(&conn->gets)) &&
             !uct_uccl_tx_may_leave(conn, chunk)) {
+            break;
+        }
+
+        if (ucs_unlikely(count >= dest_room)) {
+            uct_uccl_dest_refused(conn);
             break;
         }
 
@@ -188,6 +195,7 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
         bytes                += chunk->length + 64;
         ++count;
     }
+    uct_uccl_dest_sent(conn, count);
 
     if (!conn->rc && (conn->chains != NULL) && (now < conn->lossy_until)) {
         uct_uccl_tx_mark_tails(conn, now);
@@ -204,20 +212,19 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 
 /* An operation posted outside progress goes on the wire at once: UCX may
  * consider it sent (am_short, put_short) and not progress for a long time,
- * e.g. a rank that leaves a barrier and sleeps. Inside an engine pass (a
- * pending request, an async AM handler) the scheduler posts it before the
- * pass ends. */
+ * e.g. a rank that leaves a barrier and sleeps. What cannot go yet, and
+ * everything queued inside an engine pass (a pending request, an async AM
+ * handler), the scheduler posts. */
 void uct_uccl_tx_post_now(uct_uccl_conn_t *conn)
 {
-    if (conn->iface->busy || (conn->tx_queued == 0)) {
-        return;
+    uct_uccl_iface_t *iface = conn->iface;
+
+    if (!iface->busy && (conn->state == UCT_UCCL_CONN_CONNECTED)) {
+        (void)uct_uccl_tx_pump(conn, iface->config.drr_quantum);
+        uct_uccl_conn_timer_wake(conn); /* what went out is timed */
     }
-    (void)uct_uccl_tx_pump(conn, conn->iface->config.drr_quantum);
-    if ((conn->tx_queued == 0) && conn->in_sched &&
-        ucs_queue_is_empty(&conn->pending_q)) {
-        /* all sent: the scheduler has nothing to pump for it */
-        ucs_list_del(&conn->sched);
-        conn->in_sched = 0;
+    if (conn->tx_queued > 0) {
+        uct_uccl_iface_sched_add(iface, conn);
     }
 }
 
@@ -271,6 +278,7 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
 
     if (conn->rc && !(chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
         --conn->rc_outstanding;
+        uct_uccl_dest_done(conn, 1);
         conn->rc_writes -= uct_uccl_chunk_is_rc_write(chunk);
         ucs_list_del(&chunk->zlink);
         /* the NIC's ACK is not seen: the RTT sample is post to completion */

@@ -17,6 +17,68 @@ static inline uint32_t uct_uccl_conn_inflight(uct_uccl_conn_t *conn)
                       uct_uccl_tracker_outstanding(&conn->tracker);
 }
 
+/* Chunks conn may put in flight to its peer iface now: while no conn
+ * contends for room there, what the dest's window has left (a conn alone
+ * there is held by its own window first, the same); else only the conn
+ * whose turn it is, up to its quota (uccl_sched.c) */
+static UCS_F_ALWAYS_INLINE uint32_t uct_uccl_dest_room(uct_uccl_conn_t *conn)
+{
+    const uct_uccl_dest_t *dest = conn->dest;
+
+    if (ucs_likely(dest->contenders == 0)) {
+        return ucs_max(dest->room, 0);
+    }
+    return uct_uccl_dest_room_turn(conn);
+}
+
+/* conn put `count` more chunks in flight to its dest */
+static UCS_F_ALWAYS_INLINE void uct_uccl_dest_sent(uct_uccl_conn_t *conn,
+                                                   unsigned count)
+{
+    uct_uccl_dest_t *dest = conn->dest;
+
+    dest->room         -= count;
+    conn->dest_counted += count;
+    if (ucs_unlikely(dest->turn == conn)) {
+        dest->claimed += count;
+    }
+}
+
+/* `count` chunks of conn left flight (RC: completed): the room goes back
+ * to its dest, to the conn whose turn it is or to the first that waits.
+ * A failed conn left its dest. */
+static UCS_F_ALWAYS_INLINE void uct_uccl_dest_done(uct_uccl_conn_t *conn,
+                                                   unsigned count)
+{
+    uct_uccl_dest_t *dest = conn->dest;
+
+    if (ucs_unlikely(dest == NULL)) {
+        return;
+    }
+    dest->room         += count;
+    conn->dest_counted -= count;
+    if (ucs_unlikely(dest->contenders > 0)) {
+        uct_uccl_dest_wake(conn->iface, dest);
+    }
+}
+
+/* The same after an ACK (UC): what is in flight now, tail marks and
+ * probes (sent outside the pump) included, is what the dest counts */
+static UCS_F_ALWAYS_INLINE void uct_uccl_dest_sync(uct_uccl_conn_t *conn)
+{
+    uct_uccl_dest_t *dest = conn->dest;
+    uint32_t inflight     = uct_uccl_conn_inflight(conn);
+
+    if (ucs_unlikely(dest == NULL)) {
+        return;
+    }
+    dest->room        += (int32_t)(conn->dest_counted - inflight);
+    conn->dest_counted = inflight;
+    if (ucs_unlikely(dest->contenders > 0)) {
+        uct_uccl_dest_wake(conn->iface, dest);
+    }
+}
+
 static inline int uct_uccl_path_has_room(uct_uccl_conn_t *conn,
                                          uct_uccl_qp_t *path)
 {
@@ -85,13 +147,15 @@ void uct_uccl_get_handle_data(uct_uccl_conn_t *conn,
 
 /* rx (uccl_rx.c) */
 void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);
-unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now);
-int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst);
 void uct_uccl_rx_refill(uct_uccl_iface_t *iface);
 void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn);
 void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface,
                             uct_uccl_rx_desc_t *desc);
 void uct_uccl_rx_am_handle(uct_uccl_iface_t *iface,
                            uct_uccl_rx_desc_t *desc);
+
+/* the ACKs owed, on their way out (uccl_ack.c) */
+unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now);
+int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst);
 
 #endif
