@@ -56,59 +56,42 @@ uct_uccl_iface_recv_one(uct_uccl_iface_t *iface, struct ibv_wc *wc)
 }
 
 /* Drain the receive CQ in batches, at most one SRQ's worth per call: so a
- * receive queue that ran dry is seen as such (srq_posted reaches 0).
- * Without timestamps a completion arrived after the poll before and no
- * later than this poll. */
+ * receive queue that ran dry is seen as such (srq_posted reaches 0). With
+ * completion timestamps each completion arrived when its timestamp says;
+ * without, after the poll before and no later than this poll. */
 static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
 {
     struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
-    uint64_t now       = uct_uccl_now_ns();
+    uint64_t ts[UCT_UCCL_CQ_BATCH];
+    int stamped    = (iface->recv_cq_ex != NULL);
     unsigned total = 0;
+    uint64_t now;
     int i, n;
 
-    iface->rx_since_ns = (iface->rx_poll_ns != 0) ? iface->rx_poll_ns : now;
-    iface->rx_poll_ns  = now;
-    iface->rx_cqe_ns   = now;
+    if (!stamped) {
+        now                = uct_uccl_now_ns();
+        iface->rx_since_ns = (iface->rx_poll_ns != 0) ? iface->rx_poll_ns :
+                                                        now;
+        iface->rx_poll_ns  = now;
+        iface->rx_cqe_ns   = now;
+    }
     do {
-        n = ibv_poll_cq(iface->recv_cq, UCT_UCCL_CQ_BATCH, wcs);
+        n = stamped ? uct_uccl_iface_recv_read_ts(iface, wcs, ts,
+                                                  UCT_UCCL_CQ_BATCH) :
+                      ibv_poll_cq(iface->recv_cq, UCT_UCCL_CQ_BATCH, wcs);
         if (n < 0) {
             ucs_error("uccl: receive CQ poll failed: %d", n);
             break;
         }
         for (i = 0; i < n; ++i) {
+            if (stamped) {
+                iface->rx_cqe_ns   = ts[i];
+                iface->rx_since_ns = ts[i];
+            }
             uct_uccl_iface_recv_one(iface, &wcs[i]);
         }
         /* control buffers go back per batch: a flood of requests must not
          * hold them all while the replies to our own requests arrive */
-        if (iface->ctl.nrepost > 0) {
-            uct_uccl_iface_ctl_repost(iface);
-        }
-        total += n;
-    } while ((n == UCT_UCCL_CQ_BATCH) && (total < iface->config.srq_size));
-
-    return total;
-}
-
-/* The same with completion timestamps: each arrived when its timestamp
- * says */
-static unsigned uct_uccl_iface_poll_recv_ts(uct_uccl_iface_t *iface)
-{
-    struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
-    uint64_t ts[UCT_UCCL_CQ_BATCH];
-    unsigned total = 0;
-    int i, n;
-
-    do {
-        n = uct_uccl_iface_recv_read_ts(iface, wcs, ts, UCT_UCCL_CQ_BATCH);
-        if (n < 0) {
-            ucs_error("uccl: receive CQ poll failed: %d", n);
-            break;
-        }
-        for (i = 0; i < n; ++i) {
-            iface->rx_cqe_ns   = ts[i];
-            iface->rx_since_ns = ts[i];
-            uct_uccl_iface_recv_one(iface, &wcs[i]);
-        }
         if (iface->ctl.nrepost > 0) {
             uct_uccl_iface_ctl_repost(iface);
         }
@@ -137,8 +120,7 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
     uint64_t now;
 
     ++iface->busy;
-    count  = (iface->recv_cq_ex != NULL) ? uct_uccl_iface_poll_recv_ts(iface) :
-                                           uct_uccl_iface_poll_recv(iface);
+    count  = uct_uccl_iface_poll_recv(iface);
     if (iface->ctl.tx_nfree < UCT_UCCL_CTL_TX_DEPTH) {
         count += uct_uccl_iface_poll_ctl_tx(iface);
     }
