@@ -17,16 +17,16 @@
  * order the eps are filled in each round comes from SEED (printed on
  * failure).
  */
+#include "uct_harness.h"
+
 #include <uct/api/uct.h>
 #include <ucs/async/async_fwd.h>
 #include <ucs/type/status.h>
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEV        "sv0:1"
 #define MD_NAME    "sv0"
@@ -50,7 +50,6 @@ typedef struct {
     int                 pending;
 } preq_t;
 
-static unsigned seed = 1;          /* as given, printed on failure */
 static unsigned rnd_state;
 static uct_component_h component;
 static uct_md_h md;
@@ -63,39 +62,6 @@ static uint32_t rx_next[NEPS];     /* the sequence number due from each */
 static uint64_t rx_count, rx_bad;
 static unsigned npending;
 
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    fprintf(stderr, "uct_pending: FAIL (seed %u): ", seed);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(1);
-}
-
-static void check(ucs_status_t status, const char *what)
-{
-    if (status != UCS_OK) {
-        die("%s: %s", what, ucs_status_string(status));
-    }
-}
-
-static double now_sec(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static unsigned rnd(unsigned max)
-{
-    rnd_state = rnd_state * 1103515245u + 12345u;
-    return (rnd_state >> 8) % max;
-}
 
 /* The header carries the ep and its sequence number */
 static ucs_status_t am_cb(void *arg, void *data, size_t length,
@@ -122,7 +88,7 @@ static ucs_status_t send_one(unsigned i)
     if (status == UCS_OK) {
         ++sent[i];
     } else if (status != UCS_ERR_NO_RESOURCE) {
-        die("am_short on ep %u: %s", i, ucs_status_string(status));
+        uh_die("am_short on ep %u: %s", i, ucs_status_string(status));
     }
     return status;
 }
@@ -150,7 +116,7 @@ static void send_or_pend(unsigned i)
         if (status == UCS_ERR_BUSY) {
             continue;
         }
-        check(status, "pending_add");
+        uh_check(status, "pending_add");
         reqs[i].pending = 1;
         ++npending;
         return;
@@ -160,12 +126,12 @@ static void send_or_pend(unsigned i)
 static void progress_while(const volatile unsigned *value, unsigned equal,
                            const char *what)
 {
-    double deadline = now_sec() + TIMEOUT_S;
+    double deadline = uh_now() + TIMEOUT_S;
 
     while (*value == equal) {
         uct_worker_progress(worker);
-        if (now_sec() > deadline) {
-            die("%s: stuck for %.0f s", what, TIMEOUT_S);
+        if (uh_now() > deadline) {
+            uh_die("%s: stuck for %.0f s", what, TIMEOUT_S);
         }
     }
 }
@@ -181,19 +147,19 @@ static void iface_open(iface_t *ifc)
     };
     uct_iface_config_t *config;
 
-    check(uct_md_iface_config_read(md, "uccl", NULL, NULL, &config),
+    uh_check(uct_md_iface_config_read(md, "uccl", NULL, NULL, &config),
           "iface config");
-    check(uct_iface_open(md, worker, &params, config, &ifc->iface),
+    uh_check(uct_iface_open(md, worker, &params, config, &ifc->iface),
           "iface open");
     uct_config_release(config);
-    check(uct_iface_query(ifc->iface, &ifc->attr), "iface query");
+    uh_check(uct_iface_query(ifc->iface, &ifc->attr), "iface query");
     if ((ifc->attr.device_addr_len > ADDR_MAX) ||
         (ifc->attr.iface_addr_len > ADDR_MAX)) {
-        die("addresses too long");
+        uh_die("addresses too long");
     }
-    check(uct_iface_get_device_address(ifc->iface, (void*)ifc->dev_addr),
+    uh_check(uct_iface_get_device_address(ifc->iface, (void*)ifc->dev_addr),
           "device address");
-    check(uct_iface_get_address(ifc->iface, (void*)ifc->iface_addr),
+    uh_check(uct_iface_get_address(ifc->iface, (void*)ifc->iface_addr),
           "iface address");
     uct_iface_progress_enable(ifc->iface,
                               UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
@@ -211,7 +177,7 @@ static uct_ep_h ep_create(iface_t *from, iface_t *to)
     };
     uct_ep_h ep;
 
-    check(uct_ep_create(&params, &ep), "ep create");
+    uh_check(uct_ep_create(&params, &ep), "ep create");
     return ep;
 }
 
@@ -222,23 +188,23 @@ static void ctx_init(void)
     uct_md_config_t *md_config;
     unsigned i, num;
 
-    check(uct_query_components(&components, &num), "uct_query_components");
+    uh_check(uct_query_components(&components, &num), "uct_query_components");
     for (i = 0; i < num; ++i) {
-        check(uct_component_query(components[i], &cattr), "component query");
+        uh_check(uct_component_query(components[i], &cattr), "component query");
         if (!strcmp(cattr.name, "uccl")) {
             component = components[i];
         }
     }
     uct_release_component_list(components);
     if (component == NULL) {
-        die("no uccl component: run under uccl-run");
+        uh_die("no uccl component: run under uccl-run");
     }
-    check(uct_md_config_read(component, NULL, NULL, &md_config), "md config");
-    check(uct_md_open(component, MD_NAME, md_config, &md), "md open");
+    uh_check(uct_md_config_read(component, NULL, NULL, &md_config), "md config");
+    uh_check(uct_md_open(component, MD_NAME, md_config, &md), "md open");
     uct_config_release(md_config);
-    check(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async),
+    uh_check(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async),
           "async");
-    check(uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker),
+    uh_check(uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker),
           "worker");
 }
 
@@ -249,7 +215,7 @@ static void run_rounds(void)
     unsigned round, i, first;
 
     for (round = 0; round < ROUNDS; ++round) {
-        first = rnd(NEPS);
+        first = uh_rnd(&rnd_state, NEPS);
         while (npending < NEPS) {
             for (i = 0; i < NEPS; ++i) {
                 if (!reqs[(first + i) % NEPS].pending) {
@@ -272,14 +238,14 @@ static void check_fair(void)
     }
     printf("uct_pending: sends per ep: fewest %u most %u\n", fewest, most);
     if ((fewest == 0) || ((uint64_t)fewest * FAIR_RATIO < most)) {
-        die("unfair: an ep sent %u AMs, another %u", fewest, most);
+        uh_die("unfair: an ep sent %u AMs, another %u", fewest, most);
     }
 }
 
 /* the requests left go, everything arrives in order */
 static void drain(void)
 {
-    double deadline = now_sec() + TIMEOUT_S;
+    double deadline = uh_now() + TIMEOUT_S;
     uint64_t total  = 0;
     unsigned i;
 
@@ -291,12 +257,12 @@ static void drain(void)
     }
     while (rx_count < total) {
         uct_worker_progress(worker);
-        if (now_sec() > deadline) {
-            die("%lu of %lu AMs arrived", rx_count, total);
+        if (uh_now() > deadline) {
+            uh_die("%lu of %lu AMs arrived", rx_count, total);
         }
     }
     if (rx_bad > 0) {
-        die("%lu AMs out of their ep's order", rx_bad);
+        uh_die("%lu AMs out of their ep's order", rx_bad);
     }
 }
 
@@ -305,12 +271,13 @@ int main(int argc, char **argv)
     iface_t a, b;
     unsigned i;
 
-    seed      = (argc > 1) ? strtoul(argv[1], NULL, 0) : 1;
-    rnd_state = seed;
+    uh.name   = "uct_pending";
+    uh.seed   = (argc > 1) ? strtoul(argv[1], NULL, 0) : 1;
+    rnd_state = uh.seed;
     ctx_init();
     iface_open(&a);
     iface_open(&b);
-    check(uct_iface_set_am_handler(b.iface, AM_ID, am_cb, NULL, 0), "am");
+    uh_check(uct_iface_set_am_handler(b.iface, AM_ID, am_cb, NULL, 0), "am");
     for (i = 0; i < NEPS; ++i) {
         eps[i]           = ep_create(&a, &b);
         reqs[i].uct.func = pending_cb;
