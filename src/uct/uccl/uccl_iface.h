@@ -346,7 +346,7 @@ static inline void uct_uccl_stats_iface_sync(uct_uccl_iface_t *iface) {}
 static inline void uct_uccl_stats_conn_sync(uct_uccl_conn_t *conn) {}
 #endif
 
-/* resources (uccl_io.c) */
+/* resources: pools and control QP (uccl_io.c), CQs and SRQ (uccl_cq.c) */
 ucs_status_t uct_uccl_iface_pools_init(uct_uccl_iface_t *iface,
                                        const uct_uccl_iface_config_t *config,
                                        const uct_iface_params_t *params);
