@@ -56,6 +56,9 @@
  * waiting, but at least this many chunks, a chain worth a doorbell and a
  * completion; the turn lasts until it has them */
 #define UCT_UCCL_DEST_QUOTA_MIN   16
+/* Bytes a chunk counts against a turn's DRR_QUANTUM besides its payload
+ * (its headers and work request): a turn of small chunks ends too */
+#define UCT_UCCL_DRR_CHUNK_COST   64
 
 /* Loss repair (uccl_repair.c) */
 #define UCT_UCCL_RTO_RESEND_MAX   4      /* chunks resent per timeout */
