@@ -194,7 +194,6 @@ struct uct_uccl_conn {
     ucs_list_link_t         flushes;     /* flush ops waiting */
     ucs_list_link_t         zombies;     /* released chunks still posted */
     ucs_list_link_t         rc_inflight; /* RC: posted, not completed */
-    uint8_t                 in_dispatch; /* running the pending queue */
     ucs_queue_head_t        pending_q;   /* uct_pending_req_t */
 
     /* transmit scheduler (uccl_sched.c): a group of its own, holding the
