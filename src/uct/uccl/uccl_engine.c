@@ -119,7 +119,6 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
     unsigned count;
     uint64_t now;
 
-    ++iface->busy;
     count  = uct_uccl_iface_poll_recv(iface);
     if (iface->ctl.tx_nfree < UCT_UCCL_CTL_TX_DEPTH) {
         count += uct_uccl_iface_poll_ctl_tx(iface);
@@ -151,7 +150,6 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
     }
     count += uct_uccl_sched_transmit(iface);
     uct_uccl_rx_refill(iface);
-    --iface->busy;
     return count;
 }
 

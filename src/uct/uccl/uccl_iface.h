@@ -198,9 +198,6 @@ struct uct_uccl_iface {
     unsigned                num_passive; /* conns peers opened to us */
     unsigned                rx_held;     /* receive buffers parked for
                                             their order, all conns */
-    unsigned                busy;        /* in an engine pass: what the
-                                            callbacks it runs queue waits
-                                            for its scheduler */
     int                     dump_seen;   /* SIGUSR2 dump requests served */
 
     /* the engine runs from an async timer while the user does not call

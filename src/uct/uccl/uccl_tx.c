@@ -254,13 +254,16 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 /* An operation posted outside progress goes on the wire at once: UCX may
  * consider it sent (am_short, put_short) and not progress for a long time,
  * e.g. a rank that leaves a barrier and sleeps. What cannot go yet, and
- * everything queued inside an engine pass (a pending request, an async AM
- * handler), the scheduler posts. */
+ * everything queued inside an engine pass, the scheduler posts before the
+ * pass ends: user code runs inside a pass only in a conn's scheduler turn
+ * (pending requests) and in a background pass (async AM handlers, from the
+ * receive loop), neither of which may pump another conn. */
 void uct_uccl_tx_post_now(uct_uccl_conn_t *conn)
 {
     uct_uccl_iface_t *iface = conn->iface;
 
-    if (!iface->busy && (conn->state == UCT_UCCL_CONN_CONNECTED)) {
+    if (!iface->async.active && (iface->sched_current == NULL) &&
+        (conn->state == UCT_UCCL_CONN_CONNECTED)) {
         (void)uct_uccl_tx_pump(conn, iface->config.drr_quantum);
         uct_uccl_conn_timer_wake(conn); /* what went out is timed */
     }
