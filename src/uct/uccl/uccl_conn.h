@@ -241,6 +241,13 @@ struct uct_uccl_conn {
 
     ucs_list_link_t         list;        /* iface conns */
     ucs_list_link_t         ack_link;    /* iface ACK list */
+    /* the ACK the last AM from the peer carried, held for the next pass
+     * (uct_uccl_rx_acks_in) */
+    uint8_t                 ack_in_held;
+    uct_uccl_ack_t          ack_in;
+    uint64_t                ack_in_cqe_ns; /* when it arrived */
+    uint64_t                ack_in_seen_ns; /* when the poll found it */
+    ucs_list_link_t         ack_in_link; /* iface's acks_in */
     ucs_list_link_t         err_link;    /* iface's async errs */
     uct_uccl_conn_stats_t   stats;
     UCS_STATS_NODE_DECLARE(stats_node)   /* where UCX has stats */

@@ -203,6 +203,7 @@ static ucs_status_t uct_uccl_iface_tables_init(uct_uccl_iface_t *iface)
     ucs_list_head_init(&iface->conns);
     uct_uccl_sched_init(iface);
     ucs_list_head_init(&iface->ack_list);
+    ucs_list_head_init(&iface->acks_in);
     ucs_list_head_init(&iface->timers.active);
     kh_init_inplace(uct_uccl_qpn, &iface->qpn_hash);
     kh_init_inplace(uct_uccl_peers, &iface->peers);

@@ -172,6 +172,7 @@ struct uct_uccl_iface {
     khash_t(uct_uccl_dests) dests;       /* peer ifaces we send to */
     uct_uccl_conn_t         *sched_current; /* the conn in its turn */
     ucs_list_link_t         ack_list;    /* conns owing an ACK */
+    ucs_list_link_t         acks_in;     /* conns holding an AM's ACK */
     unsigned                tx_outstanding; /* WRs on the send CQ */
     uint64_t                next_timer;
     /* the receive completion being handled: */
