@@ -172,7 +172,9 @@ struct uct_uccl_conn {
     uint32_t                rc_csn;      /* RC: next CSN (no tracker) */
     uint32_t                rc_outstanding;
     uint32_t                rc_writes;   /* RC: WRITEs posted, not done */
-    uint16_t                ord_path;    /* RC: the path AMs take */
+    uint16_t                ord_path;    /* the path small messages (RC:
+                                            AMs) take ... */
+    uint64_t                ord_until;   /* ... and may leave after */
     uint32_t                gets_issued; /* GET ops ever issued */
     uint32_t                serve_reserved; /* reply chunks of peer's GET
                                                requests taken, not served */

@@ -45,8 +45,12 @@
                                             wrong, not early */
 
 /* Messages up to this size keep their order on one path (paths reorder):
- * they move to another only once everything on the current one completed */
+ * they move to another only once everything on the current one completed,
+ * and not before they had it for PATH_STICKY_NS: one QP's state stays warm
+ * in the device for a stream of them, and the scoreboard still steers them
+ * off a slow path */
 #define UCT_UCCL_PATH_STICKY_MAX  8192
+#define UCT_UCCL_PATH_STICKY_NS   1000000
 /* A chunk longer than this is bulk: a bulk chain ends with a tail mark, and
  * a bulk burst joins the chain of resends */
 #define UCT_UCCL_BULK_MIN         8192
