@@ -35,7 +35,8 @@
 #   uccl_callgrind.sh BUILDDIR [ENV...]   (ENV for every run, e.g.
 #                                          UCX_UCCL_ACK_EVERY=8)
 #
-# CG_CONFIGS (all: put_uc put_rc am_uc am_rc am_vb tag_uc tag_rc tag_vb),
+# CG_CONFIGS (all: put_uc put_rc am_uc am_rc am_vb tag_uc tag_rc tag_vb;
+# also get_uc get_rc: UCT get zcopy, per 64 KiB chunk),
 # CG_N1 (50), CG_N2 (250): put_bw iterations; CG_LAT_N1 (1000), CG_LAT_N2
 # (6000): latency iterations; CG_LAT_SIZE (8): latency message size;
 # CG_PASSES1 (5000), CG_PASSES2 (55000), CG_PAUSE_US (100): empty passes;
@@ -99,6 +100,9 @@ config() {
         put_uc|put_rc)
             per=$((size / chunk)) lat=0
             args="-x uccl -d sv0:1 $_put" ;;
+        get_uc|get_rc)
+            per=$((size / chunk)) lat=0
+            args="-x uccl -d sv0:1 -t get -D zcopy -s $size" ;;
         am_uc|am_rc) args="-x uccl -d sv0:1 -t am_lat -s $lat_size" ;;
         am_vb)       args="-x rc_verbs -d sv0:1 -t am_lat -s $lat_size" ;;
         tag_*)       args="-t tag_lat -s $lat_size" ;;
@@ -118,6 +122,7 @@ config() {
     esac
     case $1 in
         put_*) desc="UCT put_bw zcopy $size B, $mode, per 64 KiB chunk" ;;
+        get_*) desc="UCT get zcopy $size B, $mode, per 64 KiB chunk" ;;
         am_*)  desc="UCT am_lat $lat_size B, $mode, per round trip" ;;
         tag_*) desc="UCP tag_lat $lat_size B, $mode, per round trip" ;;
     esac
@@ -312,9 +317,10 @@ EOF
                 polling timers calls function)" "$table"
         fi
         name=$side
-        if [ $lat = 0 ]; then
-            name=sender; [ $side = server ] && name=receiver
-        fi
+        case $c in
+            put_*) name=sender; [ $side = server ] && name=receiver ;;
+            get_*) name=requester; [ $side = server ] && name=target ;;
+        esac
         echo "| $desc | $name | $w_tl | $w_sv | $share | $resends |" \
              "$acks |"
     done
