@@ -53,8 +53,7 @@
 
 
 static struct {
-    uct_iface_h      iface_b;
-    uct_iface_attr_t attr_b;
+    uh_iface_t       b;           /* A is uh.iface */
     uct_ep_h         ep_ab;
     uct_rkey_bundle_t rkey;       /* of our own buffer */
     unsigned         rounds, legit_bad, hostile_ams;
@@ -101,22 +100,16 @@ static ucs_status_t hostile_am(void *arg, void *data, size_t length,
 
 static void victim_connect_ab(void)
 {
-    uint8_t dev[UH_ADDR_MAX], iface[UH_ADDR_MAX];
-    uct_ep_params_t params = {
-        .field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                      UCT_EP_PARAM_FIELD_DEV_ADDR |
-                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
-        .iface      = uh.iface,
-        .dev_addr   = (void*)dev,
-        .iface_addr = (void*)iface
-    };
+    const uh_iface_t a = { .iface = uh.iface };
 
-    uh_iface_open(&v.iface_b, &v.attr_b);
-    uh_check(uct_iface_set_am_handler(v.iface_b, AM_LEGIT, legit_am, NULL,
+    uh_iface_open(&v.b.iface, &v.b.attr);
+    uh_check(uct_iface_set_am_handler(v.b.iface, AM_LEGIT, legit_am, NULL,
                                       0), "am handler");
-    uh_check(uct_iface_get_device_address(v.iface_b, (void*)dev), "dev");
-    uh_check(uct_iface_get_address(v.iface_b, (void*)iface), "addr");
-    uh_check(uct_ep_create(&params, &v.ep_ab), "ep A->B");
+    uh_check(uct_iface_get_device_address(v.b.iface, (void*)v.b.dev_addr),
+             "dev");
+    uh_check(uct_iface_get_address(v.b.iface, (void*)v.b.iface_addr),
+             "addr");
+    v.ep_ab = uh_local_ep(&a, &v.b);
 }
 
 /* One honest round: a PUT into B's half of the buffer, then an AM that
@@ -251,7 +244,7 @@ void victim(void)
         uct_rkey_release(uh.component, &vg.rkey);
     }
     uct_ep_destroy(v.ep_ab);
-    uct_iface_close(v.iface_b);
+    uct_iface_close(v.b.iface);
     uct_rkey_release(uh.component, &v.rkey);
     if ((v.rounds < LEGIT_MIN) || v.legit_bad || v.hostile_order_bad ||
         !victim_get_ok()) {

@@ -20,10 +20,12 @@
 
 #define HV_BUF         (1u << 20)
 #define HV_RX_DEPTH    64
-#define HV_RX_SIZE     (4096 + 40)
+#define HV_GRH         40         /* a UD receive starts with a GRH */
+#define HV_RX_SIZE     (4096 + HV_GRH)
 #define HV_PSN         0x123
 #define HV_SERVE_RX    (HV_BUF / 4)   /* the serve conn's receive buffers */
 #define HV_SERVE_SLOT  256
+#define HV_SERVE_PER_PATH 4
 
 hv_t hv;
 
@@ -42,21 +44,37 @@ static void hv_qp_to(struct ibv_qp *qp, int state, int mask,
     }
 }
 
+/* our UD QP's receive buffer i (HV_RX_SIZE bytes) */
+static uint8_t *hv_ud_rx(uint64_t i)
+{
+    return hv.buf + HV_BUF / 2 + i * HV_RX_SIZE;
+}
+
+/* a conn's receive buffer i (HV_SERVE_SLOT bytes) */
+static uint8_t *hv_conn_rx(uint64_t i)
+{
+    return hv.buf + HV_SERVE_RX + i * HV_SERVE_SLOT;
+}
+
+/* len bytes at addr (in hv.buf) posted to qp as receive wr_id; what
+ * ibv_post_recv returned */
+static int hv_post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr,
+                        uint32_t len)
+{
+    struct ibv_sge sge = { .addr = (uintptr_t)addr, .length = len,
+                           .lkey = hv.mr->lkey };
+    struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
+                              .num_sge = 1 }, *bad;
+
+    return ibv_post_recv(qp, &wr, &bad);
+}
+
 static void hv_post_recvs(void)
 {
-    struct ibv_recv_wr wr, *bad;
-    struct ibv_sge sge;
     unsigned i;
 
     for (i = 0; i < HV_RX_DEPTH; ++i) {
-        sge.addr   = (uintptr_t)hv.buf + HV_BUF / 2 + i * HV_RX_SIZE;
-        sge.length = HV_RX_SIZE;
-        sge.lkey   = hv.mr->lkey;
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id   = i;
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        if (ibv_post_recv(hv.ud, &wr, &bad)) {
+        if (hv_post_recv(hv.ud, i, hv_ud_rx(i), HV_RX_SIZE)) {
             uh_die("hostile: post recv");
         }
     }
@@ -130,8 +148,6 @@ void hv_open_peer(void)
  * throw away what the victim sent us meanwhile */
 void hv_wait_send(void)
 {
-    struct ibv_recv_wr rwr, *rbad;
-    struct ibv_sge sge;
     struct ibv_wc wc;
     double deadline = uh_now() + 10;
 
@@ -139,15 +155,8 @@ void hv_wait_send(void)
         if (ibv_poll_cq(hv.cq, 1, &wc) > 0) {
             if (wc.opcode & IBV_WC_RECV) {
                 if (wc.qp_num == hv.ud->qp_num) {   /* repost it */
-                    sge.addr   = (uintptr_t)hv.buf + HV_BUF / 2 +
-                                 wc.wr_id * HV_RX_SIZE;
-                    sge.length = HV_RX_SIZE;
-                    sge.lkey   = hv.mr->lkey;
-                    memset(&rwr, 0, sizeof(rwr));
-                    rwr.wr_id   = wc.wr_id;
-                    rwr.sg_list = &sge;
-                    rwr.num_sge = 1;
-                    (void)ibv_post_recv(hv.ud, &rwr, &rbad);
+                    (void)hv_post_recv(hv.ud, wc.wr_id, hv_ud_rx(wc.wr_id),
+                                       HV_RX_SIZE);
                 } else {
                     hv.stash   = wc;
                     hv.stashed = 1;
@@ -223,10 +232,7 @@ const uct_uccl_conn_pkt_t *hv_wait_conn(uint8_t type, uint32_t id,
     static uint8_t copy[4096];
     const uct_uccl_conn_pkt_t *p;
     double deadline = uh_now() + secs;
-    struct ibv_recv_wr rwr, *rbad;
-    struct ibv_sge sge;
     struct ibv_wc wc;
-    uint8_t *rx;
     int match;
 
     while (uh_now() < deadline) {
@@ -234,23 +240,17 @@ const uct_uccl_conn_pkt_t *hv_wait_conn(uint8_t type, uint32_t id,
             !(wc.opcode & IBV_WC_RECV) || (wc.qp_num != hv.ud->qp_num)) {
             continue;
         }
-        rx  = hv.buf + HV_BUF / 2 + wc.wr_id * HV_RX_SIZE;
-        p   = (const void*)(rx + 40);
-        sge = (struct ibv_sge){ .addr = (uintptr_t)rx, .length = HV_RX_SIZE,
-                                .lkey = hv.mr->lkey };
-        memset(&rwr, 0, sizeof(rwr));
-        rwr.wr_id   = wc.wr_id;
-        rwr.sg_list = &sge;
-        rwr.num_sge = 1;
-        match = (wc.status == IBV_WC_SUCCESS) && (wc.byte_len > 40) &&
-                (uct_uccl_wire_ctl_check(p, wc.byte_len - 40) == UCS_OK) &&
+        p     = (const void*)(hv_ud_rx(wc.wr_id) + HV_GRH);
+        match = (wc.status == IBV_WC_SUCCESS) && (wc.byte_len > HV_GRH) &&
+                (uct_uccl_wire_ctl_check(p, wc.byte_len - HV_GRH) ==
+                 UCS_OK) &&
                 (p->hdr.type == type) &&
                 ((type == UCT_UCCL_CTL_CONN_REQ) ||
                  ((p->dst_conn_id == id) && (p->echo_token == token)));
         if (match) {
-            memcpy(copy, p, wc.byte_len - 40);
+            memcpy(copy, p, wc.byte_len - HV_GRH);
         }
-        (void)ibv_post_recv(hv.ud, &rwr, &rbad);
+        (void)hv_post_recv(hv.ud, wc.wr_id, hv_ud_rx(wc.wr_id), HV_RX_SIZE);
         if (match) {
             return (const void*)copy;
         }
@@ -346,8 +346,9 @@ void hv_data_send(hv_conn_t *c, uint32_t csn, uct_uccl_kind_t kind,
     hv_wait_send();
 }
 
-/* an AM with seq as its payload, to the hostile handler unless id says */
-void hv_am(hv_conn_t *c, uint32_t csn, uint8_t id, uint64_t seq)
+/* the header of an AM to handler id with seq as its payload, in the send
+ * area; the AM's length */
+static size_t hv_am_pack(uint8_t id, uint64_t seq)
 {
     uct_uccl_am_hdr_t *am = (void*)hv.buf;
 
@@ -356,45 +357,35 @@ void hv_am(hv_conn_t *c, uint32_t csn, uint8_t id, uint64_t seq)
     am->am_id  = id;
     am->length = sizeof(seq);
     memcpy(am + 1, &seq, sizeof(seq));
-    hv_data_send(c, csn, UCT_UCCL_KIND_AM, sizeof(*am) + sizeof(seq));
+    return sizeof(*am) + sizeof(seq);
 }
 
-/* the same, carrying `ack` after the payload (UCT_UCCL_AM_F_ACK) */
+void hv_am(hv_conn_t *c, uint32_t csn, uint8_t id, uint64_t seq)
+{
+    hv_data_send(c, csn, UCT_UCCL_KIND_AM, hv_am_pack(id, seq));
+}
+
+/* the ACK record goes after the payload (UCT_UCCL_AM_F_ACK) */
 void hv_am_ack(hv_conn_t *c, uint32_t csn, uint64_t seq,
                const uct_uccl_ack_t *ack)
 {
     uct_uccl_am_hdr_t *am = (void*)hv.buf;
+    size_t len            = hv_am_pack(AM_HOSTILE, seq);
 
-    memset(am, 0, sizeof(*am));
-    am->type   = UCT_UCCL_KIND_AM;
-    am->am_id  = AM_HOSTILE;
-    am->flags  = UCT_UCCL_AM_F_ACK;
-    am->length = sizeof(seq);
-    memcpy(am + 1, &seq, sizeof(seq));
+    am->flags = UCT_UCCL_AM_F_ACK;
     memcpy(uct_uccl_wire_am_ack_ptr(am), ack, sizeof(*ack));
-    hv_data_send(c, csn, UCT_UCCL_KIND_AM,
-                 sizeof(*am) + sizeof(seq) + sizeof(*ack));
+    hv_data_send(c, csn, UCT_UCCL_KIND_AM, len + sizeof(*ack));
 }
 
-
 /* receive buffers (HV_SERVE_SLOT bytes each) for the SENDs of the victim
- * on conn c: 4 per path */
+ * on conn c: HV_SERVE_PER_PATH per path */
 void hv_conn_post_recvs(hv_conn_t *c)
 {
-    struct ibv_recv_wr wr, *bad;
-    struct ibv_sge sge;
     unsigned i;
 
-    for (i = 0; i < c->num_paths * 4; ++i) {
-        sge = (struct ibv_sge){ .addr = (uintptr_t)hv.buf + HV_SERVE_RX +
-                                        i * HV_SERVE_SLOT,
-                                .length = HV_SERVE_SLOT,
-                                .lkey = hv.mr->lkey };
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id   = i;
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        (void)ibv_post_recv(c->qp[i / 4], &wr, &bad);
+    for (i = 0; i < c->num_paths * HV_SERVE_PER_PATH; ++i) {
+        (void)hv_post_recv(c->qp[i / HV_SERVE_PER_PATH], i, hv_conn_rx(i),
+                           HV_SERVE_SLOT);
     }
 }
 
@@ -404,11 +395,10 @@ int hv_serve_wait(hv_conn_t *c, uct_uccl_kind_t kind, void *msg,
                   size_t len, uint32_t *csn, double secs)
 {
     double deadline = uh_now() + secs;
-    struct ibv_recv_wr wr, *bad;
-    struct ibv_sge sge;
     struct ibv_wc wc;
     uint32_t imm;
     unsigned i;
+    int found;
 
     while (uh_now() < deadline) {
         if (hv.stashed) {
@@ -426,18 +416,14 @@ int hv_serve_wait(hv_conn_t *c, uct_uccl_kind_t kind, void *msg,
             if (wc.qp_num != c->qp[i]->qp_num) {
                 continue;
             }
-            sge = (struct ibv_sge){ .addr = (uintptr_t)hv.buf + HV_SERVE_RX +
-                                            wc.wr_id * HV_SERVE_SLOT,
-                                    .length = HV_SERVE_SLOT,
-                                    .lkey = hv.mr->lkey };
-            if ((uct_uccl_imm_kind(imm) == kind) && (wc.byte_len >= len)) {
-                memcpy(msg, (void*)(uintptr_t)sge.addr, len);
+            found = (uct_uccl_imm_kind(imm) == kind) && (wc.byte_len >= len);
+            if (found) {
+                memcpy(msg, hv_conn_rx(wc.wr_id), len);
                 *csn = uct_uccl_imm_csn(imm);
             }
-            wr = (struct ibv_recv_wr){ .wr_id = wc.wr_id, .sg_list = &sge,
-                                       .num_sge = 1 };
-            (void)ibv_post_recv(c->qp[i], &wr, &bad);
-            if ((uct_uccl_imm_kind(imm) == kind) && (wc.byte_len >= len)) {
+            (void)hv_post_recv(c->qp[i], wc.wr_id, hv_conn_rx(wc.wr_id),
+                               HV_SERVE_SLOT);
+            if (found) {
                 return 1;
             }
         }
