@@ -152,30 +152,51 @@ static void case_get_done(void)
     hv_am(&hv_main, hv_main.csn++, AM_HOSTILE, ++hv_seq);
 }
 
+/* the victim's rkey for its buffer, as the exchange gave it */
+static uint32_t victim_rkey(void)
+{
+    uint32_t rkey;
+
+    memcpy(&rkey, uh.peer.rkey, sizeof(rkey));
+    return rkey;
+}
+
+/* a GET request of length bytes of the victim's buffer, in the send area:
+ * with UCT_UCCL_GET_F_SEND in flags answered by SENDs, else written into
+ * our buffer with our key; its size */
+static size_t get_req_pack(uint8_t flags, uint32_t rkey, uint64_t length,
+                           uint64_t op_id)
+{
+    uct_uccl_get_req_t *r = (void*)hv.buf;
+
+    memset(r, 0, sizeof(*r));
+    r->type        = UCT_UCCL_KIND_GET_REQ;
+    r->flags       = flags;
+    r->rkey        = rkey;
+    r->remote_addr = uh.peer.buf_addr;
+    r->length      = length;
+    r->op_id       = op_id;
+    if (!(flags & UCT_UCCL_GET_F_SEND)) {
+        r->reply_addr = (uintptr_t)hv.buf;
+        r->reply_rkey = hv.mr->rkey;
+    }
+    return sizeof(*r);
+}
+
 /* GETs of the victim's whole buffer, far more than its queue takes; the
  * replies are never acknowledged. Its own conn, which the victim may
  * fail. */
 static void case_get_huge(void)
 {
-    uct_uccl_get_req_t *r = (void*)hv.buf;
     hv_conn_t c = {};
-    uint32_t rkey;
     unsigned i;
 
     if (!hv_connect(&c)) {
         uh_die("get_huge: the victim did not answer");
     }
-    memcpy(&rkey, uh.peer.rkey, sizeof(rkey));
     for (i = 0; i < 64; ++i) {
-        memset(r, 0, sizeof(*r));
-        r->type        = UCT_UCCL_KIND_GET_REQ;
-        r->rkey        = rkey;
-        r->remote_addr = uh.peer.buf_addr;
-        r->length      = uh.buf_size;
-        r->reply_addr  = (uintptr_t)hv.buf;
-        r->reply_rkey  = hv.mr->rkey;
-        r->op_id       = i;
-        hv_data_send(&c, c.csn++, UCT_UCCL_KIND_GET_REQ, sizeof(*r));
+        hv_data_send(&c, c.csn++, UCT_UCCL_KIND_GET_REQ,
+                     get_req_pack(0, victim_rkey(), uh.buf_size, i));
     }
 }
 
@@ -273,36 +294,21 @@ static void case_serve(void)
  * reply comes. Its own conn. */
 static void case_get_order(void)
 {
-    uct_uccl_get_req_t *r = (void*)hv.buf;
     uct_uccl_get_data_t data;
     hv_conn_t c = {};
-    uint32_t rkey, csn;
+    uint32_t csn;
     unsigned i;
 
     if (!hv_connect(&c)) {
         uh_die("get_order: the victim did not answer");
     }
     hv_conn_post_recvs(&c);
-    memset(r, 0, sizeof(*r));
-    r->type        = UCT_UCCL_KIND_GET_REQ;
-    r->rkey        = 0;          /* served last, refused then: no flood */
-    r->remote_addr = uh.peer.buf_addr;
-    r->length      = 1ul << 30;
-    r->reply_addr  = (uintptr_t)hv.buf;
-    r->reply_rkey  = hv.mr->rkey;
-    r->op_id       = 1;
+    /* rkey 0: served last, refused then: no flood */
     hv_data_send(&c, uct_uccl_seq_add(c.csn, 1), UCT_UCCL_KIND_GET_REQ,
-                 sizeof(*r));
-    memcpy(&rkey, uh.peer.rkey, sizeof(rkey));
+                 get_req_pack(0, 0, 1ul << 30, 1));
     for (i = 0; i < 50; ++i) {
-        memset(r, 0, sizeof(*r));
-        r->type        = UCT_UCCL_KIND_GET_REQ;
-        r->flags       = UCT_UCCL_GET_F_SEND;
-        r->rkey        = rkey;
-        r->remote_addr = uh.peer.buf_addr;
-        r->length      = 64;
-        r->op_id       = 2;
-        hv_data_send(&c, c.csn, UCT_UCCL_KIND_GET_REQ, sizeof(*r));
+        hv_data_send(&c, c.csn, UCT_UCCL_KIND_GET_REQ,
+                     get_req_pack(UCT_UCCL_GET_F_SEND, victim_rkey(), 64, 2));
         if (hv_serve_wait(&c, UCT_UCCL_KIND_GET_DATA, &data, sizeof(data),
                           &csn, 0.1) && (data.op_id == 2)) {
             printf("hostile: the GET in the hole was served (status %d)\n",
