@@ -97,6 +97,12 @@
  * parked for that sooner */
 #define UCT_UCCL_PATH_STALL_RTOS      4
 #define UCT_UCCL_PATH_STALL_MIN_NS    5000000ull
+/* Burst length (uccl_path.h): the fabric queues when the conn's RTT is
+ * above twice its minimum of the last one or two windows by more than the
+ * slack (scheduling noise on a fabric that does not queue); then every
+ * chunk chooses its path */
+#define UCT_UCCL_PATH_RTT_MIN_WIN_NS  1000000000ull
+#define UCT_UCCL_PATH_QUEUE_SLACK_NS  50000ull
 
 /* Counters (uccl_stats.c), each named once: a uint64_t field of the
  * iface's or a conn's counters, a UCS stats counter where UCX has stats,

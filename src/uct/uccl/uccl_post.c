@@ -44,8 +44,9 @@ int uct_uccl_tx_may_leave(uct_uccl_conn_t *conn,
 
 
 
-/* The path for the next chunk: a burst of PATH_BURST chunks stays on one
- * path (one chain, one doorbell), then the scoreboard picks the better of
+/* The path for the next chunk: a burst of PATH_BURST chunks (one while the
+ * fabric queues, uccl_path.h) stays on one path (one chain, one
+ * doorbell), then the scoreboard picks the better of
  * two random paths (small messages stay on the last one). A path whose send
  * queue is full is skipped; NULL when every path is full. `avoid` is the
  * path a resent chunk was lost on. A parked path takes no chunk: when the
@@ -122,7 +123,8 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
     return NULL;
 
 found:
-    conn->burst_left = conn->iface->config.path_burst - 1;
+    conn->burst_left = uct_uccl_paths_burst(&conn->sel,
+                                            conn->iface->config.path_burst) - 1;
     return path;
 }
 

@@ -36,12 +36,24 @@
  * back with its loss run cleared; its loss penalty stays and decays, so
  * the choice returns to it gradually.
  * An ACK of an older transmission proves nothing about the path now.
+ *
+ * Burst length: the caller sends up to a burst of chunks on one chosen
+ * path (one chain, one doorbell). While the fabric queues (the conn's
+ * smoothed fabric RTT above twice its recent minimum plus queue_slack_ns)
+ * every chunk chooses its path: a burst on one path holds, behind that
+ * path's queue, data that the other paths could carry now, and with
+ * queues a burst's choice is made on RTTs a queue old. On a fabric that
+ * does not queue the full burst is kept: a doorbell and a completion per
+ * chunk would cost the CPU for nothing. The minimum is taken over the
+ * current and the previous window of rtt_min_win_ns, so that it follows
+ * a base RTT that rose (a route that changed) within two windows.
  */
 #ifndef UCT_UCCL_PATH_H_
 #define UCT_UCCL_PATH_H_
 
 #include <ucs/type/status.h>
 #include <ucs/sys/compiler_def.h>
+#include <ucs/sys/math.h>
 #include <stdint.h>
 
 typedef struct uct_uccl_path {
@@ -73,6 +85,10 @@ typedef struct uct_uccl_path_params {
     uint32_t max_parked;      /* at most parked at once (< num_paths) */
     uint64_t probe_ns;        /* first probe of a parked path after it */
     uint32_t probe_max_shift; /* probe gaps at most probe_ns << shift */
+    uint64_t rtt_min_win_ns;  /* window of the RTT minimum; 0: bursts are
+                                 never shortened */
+    uint64_t queue_slack_ns;  /* RTT above twice the minimum by more than
+                                 this: the fabric queues */
 } uct_uccl_path_params_t;
 
 /* Path health counters of a conn (statistics) */
@@ -104,6 +120,12 @@ typedef struct uct_uccl_paths {
                                      with its next chance; 0: none */
     uct_uccl_path_t *path;
     uct_uccl_paths_stats_t stats;
+    /* the fabric RTT of the conn, for the burst length (0: no sample) */
+    uint64_t        fab_srtt_ns;
+    uint64_t        fab_min_ns[2]; /* current, previous window */
+    uint64_t        fab_win_end;
+    uint64_t        rtt_min_win_ns;
+    uint64_t        queue_slack_ns;
 } uct_uccl_paths_t;
 
 
@@ -245,6 +267,40 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_paths_acked(uct_uccl_paths_t *ps,
     if (ucs_unlikely(path->parked) && (sent_ns >= path->parked_at)) {
         uct_uccl_paths_unpark(ps, p);
     }
+}
+
+/* A fabric RTT sample of the conn (any path, the receiver's delays
+ * taken out) at `now`: its smoothed value and windowed minimum */
+static inline void uct_uccl_paths_fabric_rtt(uct_uccl_paths_t *ps,
+                                             uint64_t rtt_ns, uint64_t now)
+{
+    if (ucs_unlikely(now >= ps->fab_win_end)) {
+        ps->fab_min_ns[1] = ps->fab_min_ns[0];
+        ps->fab_min_ns[0] = rtt_ns;
+        ps->fab_win_end   = now + ps->rtt_min_win_ns;
+    } else if (rtt_ns < ps->fab_min_ns[0]) {
+        ps->fab_min_ns[0] = rtt_ns;
+    }
+    ps->fab_srtt_ns = (ps->fab_srtt_ns == 0) ? rtt_ns :
+                      ps->fab_srtt_ns - ps->fab_srtt_ns / 8 + rtt_ns / 8;
+}
+
+/* does the fabric queue (see above)? */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_paths_queueing(const uct_uccl_paths_t *ps)
+{
+    uint64_t base = ucs_min(ps->fab_min_ns[0], ps->fab_min_ns[1]);
+
+    return (ps->rtt_min_win_ns != 0) &&
+           (ps->fab_srtt_ns > ps->queue_slack_ns) &&
+           ((ps->fab_srtt_ns - ps->queue_slack_ns) / 2 > base);
+}
+
+/* chunks the next burst may put on one path, of at most max_burst */
+static UCS_F_ALWAYS_INLINE unsigned
+uct_uccl_paths_burst(const uct_uccl_paths_t *ps, unsigned max_burst)
+{
+    return uct_uccl_paths_queueing(ps) ? 1 : max_burst;
 }
 
 /* a chunk sent on p was lost */
