@@ -512,8 +512,9 @@ static void test_budget(void)
 }
 
 /* Burst length: the full burst while the conn's fabric RTT stays near its
- * windowed minimum, one chunk per choice once it is above twice that by
- * more than the slack, the full burst again when the queue drains or the
+ * windowed minimum or no chunk arrived out of order within the window
+ * (a queue every path shares), one chunk per choice while both show; the
+ * full burst again when the queue drains, the reordering stops or the
  * minimum follows a base RTT that rose */
 #define BURST_MAX   16
 #define BURST_WIN   1000000000ull
@@ -528,15 +529,25 @@ static uct_uccl_path_params_t burst_params(uint64_t seed)
     return p;
 }
 
+/* n samples of rtt, step apart, each ACK with chunks out of order if
+ * reorder */
 static void feed(uct_uccl_paths_t *ps, uint64_t rtt, unsigned n,
-                 uint64_t *now, uint64_t step)
+                 uint64_t *now, uint64_t step, int reorder)
 {
     unsigned i;
 
     for (i = 0; i < n; ++i) {
         uct_uccl_paths_fabric_rtt(ps, rtt, *now);
+        if (reorder) {
+            uct_uccl_paths_reordered(ps, *now);
+        }
         *now += step;
     }
+}
+
+static unsigned burst(uct_uccl_paths_t *ps, uint64_t now)
+{
+    return uct_uccl_paths_burst(ps, BURST_MAX, now);
 }
 
 static void test_burst(void)
@@ -548,59 +559,79 @@ static void test_burst(void)
     /* switched off: always the full burst */
     p.rtt_min_win_ns = 0;
     UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
-    feed(&ps, 100000, 10, &now, 1000);
-    feed(&ps, 10000000, 100, &now, 1000);
-    UT_EQ(uct_uccl_paths_burst(&ps, BURST_MAX), BURST_MAX);
+    feed(&ps, 100000, 10, &now, 1000, 1);
+    feed(&ps, 10000000, 100, &now, 1000, 1);
+    UT_EQ(burst(&ps, now), BURST_MAX);
     uct_uccl_paths_cleanup(&ps);
 
     p = burst_params(ut_seed);
     UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
-    UT_EQ(uct_uccl_paths_burst(&ps, BURST_MAX), BURST_MAX); /* no sample */
-    /* a fabric that does not queue: 200 us with noise below the rule */
-    feed(&ps, 200000, 50, &now, 10000);
-    feed(&ps, 380000, 3, &now, 10000);
-    UT_EQ(uct_uccl_paths_burst(&ps, BURST_MAX), BURST_MAX);
-    /* a queue builds: 20 ms RTTs */
-    feed(&ps, 20000000, 30, &now, 10000);
-    UT_EQ(uct_uccl_paths_burst(&ps, BURST_MAX), 1);
+    UT_EQ(burst(&ps, now), BURST_MAX); /* no sample */
+    /* a fabric that does not queue: 200 us with noise below the rule,
+     * a loss or two (chunks out of order) */
+    feed(&ps, 200000, 50, &now, 10000, 0);
+    feed(&ps, 380000, 3, &now, 10000, 1);
+    UT_EQ(burst(&ps, now), BURST_MAX);
+    /* a queue every path shares: 20 ms RTTs, everything in order */
+    now += 2 * BURST_WIN;
+    feed(&ps, 200000, 10, &now, 10000, 0);
+    feed(&ps, 20000000, 30, &now, 10000, 0);
+    UT_EQ(burst(&ps, now), BURST_MAX);
+    /* uneven queues: the same RTTs, chunks overtaking each other */
+    feed(&ps, 20000000, 1, &now, 10000, 1);
+    UT_EQ(burst(&ps, now), 1);
+    /* still queueing, but nothing out of order for a window */
+    feed(&ps, 20000000, 110, &now, 10000000, 0);
+    UT_EQ(burst(&ps, now), BURST_MAX);
+    feed(&ps, 20000000, 1, &now, 10000, 1);
+    UT_EQ(burst(&ps, now), 1);
     /* it drains */
-    feed(&ps, 200000, 60, &now, 10000);
-    UT_EQ(uct_uccl_paths_burst(&ps, BURST_MAX), BURST_MAX);
+    feed(&ps, 200000, 60, &now, 10000, 1);
+    UT_EQ(burst(&ps, now), BURST_MAX);
     /* the base itself rises (a longer route) to 2 ms: a queue for at most
      * two windows, then the new base */
-    feed(&ps, 2000000, 60, &now, 10000);
-    UT_EQ(uct_uccl_paths_burst(&ps, BURST_MAX), 1);
-    feed(&ps, 2000000, 250, &now, 10000000);
-    UT_EQ(uct_uccl_paths_burst(&ps, BURST_MAX), BURST_MAX);
+    feed(&ps, 2000000, 60, &now, 10000, 1);
+    UT_EQ(burst(&ps, now), 1);
+    feed(&ps, 2000000, 250, &now, 10000000, 1);
+    UT_EQ(burst(&ps, now), BURST_MAX);
     uct_uccl_paths_cleanup(&ps);
 
     /* tiny RTTs: noise of a few tens of us is within the slack */
     UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
-    feed(&ps, 5000, 20, &now, 1000);
-    feed(&ps, 40000, 40, &now, 1000);
-    UT_EQ(uct_uccl_paths_burst(&ps, BURST_MAX), BURST_MAX);
+    feed(&ps, 5000, 20, &now, 1000, 1);
+    feed(&ps, 40000, 40, &now, 1000, 1);
+    UT_EQ(burst(&ps, now), BURST_MAX);
     uct_uccl_paths_cleanup(&ps);
 }
 
 /* Seeded random samples against a plain model of the rule: the minimum of
- * every sample of the current and the previous window, the EWMA */
+ * every sample of the current and the previous window, the EWMA, the
+ * latest ACK with chunks out of order */
 static void test_burst_random(void)
 {
     uct_uccl_path_params_t p = burst_params(ut_seed);
     uint64_t now = 0, srtt = 0, min_cur = UINT64_MAX, min_prev = UINT64_MAX;
-    uint64_t win_end = 0, rtt, base;
-    unsigned i, queued = 0, expect, queue_phase = 0;
+    uint64_t win_end = 0, rtt, base, reorder_at = 0;
+    unsigned i, uneven = 0, expect, queue_phase = 0, reorder_phase = 0;
+    int reorder;
     uct_uccl_paths_t ps;
 
     UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
     for (i = 0; i < 200000; ++i) {
         /* phases of a clean fabric (100-200 us) and of queues (up to
-         * 30 ms more), samples up to 2 ms apart */
-        queue_phase ^= (ut_rand_below(500) == 0);
-        now += ut_rand_below(2000000);
-        rtt  = 100000 + ut_rand_below(100000) +
-               (queue_phase ? ut_rand_below(30000000) : 0);
+         * 30 ms more), independently phases of chunks out of order;
+         * samples up to 2 ms apart */
+        queue_phase   ^= (ut_rand_below(500) == 0);
+        reorder_phase ^= (ut_rand_below(1500) == 0);
+        now    += ut_rand_below(2000000);
+        rtt     = 100000 + ut_rand_below(100000) +
+                  (queue_phase ? ut_rand_below(30000000) : 0);
+        reorder = reorder_phase && (ut_rand_below(8) == 0);
         uct_uccl_paths_fabric_rtt(&ps, rtt, now);
+        if (reorder) {
+            uct_uccl_paths_reordered(&ps, now);
+            reorder_at = now;
+        }
         if (now >= win_end) {
             min_prev = min_cur;
             min_cur  = rtt;
@@ -610,16 +641,17 @@ static void test_burst_random(void)
         }
         srtt   = (srtt == 0) ? rtt : srtt - srtt / 8 + rtt / 8;
         base   = (min_cur < min_prev) ? min_cur : min_prev;
-        expect = ((srtt > BURST_SLACK) && ((srtt - BURST_SLACK) / 2 > base)) ?
-                 1 : BURST_MAX;
-        UT_EQ(uct_uccl_paths_burst(&ps, BURST_MAX), expect);
-        queued += (expect == 1);
+        expect = ((reorder_at != 0) && (now - reorder_at < BURST_WIN) &&
+                  (srtt > BURST_SLACK) &&
+                  ((srtt - BURST_SLACK) / 2 > base)) ? 1 : BURST_MAX;
+        UT_EQ(burst(&ps, now), expect);
+        uneven += (expect == 1);
     }
     /* both answers were exercised */
-    UT_TRUE((queued > 1000) && (queued < 199000));
+    UT_TRUE((uneven > 1000) && (uneven < 199000));
     uct_uccl_paths_cleanup(&ps);
-    printf("  burst: %u of 200000 random samples found the fabric queueing\n",
-           queued);
+    printf("  burst: %u of 200000 random samples found the paths uneven\n",
+           uneven);
 }
 
 int main(int argc, char **argv)

@@ -97,10 +97,11 @@
  * parked for that sooner */
 #define UCT_UCCL_PATH_STALL_RTOS      4
 #define UCT_UCCL_PATH_STALL_MIN_NS    5000000ull
-/* Burst length (uccl_path.h): the fabric queues when the conn's RTT is
- * above twice its minimum of the last one or two windows by more than the
- * slack (scheduling noise on a fabric that does not queue); then every
- * chunk chooses its path */
+/* Burst length (uccl_path.h): the paths queue unevenly when the conn's
+ * RTT is above twice its minimum of the last one or two windows by more
+ * than the slack (scheduling noise on a fabric that does not queue) and
+ * the peer held chunks out of order within a window; then every chunk
+ * chooses its path */
 #define UCT_UCCL_PATH_RTT_MIN_WIN_NS  1000000000ull
 #define UCT_UCCL_PATH_QUEUE_SLACK_NS  50000ull
 

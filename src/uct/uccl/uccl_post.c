@@ -45,7 +45,7 @@ int uct_uccl_tx_may_leave(uct_uccl_conn_t *conn,
 
 
 /* The path for the next chunk: a burst of PATH_BURST chunks (one while the
- * fabric queues, uccl_path.h) stays on one path (one chain, one
+ * paths queue unevenly, uccl_path.h) stays on one path (one chain, one
  * doorbell), then the scoreboard picks the better of
  * two random paths (small messages stay on the last one). A path whose send
  * queue is full is skipped; NULL when every path is full. `avoid` is the
@@ -124,7 +124,8 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
 
 found:
     conn->burst_left = uct_uccl_paths_burst(&conn->sel,
-                                            conn->iface->config.path_burst) - 1;
+                                            conn->iface->config.path_burst,
+                                            now) - 1;
     return path;
 }
 

@@ -38,15 +38,21 @@
  * An ACK of an older transmission proves nothing about the path now.
  *
  * Burst length: the caller sends up to a burst of chunks on one chosen
- * path (one chain, one doorbell). While the fabric queues (the conn's
- * smoothed fabric RTT above twice its recent minimum plus queue_slack_ns)
- * every chunk chooses its path: a burst on one path holds, behind that
- * path's queue, data that the other paths could carry now, and with
- * queues a burst's choice is made on RTTs a queue old. On a fabric that
- * does not queue the full burst is kept: a doorbell and a completion per
- * chunk would cost the CPU for nothing. The minimum is taken over the
- * current and the previous window of rtt_min_win_ns, so that it follows
- * a base RTT that rose (a route that changed) within two windows.
+ * path (one chain, one doorbell). While the paths queue unevenly, every
+ * chunk chooses its path: a burst on one path holds, behind that path's
+ * queue, data that the other paths could carry now, and with queues a
+ * burst's choice is made on RTTs a queue old. Uneven queues show as both
+ *  - queueing: the conn's smoothed fabric RTT above twice its recent
+ *    minimum plus queue_slack_ns, and
+ *  - reordering: within the last rtt_min_win_ns the peer held chunks out
+ *    of order (a chunk overtook an earlier one on a shorter path; a loss
+ *    shows the same, and a repair is worth a choice per chunk too).
+ * A queue every path shares (the sender's own link, a receiver's link)
+ * reorders nothing, and there the full burst is kept, as on a fabric that
+ * does not queue: a doorbell and a completion per chunk would cost the
+ * CPU for nothing. The minimum is taken over the current and the previous
+ * window of rtt_min_win_ns, so that it follows a base RTT that rose (a
+ * route that changed) within two windows.
  */
 #ifndef UCT_UCCL_PATH_H_
 #define UCT_UCCL_PATH_H_
@@ -126,6 +132,8 @@ typedef struct uct_uccl_paths {
     uint64_t        fab_win_end;
     uint64_t        rtt_min_win_ns;
     uint64_t        queue_slack_ns;
+    uint64_t        reorder_ns;    /* the peer last held chunks out of
+                                      order then (0: never) */
 } uct_uccl_paths_t;
 
 
@@ -285,22 +293,34 @@ static inline void uct_uccl_paths_fabric_rtt(uct_uccl_paths_t *ps,
                       ps->fab_srtt_ns - ps->fab_srtt_ns / 8 + rtt_ns / 8;
 }
 
-/* does the fabric queue (see above)? */
-static UCS_F_ALWAYS_INLINE int
-uct_uccl_paths_queueing(const uct_uccl_paths_t *ps)
+/* an ACK at `now` left the peer holding chunks out of order */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_paths_reordered(uct_uccl_paths_t *ps, uint64_t now)
 {
-    uint64_t base = ucs_min(ps->fab_min_ns[0], ps->fab_min_ns[1]);
+    ps->reorder_ns = now;
+}
 
-    return (ps->rtt_min_win_ns != 0) &&
-           (ps->fab_srtt_ns > ps->queue_slack_ns) &&
+/* do the paths queue unevenly at `now` (see above)? */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_paths_uneven(const uct_uccl_paths_t *ps, uint64_t now)
+{
+    uint64_t base;
+
+    if ((ps->reorder_ns == 0) ||
+        (now - ps->reorder_ns >= ps->rtt_min_win_ns)) {
+        return 0;
+    }
+    base = ucs_min(ps->fab_min_ns[0], ps->fab_min_ns[1]);
+    return (ps->fab_srtt_ns > ps->queue_slack_ns) &&
            ((ps->fab_srtt_ns - ps->queue_slack_ns) / 2 > base);
 }
 
 /* chunks the next burst may put on one path, of at most max_burst */
 static UCS_F_ALWAYS_INLINE unsigned
-uct_uccl_paths_burst(const uct_uccl_paths_t *ps, unsigned max_burst)
+uct_uccl_paths_burst(const uct_uccl_paths_t *ps, unsigned max_burst,
+                     uint64_t now)
 {
-    return uct_uccl_paths_queueing(ps) ? 1 : max_burst;
+    return uct_uccl_paths_uneven(ps, now) ? 1 : max_burst;
 }
 
 /* a chunk sent on p was lost */
