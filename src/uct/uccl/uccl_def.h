@@ -100,8 +100,8 @@
 /* Burst length (uccl_path.h): the paths queue unevenly when the conn's
  * RTT is above twice its minimum of the last one or two windows by more
  * than the slack (scheduling noise on a fabric that does not queue) and
- * the peer held chunks out of order within a window; then every chunk
- * chooses its path */
+ * the peer held chunks out of order after a quarter of the recent ACKs;
+ * then every chunk chooses its path */
 #define UCT_UCCL_PATH_RTT_MIN_WIN_NS  1000000000ull
 #define UCT_UCCL_PATH_QUEUE_SLACK_NS  50000ull
 
@@ -155,6 +155,10 @@
     _(acks_tx) \
     _(acks_rx) \
     _(acks_piggy)    /* ACKs our AMs carried */ \
+    _(acks_holes)    /* ACKs after which the peer held chunks out of \
+                        order */ \
+    _(bursts_cut)    /* path choices for one chunk, not a burst: the \
+                        paths queued unevenly */ \
     _(sq_full) \
     _(am_held)       /* AMs that waited for order */ \
     _(cc_paced)      /* sends the pacing held back */ \

@@ -124,8 +124,10 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
 
 found:
     conn->burst_left = uct_uccl_paths_burst(&conn->sel,
-                                            conn->iface->config.path_burst,
-                                            now) - 1;
+                                            conn->iface->config.path_burst)
+                       - 1;
+    conn->stats.bursts_cut += (conn->burst_left + 1 <
+                               conn->iface->config.path_burst);
     return path;
 }
 

@@ -165,9 +165,8 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
     if (rtt > 0) {
         uct_uccl_paths_fabric_rtt(&conn->sel, rtt, now);
     }
-    if (ucs_unlikely(conn->tracker.sacked_cnt > 0)) {
-        uct_uccl_paths_reordered(&conn->sel, now);
-    }
+    uct_uccl_paths_ack_order(&conn->sel, conn->tracker.sacked_cnt > 0);
+    conn->stats.acks_holes += (conn->tracker.sacked_cnt > 0);
     uct_uccl_cc_on_ack(&conn->cc, info.acked_bytes, rtt, now);
     if (info.rtt_ns > 0) {
         uct_uccl_rto_sample(&conn->rto,

@@ -128,7 +128,7 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
                                        queue)->length > UCT_UCCL_BULK_MIN)) {
         conn->sel.last   = conn->chains->index;
         conn->burst_left = uct_uccl_paths_burst(&conn->sel,
-                                         conn->iface->config.path_burst, now);
+                                         conn->iface->config.path_burst);
     }
     while (!ucs_queue_is_empty(&conn->tx_queue) && (bytes < quantum)) {
         chunk = ucs_queue_head_elem_non_empty(&conn->tx_queue,

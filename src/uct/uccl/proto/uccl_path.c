@@ -64,7 +64,8 @@ ucs_status_t uct_uccl_paths_init(uct_uccl_paths_t *ps,
     ps->fab_win_end     = 0;
     ps->rtt_min_win_ns  = params->rtt_min_win_ns;
     ps->queue_slack_ns  = params->queue_slack_ns;
-    ps->reorder_ns      = 0;
+    ps->ooo_frac        = 0;
+    ps->reordering      = 0;
     ps->last            = uct_uccl_paths_rand(ps) % ps->num;
     return UCS_OK;
 }

@@ -44,9 +44,12 @@
  * burst's choice is made on RTTs a queue old. Uneven queues show as both
  *  - queueing: the conn's smoothed fabric RTT above twice its recent
  *    minimum plus queue_slack_ns, and
- *  - reordering: within the last rtt_min_win_ns the peer held chunks out
- *    of order (a chunk overtook an earlier one on a shorter path; a loss
- *    shows the same, and a repair is worth a choice per chunk too).
+ *  - reordering: after more than a quarter of the recent ACKs (an EWMA
+ *    of gain 1/16 over ACKs) the peer held chunks out of order: chunks
+ *    overtook earlier ones on shorter paths; it stops below a sixteenth
+ *    (hysteresis: a single full burst, sent while the fraction dips,
+ *    puts 16 chunks on one path). A lone loss or a spurious resend
+ *    leaves a hole in a few ACKs only.
  * A queue every path shares (the sender's own link, a receiver's link)
  * reorders nothing, and there the full burst is kept, as on a fabric that
  * does not queue: a doorbell and a completion per chunk would cost the
@@ -132,8 +135,11 @@ typedef struct uct_uccl_paths {
     uint64_t        fab_win_end;
     uint64_t        rtt_min_win_ns;
     uint64_t        queue_slack_ns;
-    uint64_t        reorder_ns;    /* the peer last held chunks out of
-                                      order then (0: never) */
+    uint32_t        ooo_frac;      /* of the recent ACKs, those after
+                                      which the peer held chunks out of
+                                      order (fixed point, 1 << 16) */
+    uint8_t         reordering;    /* ooo_frac went above UNEVEN and not
+                                      yet below EVEN since */
 } uct_uccl_paths_t;
 
 
@@ -293,21 +299,32 @@ static inline void uct_uccl_paths_fabric_rtt(uct_uccl_paths_t *ps,
                       ps->fab_srtt_ns - ps->fab_srtt_ns / 8 + rtt_ns / 8;
 }
 
-/* an ACK at `now` left the peer holding chunks out of order */
+#define UCT_UCCL_PATHS_OOO_ONE    (1u << 16)
+#define UCT_UCCL_PATHS_OOO_SHIFT  4 /* EWMA gain 1/16 */
+#define UCT_UCCL_PATHS_OOO_UNEVEN (UCT_UCCL_PATHS_OOO_ONE / 4)
+#define UCT_UCCL_PATHS_OOO_EVEN   (UCT_UCCL_PATHS_OOO_ONE / 16)
+
+/* an ACK arrived; after it the peer holds chunks out of order if holes */
 static UCS_F_ALWAYS_INLINE void
-uct_uccl_paths_reordered(uct_uccl_paths_t *ps, uint64_t now)
+uct_uccl_paths_ack_order(uct_uccl_paths_t *ps, int holes)
 {
-    ps->reorder_ns = now;
+    ps->ooo_frac += ((holes ? UCT_UCCL_PATHS_OOO_ONE : 0) >>
+                     UCT_UCCL_PATHS_OOO_SHIFT) -
+                    (ps->ooo_frac >> UCT_UCCL_PATHS_OOO_SHIFT);
+    if (ucs_unlikely(ps->ooo_frac > UCT_UCCL_PATHS_OOO_UNEVEN)) {
+        ps->reordering = 1;
+    } else if (ps->ooo_frac < UCT_UCCL_PATHS_OOO_EVEN) {
+        ps->reordering = 0;
+    }
 }
 
-/* do the paths queue unevenly at `now` (see above)? */
+/* do the paths queue unevenly (see above)? */
 static UCS_F_ALWAYS_INLINE int
-uct_uccl_paths_uneven(const uct_uccl_paths_t *ps, uint64_t now)
+uct_uccl_paths_uneven(const uct_uccl_paths_t *ps)
 {
     uint64_t base;
 
-    if ((ps->reorder_ns == 0) ||
-        (now - ps->reorder_ns >= ps->rtt_min_win_ns)) {
+    if ((ps->rtt_min_win_ns == 0) || !ps->reordering) {
         return 0;
     }
     base = ucs_min(ps->fab_min_ns[0], ps->fab_min_ns[1]);
@@ -317,10 +334,9 @@ uct_uccl_paths_uneven(const uct_uccl_paths_t *ps, uint64_t now)
 
 /* chunks the next burst may put on one path, of at most max_burst */
 static UCS_F_ALWAYS_INLINE unsigned
-uct_uccl_paths_burst(const uct_uccl_paths_t *ps, unsigned max_burst,
-                     uint64_t now)
+uct_uccl_paths_burst(const uct_uccl_paths_t *ps, unsigned max_burst)
 {
-    return uct_uccl_paths_uneven(ps, now) ? 1 : max_burst;
+    return uct_uccl_paths_uneven(ps) ? 1 : max_burst;
 }
 
 /* a chunk sent on p was lost */
