@@ -99,11 +99,13 @@
 #define UCT_UCCL_PATH_STALL_MIN_NS    5000000ull
 /* Burst length (uccl_path.h): the paths queue unevenly when the conn's
  * RTT is above twice its minimum of the last one or two windows by more
- * than the slack (scheduling noise on a fabric that does not queue) and
- * the peer held chunks out of order after a quarter of the recent ACKs;
- * then every chunk chooses its path */
+ * than the slack and the peer held chunks out of order after a quarter of
+ * the recent ACKs; then every chunk chooses its path. The slack is above
+ * the scheduling noise of a loaded or instrumented host (sanitizers,
+ * valgrind), whose spurious resends leave holes too: there a chunk per
+ * doorbell would only cost more of the CPU that is short */
 #define UCT_UCCL_PATH_RTT_MIN_WIN_NS  1000000000ull
-#define UCT_UCCL_PATH_QUEUE_SLACK_NS  50000ull
+#define UCT_UCCL_PATH_QUEUE_SLACK_NS  1000000ull
 
 /* Counters (uccl_stats.c), each named once: a uint64_t field of the
  * iface's or a conn's counters, a UCS stats counter where UCX has stats,
