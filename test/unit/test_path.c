@@ -587,6 +587,8 @@ static void test_burst(void)
     UT_EQ(burst(&ps), 1);
     feed(&ps, 20000000, 30, &now, 10000, 0);
     UT_EQ(burst(&ps), BURST_MAX);
+    feed(&ps, 20000000, 200, &now, 10000, 0);
+    UT_EQ(ps.ooo_frac, 0); /* the clean fast path again */
     feed(&ps, 20000000, 30, &now, 10000, 1);
     UT_EQ(burst(&ps), 1);
     /* it drains */
@@ -633,7 +635,8 @@ static void test_burst_random(void)
         reorder = (ut_rand_below(reorder_phase ? 2 : 50) == 0);
         uct_uccl_paths_fabric_rtt(&ps, rtt, now);
         uct_uccl_paths_ack_order(&ps, reorder);
-        frac    = frac - frac / 16 + (reorder ? 65536 / 16 : 0);
+        frac    = reorder ? frac - frac / 16 + 65536 / 16 :
+                  (frac < 16) ? 0 : frac - frac / 16;
         if (frac > 65536 / 4) {
             reordering = 1;
         } else if (frac < 65536 / 16) {

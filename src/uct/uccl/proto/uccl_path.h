@@ -308,9 +308,18 @@ static inline void uct_uccl_paths_fabric_rtt(uct_uccl_paths_t *ps,
 static UCS_F_ALWAYS_INLINE void
 uct_uccl_paths_ack_order(uct_uccl_paths_t *ps, int holes)
 {
-    ps->ooo_frac += ((holes ? UCT_UCCL_PATHS_OOO_ONE : 0) >>
-                     UCT_UCCL_PATHS_OOO_SHIFT) -
-                    (ps->ooo_frac >> UCT_UCCL_PATHS_OOO_SHIFT);
+    uint32_t decay = ps->ooo_frac >> UCT_UCCL_PATHS_OOO_SHIFT;
+
+    if (ucs_likely(!holes)) {
+        if (ucs_likely(ps->ooo_frac == 0)) {
+            return; /* a clean fabric */
+        }
+        /* what the shift rounds away goes at once: back to 0 */
+        ps->ooo_frac -= decay ? decay : ps->ooo_frac;
+    } else {
+        ps->ooo_frac += (UCT_UCCL_PATHS_OOO_ONE >> UCT_UCCL_PATHS_OOO_SHIFT) -
+                        decay;
+    }
     if (ucs_unlikely(ps->ooo_frac > UCT_UCCL_PATHS_OOO_UNEVEN)) {
         ps->reordering = 1;
     } else if (ps->ooo_frac < UCT_UCCL_PATHS_OOO_EVEN) {
