@@ -35,10 +35,12 @@
 #   uccl_callgrind.sh BUILDDIR [ENV...]   (ENV for every run, e.g.
 #                                          UCX_UCCL_ACK_EVERY=8)
 #
-# CG_CONFIGS (all: put_uc put_rc am_uc am_rc am_vb tag_uc tag_rc tag_vb),
+# CG_CONFIGS (all: put_uc put_rc am_uc am_rc am_vb tag_uc tag_rc tag_vb;
+# also get_uc get_rc: UCT get zcopy, per 64 KiB chunk),
 # CG_N1 (50), CG_N2 (250): put_bw iterations; CG_LAT_N1 (1000), CG_LAT_N2
-# (6000): latency iterations; CG_PASSES1 (5000), CG_PASSES2 (55000),
-# CG_PAUSE_US (100): empty passes; CG_SIZE (1048576), CG_TIMEOUT (900 s);
+# (6000): latency iterations; CG_LAT_SIZE (8): latency message size;
+# CG_PASSES1 (5000), CG_PASSES2 (55000), CG_PAUSE_US (100): empty passes;
+# CG_SIZE (1048576), CG_TIMEOUT (900 s);
 # CG_OUT: a directory that keeps the callgrind outputs and, per side, a
 # table of every function's work, self cost, polling, timers and calls.
 set -u
@@ -50,6 +52,7 @@ n1=${CG_N1:-50}
 n2=${CG_N2:-250}
 lat_n1=${CG_LAT_N1:-1000}
 lat_n2=${CG_LAT_N2:-6000}
+lat_size=${CG_LAT_SIZE:-8}
 p1=${CG_PASSES1:-5000}
 p2=${CG_PASSES2:-55000}
 pause=${CG_PAUSE_US:-100}
@@ -97,9 +100,12 @@ config() {
         put_uc|put_rc)
             per=$((size / chunk)) lat=0
             args="-x uccl -d sv0:1 $_put" ;;
-        am_uc|am_rc) args="-x uccl -d sv0:1 -t am_lat -s 8" ;;
-        am_vb)       args="-x rc_verbs -d sv0:1 -t am_lat -s 8" ;;
-        tag_*)       args="-t tag_lat -s 8" ;;
+        get_uc|get_rc)
+            per=$((size / chunk)) lat=0
+            args="-x uccl -d sv0:1 -t get -D zcopy -s $size" ;;
+        am_uc|am_rc) args="-x uccl -d sv0:1 -t am_lat -s $lat_size" ;;
+        am_vb)       args="-x rc_verbs -d sv0:1 -t am_lat -s $lat_size" ;;
+        tag_*)       args="-t tag_lat -s $lat_size" ;;
         *)           echo "unknown config $1" >&2; return 1 ;;
     esac
     case $1 in
@@ -116,8 +122,9 @@ config() {
     esac
     case $1 in
         put_*) desc="UCT put_bw zcopy $size B, $mode, per 64 KiB chunk" ;;
-        am_*)  desc="UCT am_lat 8 B, $mode, per round trip" ;;
-        tag_*) desc="UCP tag_lat 8 B, $mode, per round trip" ;;
+        get_*) desc="UCT get zcopy $size B, $mode, per 64 KiB chunk" ;;
+        am_*)  desc="UCT am_lat $lat_size B, $mode, per round trip" ;;
+        tag_*) desc="UCP tag_lat $lat_size B, $mode, per round trip" ;;
     esac
 }
 
@@ -310,9 +317,10 @@ EOF
                 polling timers calls function)" "$table"
         fi
         name=$side
-        if [ $lat = 0 ]; then
-            name=sender; [ $side = server ] && name=receiver
-        fi
+        case $c in
+            put_*) name=sender; [ $side = server ] && name=receiver ;;
+            get_*) name=requester; [ $side = server ] && name=target ;;
+        esac
         echo "| $desc | $name | $w_tl | $w_sv | $share | $resends |" \
              "$acks |"
     done

@@ -34,8 +34,12 @@ void uh_die(const char *fmt, ...)
     va_list ap;
 
     va_start(ap, fmt);
-    fprintf(stderr, "%s[%s] FAIL (seed %u): ", uh.name,
-            uh.server ? "server" : "client", uh.seed);
+    if (uh.local) {
+        fprintf(stderr, "%s: FAIL (seed %u): ", uh.name, uh.seed);
+    } else {
+        fprintf(stderr, "%s[%s] FAIL (seed %u): ", uh.name,
+                uh.server ? "server" : "client", uh.seed);
+    }
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
     va_end(ap);
@@ -181,7 +185,22 @@ static void uh_find_component(void)
     }
 }
 
-static void uh_open_md(void)
+/* "NAME=VALUE" into a UCT config */
+static void uh_config_set(void *config, const char *setting)
+{
+    char name[64], *eq;
+
+    snprintf(name, sizeof(name), "%s", setting);
+    eq = strchr(name, '=');
+    if (eq == NULL) {
+        uh_die("setting '%s' is not NAME=VALUE", setting);
+    }
+    *eq = '\0';
+    uh_check(uct_config_modify(config, name, eq + 1), setting);
+}
+
+/* uh.dev's md, with a "NAME=VALUE" setting or NULL */
+static void uh_open_md(const char *md_setting)
 {
     uct_md_config_t *md_config;
     char md_name[64];
@@ -190,6 +209,9 @@ static void uh_open_md(void)
     *strchrnul(md_name, ':') = '\0';
     uh_check(uct_md_config_read(uh.component, NULL, NULL, &md_config),
              "md config");
+    if (md_setting != NULL) {
+        uh_config_set(md_config, md_setting);
+    }
     uh_check(uct_md_open(uh.component, md_name, md_config, &uh.md),
              "md open");
     uct_config_release(md_config);
@@ -222,14 +244,20 @@ void uh_iface_open(uct_iface_h *iface_p, uct_iface_attr_t *attr_p)
     uct_iface_progress_enable(*iface_p, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
 }
 
-void uh_setup(void)
+/* the md, the async context and the worker */
+static void uh_open_worker(const char *md_setting)
 {
     uh_find_component();
-    uh_open_md();
+    uh_open_md(md_setting);
     uh_check(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
                                       &uh.async), "async");
     uh_check(uct_worker_create(uh.async, UCS_THREAD_MODE_SINGLE, &uh.worker),
              "worker");
+}
+
+void uh_setup(void)
+{
+    uh_open_worker(NULL);
     uh_iface_open(&uh.iface, &uh.iface_attr);
     if (uh.buf_mmap) {
         uh.buf = mmap(NULL, uh.buf_size, PROT_READ | PROT_WRITE,
@@ -409,4 +437,65 @@ size_t uh_pack(void *dest, void *arg)
 void uh_unpack(void *arg, const void *data, size_t length)
 {
     memcpy(*(uint8_t**)arg, data, length);
+}
+
+void uh_local_init(const char *md_setting)
+{
+    uh.local = 1;
+    uh_open_worker(md_setting);
+}
+
+ucs_status_t uh_local_iface_open(uh_iface_t *ifc,
+                                 const uct_iface_params_t *params,
+                                 const char *const *settings)
+{
+    uct_iface_config_t *config;
+    ucs_status_t status;
+
+    uh_check(uct_md_iface_config_read(uh.md, "uccl", NULL, NULL, &config),
+             "iface config");
+    for (; (settings != NULL) && (*settings != NULL); ++settings) {
+        uh_config_set(config, *settings);
+    }
+    status = uct_iface_open(uh.md, uh.worker, params, config, &ifc->iface);
+    uct_config_release(config);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    uh_check(uct_iface_query(ifc->iface, &ifc->attr), "iface query");
+    if ((ifc->attr.device_addr_len > UH_ADDR_MAX) ||
+        (ifc->attr.iface_addr_len > UH_ADDR_MAX)) {
+        uh_die("addresses too long");
+    }
+    uh_check(uct_iface_get_device_address(ifc->iface, (void*)ifc->dev_addr),
+             "device address");
+    uh_check(uct_iface_get_address(ifc->iface, (void*)ifc->iface_addr),
+             "iface address");
+    uct_iface_progress_enable(ifc->iface,
+                              UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    return UCS_OK;
+}
+
+uct_ep_h uh_local_ep(const uh_iface_t *from, const uh_iface_t *to)
+{
+    uct_ep_params_t params = {
+        .field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                      UCT_EP_PARAM_FIELD_DEV_ADDR |
+                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
+        .iface      = from->iface,
+        .dev_addr   = (const void*)to->dev_addr,
+        .iface_addr = (const void*)to->iface_addr
+    };
+    uct_ep_h ep;
+
+    uh_check(uct_ep_create(&params, &ep), "ep create");
+    return ep;
+}
+
+void uh_local_cleanup(void)
+{
+    uct_worker_destroy(uh.worker);
+    ucs_async_context_destroy(uh.async);
+    uct_md_close(uh.md);
 }

@@ -1,9 +1,11 @@
 /**
  * Copyright (C) uccl contributors. See file LICENSE for terms.
  *
- * What the two-process UCT test programs share: a uccl md/iface/ep between
- * a server and a client, addresses and keys exchanged over a TCP socket,
- * one registered buffer on each side, completion waiting and retries.
+ * What the UCT test programs share: a uccl md/iface/ep between a server
+ * and a client, addresses and keys exchanged over a TCP socket, one
+ * registered buffer on each side, completion waiting and retries; and for
+ * the single-process tests, the md, worker, ifaces and eps between them in
+ * one process (uh_local_*).
  */
 #ifndef UCCL_TEST_UCT_HARNESS_H_
 #define UCCL_TEST_UCT_HARNESS_H_
@@ -26,6 +28,7 @@ typedef struct {
     /* set by the program before uh_setup() */
     const char          *name;       /* for messages */
     int                 server;
+    int                 local;       /* one process: no server or client */
     const char          *host;
     int                 port;
     const char          *dev;
@@ -85,6 +88,28 @@ void uh_teardown(void);
 void uh_xfer(void *data, size_t len, int send);
 /* has the peer closed its socket (died)? */
 int uh_peer_gone(void);
+
+/* One process, several ifaces on one md and worker */
+typedef struct {
+    uct_iface_h         iface;
+    uct_iface_attr_t    attr;
+    uint8_t             dev_addr[UH_ADDR_MAX];
+    uint8_t             iface_addr[UH_ADDR_MAX];
+} uh_iface_t;
+
+/* uh.md (of uh.dev's device, with a "NAME=VALUE" md setting or NULL),
+ * uh.async and uh.worker */
+void uh_local_init(const char *md_setting);
+/* an iface of uh.md on uh.worker with params and the "NAME=VALUE" iface
+ * settings of a NULL-ended list (or NULL), queried, its addresses read,
+ * progress enabled; what uct_iface_open returned */
+ucs_status_t uh_local_iface_open(uh_iface_t *ifc,
+                                 const uct_iface_params_t *params,
+                                 const char *const *settings);
+/* an ep of `from` to `to`'s address */
+uct_ep_h uh_local_ep(const uh_iface_t *from, const uh_iface_t *to);
+/* the worker, the async context and the md (the ifaces closed before) */
+void uh_local_cleanup(void);
 
 typedef struct {
     uct_completion_t comp;

@@ -28,21 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEV        "sv0:1"
-#define MD_NAME    "sv0"
 #define AM_ID      5
-#define ADDR_MAX   256
 #define NEPS       64
 #define ROUNDS     4000
 #define TIMEOUT_S  60.0
 #define FAIR_RATIO 2          /* most sends / fewest at most */
-
-typedef struct {
-    uct_iface_h         iface;
-    uct_iface_attr_t    attr;
-    uint8_t             dev_addr[ADDR_MAX];
-    uint8_t             iface_addr[ADDR_MAX];
-} iface_t;
 
 typedef struct {
     uct_pending_req_t   uct;
@@ -51,10 +41,6 @@ typedef struct {
 } preq_t;
 
 static unsigned rnd_state;
-static uct_component_h component;
-static uct_md_h md;
-static ucs_async_context_t *async;
-static uct_worker_h worker;
 static uct_ep_h eps[NEPS];
 static preq_t reqs[NEPS];
 static uint32_t sent[NEPS];        /* AMs each ep sent */
@@ -129,83 +115,25 @@ static void progress_while(const volatile unsigned *value, unsigned equal,
     double deadline = uh_now() + TIMEOUT_S;
 
     while (*value == equal) {
-        uct_worker_progress(worker);
+        uct_worker_progress(uh.worker);
         if (uh_now() > deadline) {
             uh_die("%s: stuck for %.0f s", what, TIMEOUT_S);
         }
     }
 }
 
-static void iface_open(iface_t *ifc)
+/* an iface on the shared md and worker, without an error handler */
+static void iface_open(uh_iface_t *ifc)
 {
     uct_iface_params_t params = {
         .field_mask            = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
                                  UCT_IFACE_PARAM_FIELD_DEVICE,
         .open_mode             = UCT_IFACE_OPEN_MODE_DEVICE,
         .mode.device.tl_name   = "uccl",
-        .mode.device.dev_name  = DEV
+        .mode.device.dev_name  = uh.dev
     };
-    uct_iface_config_t *config;
 
-    uh_check(uct_md_iface_config_read(md, "uccl", NULL, NULL, &config),
-          "iface config");
-    uh_check(uct_iface_open(md, worker, &params, config, &ifc->iface),
-          "iface open");
-    uct_config_release(config);
-    uh_check(uct_iface_query(ifc->iface, &ifc->attr), "iface query");
-    if ((ifc->attr.device_addr_len > ADDR_MAX) ||
-        (ifc->attr.iface_addr_len > ADDR_MAX)) {
-        uh_die("addresses too long");
-    }
-    uh_check(uct_iface_get_device_address(ifc->iface, (void*)ifc->dev_addr),
-          "device address");
-    uh_check(uct_iface_get_address(ifc->iface, (void*)ifc->iface_addr),
-          "iface address");
-    uct_iface_progress_enable(ifc->iface,
-                              UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
-}
-
-static uct_ep_h ep_create(iface_t *from, iface_t *to)
-{
-    uct_ep_params_t params = {
-        .field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                      UCT_EP_PARAM_FIELD_DEV_ADDR |
-                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
-        .iface      = from->iface,
-        .dev_addr   = (void*)to->dev_addr,
-        .iface_addr = (void*)to->iface_addr
-    };
-    uct_ep_h ep;
-
-    uh_check(uct_ep_create(&params, &ep), "ep create");
-    return ep;
-}
-
-static void ctx_init(void)
-{
-    uct_component_attr_t cattr = {.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME};
-    uct_component_h *components;
-    uct_md_config_t *md_config;
-    unsigned i, num;
-
-    uh_check(uct_query_components(&components, &num), "uct_query_components");
-    for (i = 0; i < num; ++i) {
-        uh_check(uct_component_query(components[i], &cattr), "component query");
-        if (!strcmp(cattr.name, "uccl")) {
-            component = components[i];
-        }
-    }
-    uct_release_component_list(components);
-    if (component == NULL) {
-        uh_die("no uccl component: run under uccl-run");
-    }
-    uh_check(uct_md_config_read(component, NULL, NULL, &md_config), "md config");
-    uh_check(uct_md_open(component, MD_NAME, md_config, &md), "md open");
-    uct_config_release(md_config);
-    uh_check(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async),
-          "async");
-    uh_check(uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker),
-          "worker");
+    uh_check(uh_local_iface_open(ifc, &params, NULL), "iface open");
 }
 
 /* Every ep fills up in turn (from a random one), then progress until one
@@ -256,7 +184,7 @@ static void drain(void)
         total += sent[i];
     }
     while (rx_count < total) {
-        uct_worker_progress(worker);
+        uct_worker_progress(uh.worker);
         if (uh_now() > deadline) {
             uh_die("%lu of %lu AMs arrived", rx_count, total);
         }
@@ -268,18 +196,18 @@ static void drain(void)
 
 int main(int argc, char **argv)
 {
-    iface_t a, b;
+    uh_iface_t a, b;
     unsigned i;
 
     uh.name   = "uct_pending";
     uh.seed   = (argc > 1) ? strtoul(argv[1], NULL, 0) : 1;
     rnd_state = uh.seed;
-    ctx_init();
+    uh_local_init(NULL);
     iface_open(&a);
     iface_open(&b);
     uh_check(uct_iface_set_am_handler(b.iface, AM_ID, am_cb, NULL, 0), "am");
     for (i = 0; i < NEPS; ++i) {
-        eps[i]           = ep_create(&a, &b);
+        eps[i]           = uh_local_ep(&a, &b);
         reqs[i].uct.func = pending_cb;
         reqs[i].ep       = i;
     }
@@ -293,9 +221,7 @@ int main(int argc, char **argv)
     }
     uct_iface_close(b.iface);
     uct_iface_close(a.iface);
-    uct_worker_destroy(worker);
-    ucs_async_context_destroy(async);
-    uct_md_close(md);
+    uh_local_cleanup();
     printf("uct_pending: OK\n");
     return 0;
 }

@@ -445,6 +445,9 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
     if (conn->ack_pending) {
         ucs_list_del(&conn->ack_link);
     }
+    if (conn->ack_in_held) {
+        ucs_list_del(&conn->ack_in_link);
+    }
     uct_uccl_credit_conn_detach(conn);
     uct_uccl_async_conn_cleanup(conn);
     uct_uccl_conn_timer_cleanup(conn);

@@ -172,7 +172,9 @@ struct uct_uccl_conn {
     uint32_t                rc_csn;      /* RC: next CSN (no tracker) */
     uint32_t                rc_outstanding;
     uint32_t                rc_writes;   /* RC: WRITEs posted, not done */
-    uint16_t                ord_path;    /* RC: the path AMs take */
+    uint16_t                ord_path;    /* the path small messages (RC:
+                                            AMs) take ... */
+    uint64_t                ord_until;   /* ... and may leave after */
     uint32_t                gets_issued; /* GET ops ever issued */
     uint32_t                serve_reserved; /* reply chunks of peer's GET
                                                requests taken, not served */
@@ -194,7 +196,6 @@ struct uct_uccl_conn {
     ucs_list_link_t         flushes;     /* flush ops waiting */
     ucs_list_link_t         zombies;     /* released chunks still posted */
     ucs_list_link_t         rc_inflight; /* RC: posted, not completed */
-    uint8_t                 in_dispatch; /* running the pending queue */
     ucs_queue_head_t        pending_q;   /* uct_pending_req_t */
 
     /* transmit scheduler (uccl_sched.c): a group of its own, holding the
@@ -242,6 +243,13 @@ struct uct_uccl_conn {
 
     ucs_list_link_t         list;        /* iface conns */
     ucs_list_link_t         ack_link;    /* iface ACK list */
+    /* the ACK the last AM from the peer carried, held for the next pass
+     * (uct_uccl_rx_acks_in) */
+    uint8_t                 ack_in_held;
+    uct_uccl_ack_t          ack_in;
+    uint64_t                ack_in_cqe_ns; /* when it arrived */
+    uint64_t                ack_in_seen_ns; /* when the poll found it */
+    ucs_list_link_t         ack_in_link; /* iface's acks_in */
     ucs_list_link_t         err_link;    /* iface's async errs */
     uct_uccl_conn_stats_t   stats;
     UCS_STATS_NODE_DECLARE(stats_node)   /* where UCX has stats */

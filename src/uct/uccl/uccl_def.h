@@ -45,8 +45,12 @@
                                             wrong, not early */
 
 /* Messages up to this size keep their order on one path (paths reorder):
- * they move to another only once everything on the current one completed */
+ * they move to another only once everything on the current one completed,
+ * and not before they had it for PATH_STICKY_NS: one QP's state stays warm
+ * in the device for a stream of them, and the scoreboard still steers them
+ * off a slow path */
 #define UCT_UCCL_PATH_STICKY_MAX  8192
+#define UCT_UCCL_PATH_STICKY_NS   1000000
 /* A chunk longer than this is bulk: a bulk chain ends with a tail mark, and
  * a bulk burst joins the chain of resends */
 #define UCT_UCCL_BULK_MIN         8192
@@ -56,6 +60,9 @@
  * waiting, but at least this many chunks, a chain worth a doorbell and a
  * completion; the turn lasts until it has them */
 #define UCT_UCCL_DEST_QUOTA_MIN   16
+/* Bytes a chunk counts against a turn's DRR_QUANTUM besides its payload
+ * (its headers and work request): a turn of small chunks ends too */
+#define UCT_UCCL_DRR_CHUNK_COST   64
 
 /* Loss repair (uccl_repair.c) */
 #define UCT_UCCL_RTO_RESEND_MAX   4      /* chunks resent per timeout */

@@ -111,16 +111,17 @@ static void uct_uccl_sigusr2(int signo)
 
 
 /* One run of the engine, from the user's progress call or a background
- * pass (uccl_async.c), with the async context blocked. The receive CQ
- * (data and control) is polled always, the send CQs only while WRs are
- * out, the pacing wheel swept only while a conn waits on it. */
+ * pass (uccl_async.c), with the async context blocked. The ACKs the last
+ * pass's AMs carried come first; the receive CQ (data and control) is
+ * polled always, the send CQs only while WRs are out, the pacing wheel
+ * swept only while a conn waits on it. */
 unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
 {
     unsigned count;
     uint64_t now;
 
-    ++iface->busy;
-    count  = uct_uccl_iface_poll_recv(iface);
+    count  = uct_uccl_rx_acks_in(iface);
+    count += uct_uccl_iface_poll_recv(iface);
     if (iface->ctl.tx_nfree < UCT_UCCL_CTL_TX_DEPTH) {
         count += uct_uccl_iface_poll_ctl_tx(iface);
     }
@@ -151,7 +152,6 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
     }
     count += uct_uccl_sched_transmit(iface);
     uct_uccl_rx_refill(iface);
-    --iface->busy;
     return count;
 }
 

@@ -28,9 +28,12 @@ uct_uccl_ep_check(uct_uccl_conn_t *conn, unsigned nchunks)
     if (ucs_unlikely(conn->peer_closed)) {
         return uct_uccl_conn_fail_later(conn);
     }
-    /* keep the order of what waits in the pending queue */
-    if (ucs_unlikely(!conn->in_dispatch &&
-                     !ucs_queue_is_empty(&conn->pending_q))) {
+    /* keep the order of what waits in the pending queue, except for what
+     * the request being dispatched issues (UCT keeps it at the head while
+     * its callback runs): requests run only in their conn's scheduler
+     * turn (uct_uccl_ep_dispatch_pending) */
+    if (ucs_unlikely(!ucs_queue_is_empty(&conn->pending_q) &&
+                     (conn != conn->iface->sched_current))) {
         return UCS_ERR_NO_RESOURCE;
     }
     /* an operation larger than the queue limit goes when the queue is empty,

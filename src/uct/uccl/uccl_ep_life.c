@@ -129,7 +129,9 @@ void uct_uccl_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
     uct_pending_queue_purge(priv, &conn->pending_q, 1, cb, arg);
 }
 
-/* Call pending requests in their order while the conn has room. A
+/* Call pending requests in their order while the conn has room; only in
+ * the conn's scheduler turn (iface->sched_current), which lets the
+ * operations they issue pass the pending queue's order check. A
  * background pass (uccl_async.c) calls only those added with
  * UCT_CB_FLAG_ASYNC, up to the first other one; the user's next progress
  * call goes on from there. */
@@ -142,13 +144,12 @@ void uct_uccl_ep_dispatch_pending(uct_uccl_conn_t *conn)
         return;
     }
 
-    conn->in_dispatch = 1;
+    ucs_assert(conn == conn->iface->sched_current);
     uct_pending_queue_dispatch(priv, &conn->pending_q,
                                (conn->state == UCT_UCCL_CONN_CONNECTED) &&
                                (conn->tx_queued <
                                 conn->iface->config.max_queued) &&
                                (!async || (priv->flags & UCT_CB_FLAG_ASYNC)));
-    conn->in_dispatch = 0;
 }
 
 /* Paths for a new conn to a peer iface. Conns between the same two ifaces

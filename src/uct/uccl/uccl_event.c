@@ -227,6 +227,7 @@ ucs_status_t uct_uccl_iface_event_arm(uct_iface_h tl_iface, unsigned events)
     iface->event.armed = 0;
     if ((uct_uccl_event_drain(iface) > 0) || (iface->async.deferred > 0) ||
         !ucs_list_is_empty(&iface->ack_list) ||
+        !ucs_list_is_empty(&iface->acks_in) ||
         !ucs_arbiter_is_empty(&iface->tx_arb)) {
         return UCS_ERR_BUSY;
     }

@@ -203,6 +203,7 @@ static ucs_status_t uct_uccl_iface_tables_init(uct_uccl_iface_t *iface)
     ucs_list_head_init(&iface->conns);
     uct_uccl_sched_init(iface);
     ucs_list_head_init(&iface->ack_list);
+    ucs_list_head_init(&iface->acks_in);
     ucs_list_head_init(&iface->timers.active);
     kh_init_inplace(uct_uccl_qpn, &iface->qpn_hash);
     kh_init_inplace(uct_uccl_peers, &iface->peers);
@@ -264,6 +265,96 @@ static ucs_status_t uct_uccl_iface_port_parse(uct_uccl_md_t *md,
     return UCS_OK;
 }
 
+/* What the iface is: its port, its mode, its completion timestamps and
+ * the settings the configuration gives it */
+static ucs_status_t
+uct_uccl_iface_settings_init(uct_uccl_iface_t *iface, uct_uccl_md_t *md,
+                             const uct_uccl_iface_config_t *config,
+                             const uct_iface_params_t *params)
+{
+    unsigned port_num;
+    ucs_status_t status;
+
+    status = uct_uccl_iface_port_parse(md, params, &port_num);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_uccl_iface_config_check(config);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    iface->md       = md;
+    iface->port_num = port_num;
+    iface->port     = uct_uccl_md_port(md, port_num);
+    iface->uuid     = ucs_generate_uuid((uintptr_t)iface);
+
+    status = uct_uccl_iface_mode_select(iface, md, config->mode);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = uct_uccl_iface_cq_ts_select(iface, md, config->cq_ts);
+    if (status != UCS_OK) {
+        return status;
+    }
+    uct_uccl_iface_config_set(iface, config);
+    return UCS_OK;
+}
+
+/* The engine's verbs resources: pools, the CQs' event channel, CQs and
+ * SRQ, control QP; the SRQ filled */
+static ucs_status_t
+uct_uccl_iface_resources_init(uct_uccl_iface_t *iface,
+                              const uct_uccl_iface_config_t *config,
+                              const uct_iface_params_t *params)
+{
+    ucs_status_t status;
+
+    status = uct_uccl_iface_pools_init(iface, config, params);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    status = uct_uccl_event_init(iface);
+    if (status != UCS_OK) {
+        goto err_pools;
+    }
+
+    status = uct_uccl_iface_queues_init(iface);
+    if (status != UCS_OK) {
+        goto err_event;
+    }
+
+    status = uct_uccl_iface_ctl_init(iface);
+    if (status != UCS_OK) {
+        goto err_queues;
+    }
+
+    iface->srq_posted = 1; /* not "ran dry" before the first fill */
+    uct_uccl_rx_refill(iface);
+    --iface->srq_posted;
+    return UCS_OK;
+
+err_queues:
+    uct_uccl_iface_queues_cleanup(iface);
+err_event:
+    uct_uccl_event_cleanup(iface);
+err_pools:
+    uct_uccl_iface_pools_cleanup(iface);
+err:
+    return status;
+}
+
+static void uct_uccl_iface_resources_cleanup(uct_uccl_iface_t *iface)
+{
+    uct_uccl_iface_ctl_cleanup(iface);
+    uct_uccl_iface_queues_cleanup(iface);
+    uct_uccl_event_cleanup(iface);
+    /* descs posted on destroyed QPs never complete: no leak check */
+    uct_uccl_iface_pools_cleanup(iface);
+}
+
 static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
                            uct_worker_h worker,
                            const uct_iface_params_t *params,
@@ -272,7 +363,6 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     uct_uccl_iface_config_t *config = ucs_derived_of(tl_config,
                                                      uct_uccl_iface_config_t);
     uct_uccl_md_t *md               = ucs_derived_of(tl_md, uct_uccl_md_t);
-    unsigned port_num;
     ucs_status_t status;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_uccl_iface_tl_ops,
@@ -285,30 +375,10 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
     memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,
            sizeof(*self) - sizeof(self->super));
 
-    status = uct_uccl_iface_port_parse(md, params, &port_num);
+    status = uct_uccl_iface_settings_init(self, md, config, params);
     if (status != UCS_OK) {
         return status;
     }
-
-    status = uct_uccl_iface_config_check(config);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    self->md       = md;
-    self->port_num = port_num;
-    self->port     = uct_uccl_md_port(md, port_num);
-    self->uuid     = ucs_generate_uuid((uintptr_t)self);
-
-    status = uct_uccl_iface_mode_select(self, md, config->mode);
-    if (status != UCS_OK) {
-        return status;
-    }
-    status = uct_uccl_iface_cq_ts_select(self, md, config->cq_ts);
-    if (status != UCS_OK) {
-        return status;
-    }
-    uct_uccl_iface_config_set(self, config);
 
     status = uct_uccl_iface_cc_init(self, config);
     if (status != UCS_OK) {
@@ -320,35 +390,16 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
         goto err_cc;
     }
 
-    status = uct_uccl_iface_pools_init(self, config, params);
+    status = uct_uccl_iface_resources_init(self, config, params);
     if (status != UCS_OK) {
         goto err_tables;
     }
-
-    status = uct_uccl_event_init(self);
-    if (status != UCS_OK) {
-        goto err_pools;
-    }
-
-    status = uct_uccl_iface_queues_init(self);
-    if (status != UCS_OK) {
-        goto err_event;
-    }
-
-    status = uct_uccl_iface_ctl_init(self);
-    if (status != UCS_OK) {
-        goto err_queues;
-    }
-
     uct_uccl_iface_dump_init(self);
-    self->srq_posted = 1; /* not "ran dry" before the first fill */
-    uct_uccl_rx_refill(self);
-    --self->srq_posted;
 
     /* last: from here on the timer may run the engine */
     status = uct_uccl_async_init(self, config->async_idle);
     if (status != UCS_OK) {
-        goto err_ctl;
+        goto err_resources;
     }
     ucs_debug("uccl: iface %s mode %s paths %u chunk %zu ctl qpn 0x%x",
               params->mode.device.dev_name, self->rc_mode ? "rc" : "uc",
@@ -356,14 +407,8 @@ static UCS_CLASS_INIT_FUNC(uct_uccl_iface_t, uct_md_h tl_md,
               self->ctl.qp->qp_num);
     return UCS_OK;
 
-err_ctl:
-    uct_uccl_iface_ctl_cleanup(self);
-err_queues:
-    uct_uccl_iface_queues_cleanup(self);
-err_event:
-    uct_uccl_event_cleanup(self);
-err_pools:
-    uct_uccl_iface_pools_cleanup(self);
+err_resources:
+    uct_uccl_iface_resources_cleanup(self);
 err_tables:
     uct_uccl_iface_tables_cleanup(self);
 err_cc:
@@ -395,11 +440,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_uccl_iface_t)
         }
     });
 
-    uct_uccl_iface_ctl_cleanup(self);
-    uct_uccl_iface_queues_cleanup(self);
-    uct_uccl_event_cleanup(self);
-    /* descs posted on destroyed QPs never complete: no leak check */
-    uct_uccl_iface_pools_cleanup(self);
+    uct_uccl_iface_resources_cleanup(self);
     uct_uccl_iface_tables_cleanup(self);
     ucs_twheel_cleanup(&self->pace_wheel);
     uct_uccl_credit_cleanup(self);

@@ -172,6 +172,7 @@ struct uct_uccl_iface {
     khash_t(uct_uccl_dests) dests;       /* peer ifaces we send to */
     uct_uccl_conn_t         *sched_current; /* the conn in its turn */
     ucs_list_link_t         ack_list;    /* conns owing an ACK */
+    ucs_list_link_t         acks_in;     /* conns holding an AM's ACK */
     unsigned                tx_outstanding; /* WRs on the send CQ */
     uint64_t                next_timer;
     /* the receive completion being handled: */
@@ -198,9 +199,6 @@ struct uct_uccl_iface {
     unsigned                num_passive; /* conns peers opened to us */
     unsigned                rx_held;     /* receive buffers parked for
                                             their order, all conns */
-    unsigned                busy;        /* in an engine pass: what the
-                                            callbacks it runs queue waits
-                                            for its scheduler */
     int                     dump_seen;   /* SIGUSR2 dump requests served */
 
     /* the engine runs from an async timer while the user does not call
@@ -346,7 +344,7 @@ static inline void uct_uccl_stats_iface_sync(uct_uccl_iface_t *iface) {}
 static inline void uct_uccl_stats_conn_sync(uct_uccl_conn_t *conn) {}
 #endif
 
-/* resources (uccl_io.c) */
+/* resources: pools and control QP (uccl_io.c), CQs and SRQ (uccl_cq.c) */
 ucs_status_t uct_uccl_iface_pools_init(uct_uccl_iface_t *iface,
                                        const uct_uccl_iface_config_t *config,
                                        const uct_iface_params_t *params);

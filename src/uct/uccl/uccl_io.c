@@ -2,19 +2,18 @@
  * Copyright (C) uccl contributors. See file LICENSE for terms.
  *
  * The engine's verbs resources: the registered pools (one memory region per
- * mpool chunk), the send and receive CQs and the shared SRQ of all data
- * QPs, and the UD control QP with its buffers. Lower layers post through
- * them and return; nothing here calls up.
+ * mpool chunk) and the UD control QP with its buffers (the CQs and the SRQ
+ * are in uccl_cq.c). Lower layers post through them and return; nothing
+ * here calls up.
  */
 #include "uccl_tx.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
+#include <ucs/sys/sys.h>
 #include <ucs/datastruct/mpool.inl>
-#include <errno.h>
 #include <string.h>
-#include <time.h>
 
 
 /* ------------------------------------------------------------------------ */
@@ -443,8 +442,9 @@ void uct_uccl_iface_ctl_cleanup(uct_uccl_iface_t *iface)
  * the user asked (am_alignment, with am_align_offset: the byte at that
  * offset is aligned; an offset without an alignment is an error, one past
  * the buffer is ignored, as in UCX's transports), else to 8 bytes. The
- * buffer's data starts on the alignment and the SEND lands `pad` bytes
- * into it. */
+ * buffer's data starts on a page (or the alignment, if larger) and the
+ * SEND lands `pad` bytes into it: a SEND of up to a page stays in one page
+ * (one translation for the device; softverbs pins each page it writes). */
 static ucs_status_t uct_uccl_iface_rx_layout(uct_uccl_iface_t *iface,
                                              const uct_iface_params_t *params)
 {
@@ -469,7 +469,7 @@ static ucs_status_t uct_uccl_iface_rx_layout(uct_uccl_iface_t *iface,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    iface->config.rx_align = ucs_max(align, UCS_SYS_CACHE_LINE_SIZE);
+    iface->config.rx_align = ucs_max(align, ucs_get_page_size());
     iface->config.rx_pad   = (align - ((sizeof(uct_uccl_am_hdr_t) + offset) %
                                        align)) % align;
     return UCS_OK;
@@ -554,201 +554,3 @@ void uct_uccl_iface_pools_cleanup(uct_uccl_iface_t *iface)
     ucs_mpool_cleanup(&iface->hdr_mp, 0);
     ucs_mpool_cleanup(&iface->tx_mp, 0);
 }
-
-/* ------------------------------------------------------------------------ */
-/* The receive CQ's completion timestamps                                   */
-/* ------------------------------------------------------------------------ */
-
-/* A reading of the clock the completions are stamped with, between two of
- * ours; 0 if the device would not give one. The raw clock comes as a
- * timespec whose nanoseconds field holds the ticks where the provider
- * counts ticks (mlx5: seconds 0), seconds and nanoseconds where it counts
- * time: both add up to the count. */
-static int uct_uccl_iface_clock_read(uct_uccl_iface_t *iface, uint64_t *tick,
-                                     uint64_t *before, uint64_t *after)
-{
-    struct ibv_values_ex values = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
-    struct timespec ts;
-    int ret;
-
-    *before = uct_uccl_now_ns();
-    if (iface->cq_ts == UCT_UCCL_CQ_TS_RAW) {
-        ret = ibv_query_rt_values_ex(iface->md->ctx, &values);
-        if ((ret != 0) || !(values.comp_mask & IBV_VALUES_MASK_RAW_CLOCK)) {
-            return 0;
-        }
-        ts = values.raw_clock;
-    } else if (clock_gettime(CLOCK_REALTIME, &ts) != 0) {
-        return 0;
-    }
-    *after = uct_uccl_now_ns();
-    *tick  = (uint64_t)ts.tv_sec * UCS_NSEC_PER_SEC + ts.tv_nsec;
-    return 1;
-}
-
-/* A sample of the timestamps' clock (a function of its own: it runs per
- * UCT_UCCL_CLOCK_SYNC_NS of wall time, and profiles tell it apart) */
-static UCS_F_NOINLINE void uct_uccl_iface_clock_sync(uct_uccl_iface_t *iface)
-{
-    uint64_t tick, before, after;
-
-    if (uct_uccl_iface_clock_read(iface, &tick, &before, &after)) {
-        (void)uct_uccl_clock_sample(&iface->cq_clock, tick, before, after);
-    }
-}
-
-/* The receive CQ with timestamps of iface->cq_ts, and the first sample of
- * their clock */
-static struct ibv_cq *uct_uccl_iface_recv_cq_ts(uct_uccl_iface_t *iface,
-                                                unsigned cqe)
-{
-    const uct_uccl_md_t *md            = iface->md;
-    struct ibv_cq_init_attr_ex cq_attr = {
-        .cqe      = cqe,
-        .channel  = iface->event.chan,
-        .wc_flags = UCT_UCCL_CQ_WC_FLAGS |
-                    ((iface->cq_ts == UCT_UCCL_CQ_TS_RAW) ?
-                     IBV_WC_EX_WITH_COMPLETION_TIMESTAMP :
-                     IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
-    };
-    ucs_status_t status;
-
-    status = (iface->cq_ts == UCT_UCCL_CQ_TS_RAW) ?
-             uct_uccl_clock_init(&iface->cq_clock, md->caps.ts_khz,
-                                 md->caps.ts_mask) :
-             uct_uccl_clock_init(&iface->cq_clock,
-                                 UCS_NSEC_PER_SEC / UCS_MSEC_PER_SEC,
-                                 UINT64_MAX);
-    if (status != UCS_OK) {
-        ucs_error("uccl: %s: bad timestamp clock (%lu kHz, mask 0x%lx)",
-                  md->name, md->caps.ts_khz, md->caps.ts_mask);
-        return NULL;
-    }
-    iface->recv_cq_ex = ibv_create_cq_ex(md->ctx, &cq_attr);
-    if (iface->recv_cq_ex == NULL) {
-        return NULL;
-    }
-    uct_uccl_iface_clock_sync(iface);
-    return ibv_cq_ex_to_cq(iface->recv_cq_ex);
-}
-
-/* The completion at the CQ's cursor as ibv_poll_cq would give it (what
- * the receive path reads of it) and its timestamp */
-static UCS_F_ALWAYS_INLINE void
-uct_uccl_iface_cqe_read(uct_uccl_iface_t *iface, struct ibv_cq_ex *cq,
-                        struct ibv_wc *wc, uint64_t *tick)
-{
-    wc->wr_id  = cq->wr_id;
-    wc->status = cq->status;
-    wc->qp_num = ibv_wc_read_qp_num(cq);
-    if (ucs_unlikely(wc->status != IBV_WC_SUCCESS)) {
-        *tick = iface->cq_clock.ref_tick;
-        return;
-    }
-    wc->byte_len = ibv_wc_read_byte_len(cq);
-    wc->wc_flags = ibv_wc_read_wc_flags(cq);
-    if (ucs_likely(wc->qp_num != iface->ctl.qpn)) {
-        wc->opcode   = ibv_wc_read_opcode(cq);
-        wc->imm_data = ibv_wc_read_imm_data(cq);
-    } else {
-        wc->src_qp   = ibv_wc_read_src_qp(cq);
-        wc->slid     = ibv_wc_read_slid(cq);
-    }
-    *tick = (iface->cq_ts == UCT_UCCL_CQ_TS_RAW) ?
-            ibv_wc_read_completion_ts(cq) :
-            ibv_wc_read_completion_wallclock_ns(cq);
-}
-
-/* Up to max completions of the timestamped receive CQ into wcs, their
- * arrival in our time into ts; sets rx_poll_ns to the time they were
- * found. None arrived after that: a timestamp that maps later (by more
- * than the mapping's error) is counted (cqe_ts_bad) and the poll's time
- * used instead. The clock is sampled again here once the latest sample is
- * old: only while completions arrive. < 0: an error. */
-int uct_uccl_iface_recv_read_ts(uct_uccl_iface_t *iface, struct ibv_wc *wcs,
-                                uint64_t *ts, int max)
-{
-    struct ibv_poll_cq_attr attr = {};
-    struct ibv_cq_ex *cq         = iface->recv_cq_ex;
-    uint64_t now;
-    int i, n, ret;
-
-    ret = ibv_start_poll(cq, &attr);
-    if (ret != 0) {
-        return (ret == ENOENT) ? 0 : -ret;
-    }
-    n = 0;
-    do {
-        uct_uccl_iface_cqe_read(iface, cq, &wcs[n], &ts[n]);
-    } while ((++n < max) && (ibv_next_poll(cq) == 0));
-    ibv_end_poll(cq);
-
-    now = uct_uccl_now_ns();
-    if (ucs_unlikely(uct_uccl_clock_stale(&iface->cq_clock, now))) {
-        uct_uccl_iface_clock_sync(iface);
-    }
-    for (i = 0; i < n; ++i) {
-        ts[i] = uct_uccl_clock_map(&iface->cq_clock, ts[i]);
-        if (ucs_unlikely(ts[i] > now)) {
-            iface->stats.cqe_ts_bad += (ts[i] - now >
-                                        UCT_UCCL_CQE_TS_SLACK_NS);
-            ts[i] = now;
-        }
-    }
-    iface->rx_poll_ns = now;
-    return n;
-}
-
-
-/* ------------------------------------------------------------------------ */
-/* CQs and SRQ                                                              */
-/* ------------------------------------------------------------------------ */
-
-/* The send and receive CQs (on the event channel) and the shared SRQ */
-ucs_status_t uct_uccl_iface_queues_init(uct_uccl_iface_t *iface)
-{
-    struct ibv_srq_init_attr srq_attr = {};
-    uct_uccl_md_t *md                 = iface->md;
-    /* the control QP's receives share it (uct_uccl_iface_ctl_recv) */
-    unsigned recv_cqe                 = iface->config.cq_size +
-                                        UCT_UCCL_CTL_RX_DEPTH;
-
-    iface->send_cq = ibv_create_cq(md->ctx, iface->config.cq_size, NULL,
-                                   iface->event.chan, 0);
-    iface->recv_cq = (iface->cq_ts != UCT_UCCL_CQ_TS_NONE) ?
-                     uct_uccl_iface_recv_cq_ts(iface, recv_cqe) :
-                     ibv_create_cq(md->ctx, recv_cqe, NULL, iface->event.chan,
-                                   0);
-    if ((iface->send_cq == NULL) || (iface->recv_cq == NULL)) {
-        ucs_error("uccl: cannot create CQs of %u entries: %m",
-                  iface->config.cq_size);
-        goto err_cq;
-    }
-
-    srq_attr.attr.max_wr  = iface->config.srq_size;
-    srq_attr.attr.max_sge = 1;
-    iface->srq            = ibv_create_srq(md->pd, &srq_attr);
-    if (iface->srq == NULL) {
-        ucs_error("uccl: cannot create an SRQ of %u entries: %m",
-                  iface->config.srq_size);
-        goto err_cq;
-    }
-    return UCS_OK;
-
-err_cq:
-    if (iface->send_cq != NULL) {
-        ibv_destroy_cq(iface->send_cq);
-    }
-    if (iface->recv_cq != NULL) {
-        ibv_destroy_cq(iface->recv_cq);
-    }
-    return UCS_ERR_IO_ERROR;
-}
-
-void uct_uccl_iface_queues_cleanup(uct_uccl_iface_t *iface)
-{
-    ibv_destroy_srq(iface->srq);
-    ibv_destroy_cq(iface->send_cq);
-    ibv_destroy_cq(iface->recv_cq);
-}
-

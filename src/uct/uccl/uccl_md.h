@@ -116,7 +116,19 @@ typedef struct uct_uccl_rcache_region {
 
 extern uct_component_t uct_uccl_component;
 
+/* The device (uccl_dev.c) */
 const uct_uccl_port_t *uct_uccl_md_port(uct_uccl_md_t *md, uint8_t port_num);
+
+/* The verbs device named md_name, opened; NULL if there is none */
+struct ibv_context *uct_uccl_md_open_device(const char *md_name);
+
+/* md->ports from the device's ports; UCS_ERR_NO_DEVICE if none is usable */
+ucs_status_t uct_uccl_md_ports_init(uct_uccl_md_t *md,
+                                    const uct_uccl_md_config_t *config);
+
+/* md->caps probed; UCS_ERR_UNSUPPORTED if the device can do too little */
+ucs_status_t uct_uccl_md_caps_init(uct_uccl_md_t *md,
+                                   const uct_uccl_md_config_t *config);
 
 /* Bytes of a verbs MTU enum (IBV_MTU_256 is 1, each step doubles) */
 static inline unsigned uct_uccl_mtu_bytes(enum ibv_mtu mtu)

@@ -42,13 +42,28 @@ int uct_uccl_tx_may_leave(uct_uccl_conn_t *conn,
             !(chunk->flags & UCT_UCCL_CHUNK_F_READ));
 }
 
+/* The path small messages keep: the scoreboard's choice, taken again once
+ * nothing is outstanding on it and it was theirs for PATH_STICKY_NS, or at
+ * once when it is parked */
+static uct_uccl_qp_t *uct_uccl_path_sticky(uct_uccl_conn_t *conn,
+                                           size_t length, uint64_t now)
+{
+    uct_uccl_qp_t *path = &conn->paths[conn->ord_path];
 
+    if (((path->outstanding == 0) && (now >= conn->ord_until)) ||
+        uct_uccl_paths_parked(&conn->sel, path->index)) {
+        conn->ord_path  = uct_uccl_paths_select(&conn->sel, length, now);
+        conn->ord_until = now + UCT_UCCL_PATH_STICKY_NS;
+        path            = &conn->paths[conn->ord_path];
+    }
+    return path;
+}
 
 /* The path for the next chunk: a burst of PATH_BURST chunks (one while the
  * paths queue unevenly, uccl_path.h) stays on one path (one chain, one
- * doorbell), then the scoreboard picks the better of
- * two random paths (small messages stay on the last one). A path whose send
- * queue is full is skipped; NULL when every path is full. `avoid` is the
+ * doorbell), then the scoreboard picks the better of two random paths
+ * (small messages keep theirs: path_sticky). A path whose send queue is
+ * full is skipped; NULL when every path is full. `avoid` is the
  * path a resent chunk was lost on. A parked path takes no chunk: when the
  * scoreboard asks for a probe of it, the next bulk chunk chained brings
  * one (uct_uccl_path_probe_send). */
@@ -81,14 +96,9 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
             }
         }
     } else if (length <= UCT_UCCL_PATH_STICKY_MAX) {
-        /* small messages keep their order on one path: they move to another
-         * only once everything posted on the current one completed (paths
-         * reorder), and wait when its send queue is full */
-        if ((path->outstanding == 0) ||
-            uct_uccl_paths_parked(&conn->sel, path->index)) {
-            path = &conn->paths[uct_uccl_paths_select(&conn->sel, length,
-                                                      now)];
-        }
+        /* small messages keep one path (UCT_UCCL_PATH_STICKY_NS), and wait
+         * when its send queue is full; a parked one they leave at once */
+        path = uct_uccl_path_sticky(conn, length, now);
         return uct_uccl_path_has_room(conn, path) ? path : NULL;
     }
 
@@ -147,17 +157,13 @@ void uct_uccl_path_health(uct_uccl_conn_t *conn, uint64_t now,
 }
 
 /* RC: AMs keep one path while any of them is outstanding there, so the
- * peer receives them in order; they move once everything on it completed
- * (an RC completion means delivered) */
+ * peer receives them in order; they may move once everything on it
+ * completed (an RC completion means delivered) */
 uct_uccl_qp_t *uct_uccl_path_select_ordered(uct_uccl_conn_t *conn,
                                             uint64_t now)
 {
-    uct_uccl_qp_t *path = &conn->paths[conn->ord_path];
+    uct_uccl_qp_t *path = uct_uccl_path_sticky(conn, 0, now);
 
-    if (path->outstanding == 0) {
-        conn->ord_path = uct_uccl_paths_select(&conn->sel, 0, now);
-        path           = &conn->paths[conn->ord_path];
-    }
     return uct_uccl_path_has_room(conn, path) ? path : NULL;
 }
 

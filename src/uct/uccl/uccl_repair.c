@@ -124,24 +124,24 @@ static void uct_uccl_tx_fast_retx(uct_uccl_conn_t *conn, uint64_t now)
 }
 
 /* An ACK of conn's peer (uct_uccl_conn_bound checked where it came from),
- * found by the receive poll of iface->rx_poll_ns: that is the time of what
- * it sets off. The congestion control's and the paths' RTT sample ends
- * when it arrived (iface->rx_cqe_ns: its completion's timestamp), so that
+ * found by the receive poll at `now`: that is the time of what it sets
+ * off. The congestion control's and the paths' RTT sample ends when it
+ * arrived (`arrived_ns`: its completion's timestamp, or `now`), so that
  * our own CPU's lateness is no delay of the fabric. The RTO's ends when we
  * saw it, as without timestamps: the RTO and the tail probes wait for ACKs
  * on our clock, and a peer's time to answer is in their samples only in
  * part (its ACK delay is not), so a machine whose CPUs are slow to poll
  * (at both ends alike) would probe and resend what is on its way. */
-void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
+void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack,
+                            uint64_t arrived_ns, uint64_t now)
 {
     uct_uccl_iface_t *iface = conn->iface;
-    uint64_t now            = iface->rx_poll_ns;
     uct_uccl_ack_info_t info;
     ucs_status_t status;
     uint64_t rtt;
 
     uct_uccl_paths_ack_time(&conn->sel, now);
-    status = uct_uccl_tracker_ack(&conn->tracker, ack, iface->rx_cqe_ns,
+    status = uct_uccl_tracker_ack(&conn->tracker, ack, arrived_ns,
                                   uct_uccl_tracker_acked_cb, conn, &info);
     if (status != UCS_OK) {
         ++iface->stats.bad_ack;
@@ -170,7 +170,7 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack)
     uct_uccl_cc_on_ack(&conn->cc, info.acked_bytes, rtt, now);
     if (info.rtt_ns > 0) {
         uct_uccl_rto_sample(&conn->rto,
-                            info.rtt_ns + (now - iface->rx_cqe_ns));
+                            info.rtt_ns + (now - arrived_ns));
         if (info.rtt_path < conn->num_paths) {
             uct_uccl_paths_rtt(&conn->sel, info.rtt_path, info.rtt_ns);
         }

@@ -300,20 +300,60 @@ static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
     uct_uccl_iface_ack_add(iface, conn);
 }
 
+/* The ACK conn holds, handled now (before a later one of the peer's);
+ * dropped if the conn failed since */
+void uct_uccl_rx_ack_in_flush(uct_uccl_conn_t *conn)
+{
+    if (!conn->ack_in_held) {
+        return;
+    }
+    ucs_list_del(&conn->ack_in_link);
+    conn->ack_in_held = 0;
+    if (conn->state != UCT_UCCL_CONN_CONNECTED) {
+        return;
+    }
+    uct_uccl_tx_handle_ack(conn, &conn->ack_in, conn->ack_in_cqe_ns,
+                           conn->ack_in_seen_ns);
+}
+
+/* The ACKs AMs carried in the last pass, handled first in this one. An AM
+ * is often the reply its user waits for (a ping-pong): the user sees it,
+ * and sends again, before we release what the ACK acknowledges. */
+unsigned uct_uccl_rx_acks_in(uct_uccl_iface_t *iface)
+{
+    unsigned count = 0;
+    uct_uccl_conn_t *conn;
+
+    while (!ucs_list_is_empty(&iface->acks_in)) {
+        conn = ucs_list_head(&iface->acks_in, uct_uccl_conn_t, ack_in_link);
+        uct_uccl_rx_ack_in_flush(conn);
+        ++count;
+    }
+    return count;
+}
+
 /* The ACK an AM carried: as if it came alone, for the conn it names, which
- * must be one of ours to the same peer iface as `via` (the AM's conn) */
+ * must be one of ours to the same peer iface as `via` (the AM's conn);
+ * held until the next pass, one per conn */
 static void uct_uccl_rx_am_ack(uct_uccl_conn_t *via,
                                const uct_uccl_am_hdr_t *am)
 {
+    uct_uccl_iface_t *iface = via->iface;
     uct_uccl_conn_t *conn;
     uct_uccl_ack_t ack;
 
     uct_uccl_wire_am_ack(am, &ack);
     conn = uct_uccl_conn_sibling(via, ack.dst_conn_id, ack.token);
-    if ((conn != NULL) && (conn->state == UCT_UCCL_CONN_CONNECTED) &&
-        !conn->rc) {
-        uct_uccl_tx_handle_ack(conn, &ack);
+    if ((conn == NULL) || (conn->state != UCT_UCCL_CONN_CONNECTED) ||
+        conn->rc) {
+        return;
     }
+    uct_uccl_rx_ack_in_flush(conn);
+    conn->ack_in         = ack;
+    conn->ack_in_cqe_ns  = iface->rx_cqe_ns;
+    conn->ack_in_seen_ns = iface->rx_poll_ns;
+    conn->ack_in_held    = 1;
+    ucs_list_add_tail(&iface->acks_in, &conn->ack_in_link);
 }
 
 /* The connected conn a data QP's receive completion is for, and the path;

@@ -101,11 +101,109 @@ ucs_status_t uct_uccl_tx_mark(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
     return UCS_OK;
 }
 
+/* A burst is one chain and starts here; a bulk burst joins the chain of
+ * resends the ACKs just asked for: one doorbell, and where the NIC is the
+ * CPU (softverbs) one copy */
+static UCS_F_ALWAYS_INLINE void uct_uccl_tx_burst_start(uct_uccl_conn_t *conn)
+{
+    conn->burst_left = 0;
+    if ((conn->chains != NULL) && !ucs_queue_is_empty(&conn->tx_queue) &&
+        uct_uccl_path_has_room(conn, conn->chains) &&
+        !uct_uccl_paths_parked(&conn->sel, conn->chains->index) &&
+        (ucs_queue_head_elem_non_empty(&conn->tx_queue, uct_uccl_chunk_t,
+                                       queue)->length > UCT_UCCL_BULK_MIN)) {
+        conn->sel.last   = conn->chains->index;
+        conn->burst_left = uct_uccl_paths_burst(&conn->sel,
+                                                conn->iface->config.path_burst);
+    }
+}
+
+/* In RC mode a chunk is in flight until its send completion */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_tx_track_rc(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
+                     uint64_t now)
+{
+    chunk->sent_ns = now;
+    chunk->csn     = conn->rc_csn;
+    conn->rc_csn   = uct_uccl_seq_add(conn->rc_csn, 1);
+    ++conn->rc_outstanding;
+    conn->rc_writes += uct_uccl_chunk_is_rc_write(chunk);
+    ucs_list_add_tail(&conn->rc_inflight, &chunk->zlink);
+}
+
+/* In UC mode the tracker keeps a chunk until it is ACKed, and a PUT's
+ * target is remembered for the receiver's duplicate check */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_tx_track_uc(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
+                     const uct_uccl_qp_t *path, uint64_t now)
+{
+    uct_uccl_put_guard_t *guard;
+
+    if (uct_uccl_tracker_outstanding(&conn->tracker) == 0) {
+        /* the peer owed nothing: its silence counts from now (a paced
+         * sender is idle between chunks) */
+        conn->last_progress = now;
+    }
+    chunk->csn    = uct_uccl_tracker_add(&conn->tracker, chunk->length,
+                                         path->index, now, chunk);
+    chunk->flags |= UCT_UCCL_CHUNK_F_TRACKED;
+    uct_uccl_rto_on_send(&conn->rto, now);
+    if (chunk->kind == UCT_UCCL_KIND_PUT) {
+        guard         = uct_uccl_put_guard(conn, chunk);
+        guard->raddr  = chunk->raddr;
+        guard->rkey   = chunk->rkey;
+        guard->csn    = chunk->csn;
+        guard->length = chunk->length;
+        guard->valid  = 1;
+    }
+}
+
+/* May the chunk at the head of the queue go now? Pacing, a fence, RC's
+ * order of AMs after writes or a GET in flight, and the peer iface's
+ * window can hold it back. */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_tx_may_send(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
+                     unsigned count, uint32_t dest_room, uint64_t now)
+{
+    if (!uct_uccl_conn_window_open(conn, chunk->length, now)) {
+        if (now < conn->cc.next_send_ns) {
+            uct_uccl_tx_pace_wait(conn, now);
+        }
+        return 0;
+    }
+    if (ucs_unlikely((chunk->flags & UCT_UCCL_CHUNK_F_FENCE) ||
+                     conn->rc || !ucs_list_is_empty(&conn->gets)) &&
+        !uct_uccl_tx_may_leave(conn, chunk)) {
+        return 0;
+    }
+    if (ucs_unlikely(count >= dest_room)) {
+        uct_uccl_dest_refused(conn);
+        return 0;
+    }
+    return 1;
+}
+
+/* The burst's chains go out, with tail marks while losing; what the
+ * receiver's credit does not cover is asked for */
+static UCS_F_ALWAYS_INLINE void uct_uccl_tx_burst_end(uct_uccl_conn_t *conn,
+                                                      unsigned count,
+                                                      uint64_t now)
+{
+    uct_uccl_dest_sent(conn, count);
+    if (!conn->rc && (conn->chains != NULL) && (now < conn->lossy_until)) {
+        uct_uccl_tx_mark_tails(conn, now);
+    }
+    uct_uccl_conn_post_chains(conn);
+    if (ucs_unlikely(conn->cc.ops->tx_request != NULL) &&
+        (conn->tx_queued > 0)) {
+        uct_uccl_credit_tx_request(conn, now);
+    }
+}
+
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 {
     size_t bytes   = 0;
     unsigned count = 0;
-    uct_uccl_put_guard_t *guard;
     uct_uccl_chunk_t *chunk;
     uct_uccl_qp_t *path;
     uint32_t dest_room;
@@ -117,36 +215,11 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 
     now       = uct_uccl_now_ns();
     dest_room = uct_uccl_dest_room(conn);
-    /* a burst is one chain and starts here; a bulk burst joins the chain
-     * of resends the ACKs just asked for: one doorbell, and where the NIC
-     * is the CPU (softverbs) one copy */
-    conn->burst_left = 0;
-    if ((conn->chains != NULL) && !ucs_queue_is_empty(&conn->tx_queue) &&
-        uct_uccl_path_has_room(conn, conn->chains) &&
-        !uct_uccl_paths_parked(&conn->sel, conn->chains->index) &&
-        (ucs_queue_head_elem_non_empty(&conn->tx_queue, uct_uccl_chunk_t,
-                                       queue)->length > UCT_UCCL_BULK_MIN)) {
-        conn->sel.last   = conn->chains->index;
-        conn->burst_left = uct_uccl_paths_burst(&conn->sel,
-                                         conn->iface->config.path_burst);
-    }
+    uct_uccl_tx_burst_start(conn);
     while (!ucs_queue_is_empty(&conn->tx_queue) && (bytes < quantum)) {
         chunk = ucs_queue_head_elem_non_empty(&conn->tx_queue,
                                               uct_uccl_chunk_t, queue);
-        if (!uct_uccl_conn_window_open(conn, chunk->length, now)) {
-            if (now < conn->cc.next_send_ns) {
-                uct_uccl_tx_pace_wait(conn, now);
-            }
-            break;
-        }
-        if (ucs_unlikely((chunk->flags & UCT_UCCL_CHUNK_F_FENCE) ||
-                         conn->rc || !ucs_list_is_empty(&conn->gets)) &&
-            !uct_uccl_tx_may_leave(conn, chunk)) {
-            break;
-        }
-
-        if (ucs_unlikely(count >= dest_room)) {
-            uct_uccl_dest_refused(conn);
+        if (!uct_uccl_tx_may_send(conn, chunk, count, dest_room, now)) {
             break;
         }
 
@@ -160,32 +233,10 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 
         ucs_queue_pull_non_empty(&conn->tx_queue);
         --conn->tx_queued;
-
         if (conn->rc) {
-            chunk->sent_ns = now;
-            chunk->csn = conn->rc_csn;
-            conn->rc_csn = uct_uccl_seq_add(conn->rc_csn, 1);
-            ++conn->rc_outstanding;
-            conn->rc_writes += uct_uccl_chunk_is_rc_write(chunk);
-            ucs_list_add_tail(&conn->rc_inflight, &chunk->zlink);
+            uct_uccl_tx_track_rc(conn, chunk, now);
         } else {
-            if (uct_uccl_tracker_outstanding(&conn->tracker) == 0) {
-                /* the peer owed nothing: its silence counts from now (a
-                 * paced sender is idle between chunks) */
-                conn->last_progress = now;
-            }
-            chunk->csn    = uct_uccl_tracker_add(&conn->tracker, chunk->length,
-                                                 path->index, now, chunk);
-            chunk->flags |= UCT_UCCL_CHUNK_F_TRACKED;
-            uct_uccl_rto_on_send(&conn->rto, now);
-            if (chunk->kind == UCT_UCCL_KIND_PUT) {
-                guard         = uct_uccl_put_guard(conn, chunk);
-                guard->raddr  = chunk->raddr;
-                guard->rkey   = chunk->rkey;
-                guard->csn    = chunk->csn;
-                guard->length = chunk->length;
-                guard->valid  = 1;
-            }
+            uct_uccl_tx_track_uc(conn, chunk, path, now);
         }
 
         uct_uccl_chunk_build_wr(conn, chunk);
@@ -193,20 +244,10 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
         uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
         ++conn->stats.chunks_tx;
         conn->stats.bytes_tx += chunk->length;
-        bytes                += chunk->length + 64;
+        bytes                += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
         ++count;
     }
-    uct_uccl_dest_sent(conn, count);
-
-    if (!conn->rc && (conn->chains != NULL) && (now < conn->lossy_until)) {
-        uct_uccl_tx_mark_tails(conn, now);
-    }
-    uct_uccl_conn_post_chains(conn);
-    if (ucs_unlikely(conn->cc.ops->tx_request != NULL) &&
-        (conn->tx_queued > 0)) {
-        /* receiver-driven: ask for what the credit does not cover */
-        uct_uccl_credit_tx_request(conn, now);
-    }
+    uct_uccl_tx_burst_end(conn, count, now);
     return count;
 }
 
@@ -214,13 +255,16 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 /* An operation posted outside progress goes on the wire at once: UCX may
  * consider it sent (am_short, put_short) and not progress for a long time,
  * e.g. a rank that leaves a barrier and sleeps. What cannot go yet, and
- * everything queued inside an engine pass (a pending request, an async AM
- * handler), the scheduler posts. */
+ * everything queued inside an engine pass, the scheduler posts before the
+ * pass ends: user code runs inside a pass only in a conn's scheduler turn
+ * (pending requests) and in a background pass (async AM handlers, from the
+ * receive loop), neither of which may pump another conn. */
 void uct_uccl_tx_post_now(uct_uccl_conn_t *conn)
 {
     uct_uccl_iface_t *iface = conn->iface;
 
-    if (!iface->busy && (conn->state == UCT_UCCL_CONN_CONNECTED)) {
+    if (!iface->async.active && (iface->sched_current == NULL) &&
+        (conn->state == UCT_UCCL_CONN_CONNECTED)) {
         (void)uct_uccl_tx_pump(conn, iface->config.drr_quantum);
         uct_uccl_conn_timer_wake(conn); /* what went out is timed */
     }

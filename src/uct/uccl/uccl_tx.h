@@ -104,7 +104,8 @@ void uct_uccl_tx_post_now(uct_uccl_conn_t *conn);
 ucs_status_t uct_uccl_tx_mark(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
                               uint64_t raddr, uint32_t rkey, uint64_t now);
 void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);
-void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack);
+void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack,
+                            uint64_t arrived_ns, uint64_t now);
 void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now);
 void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status);
 void uct_uccl_tx_orphan(uct_uccl_conn_t *conn);
@@ -153,6 +154,8 @@ void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface,
                             uct_uccl_rx_desc_t *desc);
 void uct_uccl_rx_am_handle(uct_uccl_iface_t *iface,
                            uct_uccl_rx_desc_t *desc);
+unsigned uct_uccl_rx_acks_in(uct_uccl_iface_t *iface);
+void uct_uccl_rx_ack_in_flush(uct_uccl_conn_t *conn);
 
 /* the ACKs owed, on their way out (uccl_ack.c) */
 unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now);
