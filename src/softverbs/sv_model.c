@@ -80,8 +80,9 @@ typedef struct sv_model_shm {
     sv_model_cfg_t  cfg;
     sv_model_link_t tx[SV_MODEL_MAX_PORTS];
     sv_model_link_t rx[SV_MODEL_MAX_PORTS];
-    sv_model_link_t path[SV_MODEL_MAX_PATHS];
+    sv_model_link_t path[SV_MODEL_MAX_PATHS];     /* to a higher port */
     sv_model_cal_t  rx_cal[SV_MODEL_MAX_PORTS] __attribute__((aligned(4096)));
+    sv_model_link_t path_rev[SV_MODEL_MAX_PATHS]; /* to a lower port */
 } sv_model_shm_t;
 
 /* The model area of the fabric file is shared like the rest (sv_shm.h):
@@ -91,7 +92,8 @@ _Static_assert(sizeof(sv_model_shm_t) <= SV_MODEL_SHM_SIZE,
 _Static_assert((sizeof(sv_model_cfg_t) == 12592) &&
                (sizeof(sv_model_link_t) == 64) &&
                (offsetof(sv_model_shm_t, rx_cal) == 65536) &&
-               (sizeof(sv_model_shm_t) == 65536 + 256 * (32768 + 64)),
+               (sizeof(sv_model_shm_t) == 65536 + 256 * (32768 + 64) +
+                                          256 * 64),
                "shared layout changed");
 
 static sv_model_shm_t *sv_model;
@@ -527,6 +529,18 @@ static inline void sv_model_add(uint64_t *counter, uint64_t v)
     __atomic_fetch_add(counter, v, __ATOMIC_RELAXED);
 }
 
+/* A core path is full duplex, as the links of a fabric are: packets
+ * towards a lower port index queue on one link, the others on another, so
+ * what flows back (ACKs, requests, replies) does not wait behind the data
+ * that fills a path one way */
+static inline sv_model_link_t *sv_model_path_link(sv_model_shm_t *shm,
+                                                  unsigned path,
+                                                  unsigned src_port,
+                                                  unsigned dst_port)
+{
+    return (src_port > dst_port) ? &shm->path_rev[path] : &shm->path[path];
+}
+
 /* The links and loss stream of one QP pair */
 typedef struct sv_model_route {
     const sv_model_cfg_t *cfg;
@@ -553,7 +567,7 @@ static int sv_model_route(unsigned src_port, unsigned dst_port,
     rt->dport = dst_port;
     rt->path  = sv_model_mix64(qps) % sv_model_cfg.npaths;
     rt->tx    = &shm->tx[src_port];
-    rt->pl    = &shm->path[rt->path];
+    rt->pl    = sv_model_path_link(shm, rt->path, src_port, dst_port);
     rt->rx    = &shm->rx[dst_port];
     rt->rx_cal = &shm->rx_cal[dst_port];
     rt->rng   = sv_model_mix64(sv_model_cfg.seed ^ sv_model_mix64(qps));
@@ -815,7 +829,8 @@ void sv_model_count(unsigned src_port, unsigned dst_port, uint32_t src_qpn,
         return;
     }
     rt.tx = &shm->tx[src_port];
-    rt.pl = &shm->path[sv_model_path_of(src_qpn, dst_qpn)];
+    rt.pl = sv_model_path_link(shm, sv_model_path_of(src_qpn, dst_qpn),
+                               src_port, dst_port);
     rt.rx = &shm->rx[dst_port];
     sv_model_account(&rt, pkts, pkts, bytes, 0, bytes, acct);
 }
@@ -885,14 +900,26 @@ void sv_model_port_counters(unsigned port, sv_model_counters_t *tx,
                                                   sv_now_ns()));
 }
 
+/* A core path's counters are those of its two directions together (the
+ * deepest queue of either) */
 void sv_model_path_counters(unsigned path, sv_model_counters_t *c)
 {
+    sv_model_counters_t rev;
+
     if ((sv_model == NULL) || (path >= SV_MODEL_MAX_PATHS)) {
         memset(c, 0, sizeof(*c));
         return;
     }
     sv_model_read_link(&sv_model->path[path],
                        sv_model_cfg.path_ps_per_byte[path], c);
+    sv_model_read_link(&sv_model->path_rev[path],
+                       sv_model_cfg.path_ps_per_byte[path], &rev);
+    c->pkts    += rev.pkts;
+    c->bytes   += rev.bytes;
+    c->drops   += rev.drops;
+    c->q_drops += rev.q_drops;
+    c->q_bytes += rev.q_bytes;
+    c->q_max    = (rev.q_max > c->q_max) ? rev.q_max : c->q_max;
 }
 
 void sv_model_print_config(FILE *stream)

@@ -691,6 +691,43 @@ static void test_rx_order(void *area)
     }
 }
 
+/* A core path is full duplex: a packet back towards a lower port does not
+ * wait behind the queue that data towards it built, while a packet the
+ * same way does; the path's counters add both directions */
+static void test_duplex(void *area)
+{
+    /* 1 Gbit/s path: 8 ns per byte, 32768 ns per 4096 B packet */
+    static const char *const cfg[] = { "SOFTVERBS_PATH_GBPS=1",
+                                       "SOFTVERBS_PATHS=1", NULL };
+    const unsigned n = 200, pkt = 4096, small = 64;
+    sv_pkt_fate_t f, back, same;
+    sv_model_counters_t c;
+    uint64_t now;
+    unsigned i;
+
+    printf("core paths are full duplex:\n");
+    model_setup(area, cfg, 0);
+    now = sv_now_ns();
+    for (i = 0; i < n; ++i) {
+        sv_model_xmit(1, 0, 0x10, 0x20, pkt, now, &f);
+    }
+    sv_model_xmit(0, 1, 0x20, 0x10, small, now, &back);
+    sv_model_xmit(2, 0, 0x30, 0x20, small, now, &same);
+    CHECK(f.arrive_ns == now + 8ull * n * pkt, "%u packets one way: the "
+          "last after %llu ns", n, (unsigned long long)(f.arrive_ns - now));
+    CHECK(!back.dropped && (back.arrive_ns == now + 8 * small),
+          "a packet the other way crosses at once: %llu ns",
+          (unsigned long long)(back.arrive_ns - now));
+    CHECK(!same.dropped && (same.arrive_ns == f.arrive_ns + 8 * small),
+          "a packet the same way waits behind them: %llu ns",
+          (unsigned long long)(same.arrive_ns - now));
+    sv_model_path_counters(0, &c);
+    CHECK((c.pkts == n + 2) && (c.bytes == n * pkt + 2 * small) &&
+          (c.q_max == n * pkt + small), "path counters: %llu packets, %llu "
+          "B, deepest queue %llu B", (unsigned long long)c.pkts,
+          (unsigned long long)c.bytes, (unsigned long long)c.q_max);
+}
+
 int main(void)
 {
     void *area = aligned_alloc(4096, SV_MODEL_SHM_SIZE);
@@ -707,6 +744,7 @@ int main(void)
     test_msg_timing(area);
     test_ecmp(area);
     test_rx_order(area);
+    test_duplex(area);
     free(area);
     if (failures) {
         printf("sv_model_test: %d check(s) FAILED\n", failures);

@@ -511,6 +511,158 @@ static void test_budget(void)
            used);
 }
 
+/* Burst length: the full burst while the conn's fabric RTT stays near its
+ * windowed minimum or few ACKs find chunks out of order (a queue every
+ * path shares, a lone loss), one chunk per choice while both show; the
+ * full burst again when the queue drains, the reordering stops or the
+ * minimum follows a base RTT that rose */
+#define BURST_MAX   16
+#define BURST_WIN   1000000000ull
+#define BURST_SLACK 50000ull
+
+static uct_uccl_path_params_t burst_params(uint64_t seed)
+{
+    uct_uccl_path_params_t p = params(seed);
+
+    p.rtt_min_win_ns = BURST_WIN;
+    p.queue_slack_ns = BURST_SLACK;
+    return p;
+}
+
+/* n samples of rtt, step apart, each ACK with chunks out of order if
+ * reorder */
+static void feed(uct_uccl_paths_t *ps, uint64_t rtt, unsigned n,
+                 uint64_t *now, uint64_t step, int reorder)
+{
+    unsigned i;
+
+    for (i = 0; i < n; ++i) {
+        uct_uccl_paths_fabric_rtt(ps, rtt, *now);
+        uct_uccl_paths_ack_order(ps, reorder);
+        *now += step;
+    }
+}
+
+static unsigned burst(uct_uccl_paths_t *ps)
+{
+    return uct_uccl_paths_burst(ps, BURST_MAX);
+}
+
+static void test_burst(void)
+{
+    uct_uccl_path_params_t p = burst_params(ut_seed);
+    uct_uccl_paths_t ps;
+    uint64_t now = 1000;
+
+    /* switched off: always the full burst */
+    p.rtt_min_win_ns = 0;
+    UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
+    feed(&ps, 100000, 10, &now, 1000, 1);
+    feed(&ps, 10000000, 100, &now, 1000, 1);
+    UT_EQ(burst(&ps), BURST_MAX);
+    uct_uccl_paths_cleanup(&ps);
+
+    p = burst_params(ut_seed);
+    UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
+    UT_EQ(burst(&ps), BURST_MAX); /* no sample */
+    /* a fabric that does not queue: 200 us with noise below the rule,
+     * a loss or two (chunks out of order) */
+    feed(&ps, 200000, 50, &now, 10000, 0);
+    feed(&ps, 380000, 3, &now, 10000, 1);
+    UT_EQ(burst(&ps), BURST_MAX);
+    /* a queue every path shares: 20 ms RTTs, everything in order */
+    now += 2 * BURST_WIN;
+    feed(&ps, 200000, 10, &now, 10000, 0);
+    feed(&ps, 20000000, 30, &now, 10000, 0);
+    UT_EQ(burst(&ps), BURST_MAX);
+    /* uneven queues: the same RTTs, chunks overtaking each other; a
+     * quarter of the ACKs (EWMA 1/16) takes 5 of them */
+    feed(&ps, 20000000, 4, &now, 10000, 1);
+    UT_EQ(burst(&ps), BURST_MAX);
+    feed(&ps, 20000000, 1, &now, 10000, 1);
+    UT_EQ(burst(&ps), 1);
+    /* still queueing, the reordering stops: below a quarter it goes on
+     * (hysteresis), below a sixteenth it has stopped */
+    feed(&ps, 20000000, 20, &now, 10000, 0);
+    UT_EQ(burst(&ps), 1);
+    feed(&ps, 20000000, 30, &now, 10000, 0);
+    UT_EQ(burst(&ps), BURST_MAX);
+    feed(&ps, 20000000, 200, &now, 10000, 0);
+    UT_EQ(ps.ooo_frac, 0); /* the clean fast path again */
+    feed(&ps, 20000000, 30, &now, 10000, 1);
+    UT_EQ(burst(&ps), 1);
+    /* it drains */
+    feed(&ps, 200000, 60, &now, 10000, 1);
+    UT_EQ(burst(&ps), BURST_MAX);
+    /* the base itself rises (a longer route) to 2 ms: a queue for at most
+     * two windows, then the new base */
+    feed(&ps, 2000000, 60, &now, 10000, 1);
+    UT_EQ(burst(&ps), 1);
+    feed(&ps, 2000000, 250, &now, 10000000, 1);
+    UT_EQ(burst(&ps), BURST_MAX);
+    uct_uccl_paths_cleanup(&ps);
+
+    /* tiny RTTs: noise of a few tens of us is within the slack */
+    UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
+    feed(&ps, 5000, 20, &now, 1000, 1);
+    feed(&ps, 40000, 40, &now, 1000, 1);
+    UT_EQ(burst(&ps), BURST_MAX);
+    uct_uccl_paths_cleanup(&ps);
+}
+
+/* Seeded random samples against a plain model of the rule: the minimum of
+ * every sample of the current and the previous window, the EWMAs of the
+ * RTT and of the ACKs that found chunks out of order */
+static void test_burst_random(void)
+{
+    uct_uccl_path_params_t p = burst_params(ut_seed);
+    uint64_t now = 0, srtt = 0, min_cur = UINT64_MAX, min_prev = UINT64_MAX;
+    uint64_t win_end = 0, rtt, base, frac = 0;
+    unsigned i, uneven = 0, expect, queue_phase = 0, reorder_phase = 0;
+    int reorder, reordering = 0;
+    uct_uccl_paths_t ps;
+
+    UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
+    for (i = 0; i < 200000; ++i) {
+        /* phases of a clean fabric (100-200 us) and of queues (up to
+         * 30 ms more), independently phases where half the ACKs find
+         * chunks out of order (else 1 in 50); samples up to 2 ms apart */
+        queue_phase   ^= (ut_rand_below(500) == 0);
+        reorder_phase ^= (ut_rand_below(1500) == 0);
+        now    += ut_rand_below(2000000);
+        rtt     = 100000 + ut_rand_below(100000) +
+                  (queue_phase ? ut_rand_below(30000000) : 0);
+        reorder = (ut_rand_below(reorder_phase ? 2 : 50) == 0);
+        uct_uccl_paths_fabric_rtt(&ps, rtt, now);
+        uct_uccl_paths_ack_order(&ps, reorder);
+        frac    = reorder ? frac - frac / 16 + 65536 / 16 :
+                  (frac < 16) ? 0 : frac - frac / 16;
+        if (frac > 65536 / 4) {
+            reordering = 1;
+        } else if (frac < 65536 / 16) {
+            reordering = 0;
+        }
+        if (now >= win_end) {
+            min_prev = min_cur;
+            min_cur  = rtt;
+            win_end  = now + BURST_WIN;
+        } else if (rtt < min_cur) {
+            min_cur = rtt;
+        }
+        srtt   = (srtt == 0) ? rtt : srtt - srtt / 8 + rtt / 8;
+        base   = (min_cur < min_prev) ? min_cur : min_prev;
+        expect = (reordering && (srtt > BURST_SLACK) &&
+                  ((srtt - BURST_SLACK) / 2 > base)) ? 1 : BURST_MAX;
+        UT_EQ(burst(&ps), expect);
+        uneven += (expect == 1);
+    }
+    /* both answers were exercised */
+    UT_TRUE((uneven > 1000) && (uneven < 199000));
+    uct_uccl_paths_cleanup(&ps);
+    printf("  burst: %u of 200000 random samples found the paths uneven\n",
+           uneven);
+}
+
 int main(int argc, char **argv)
 {
     ut_init(argc, argv, "test_path");
@@ -523,5 +675,7 @@ int main(int argc, char **argv)
     test_park_never_all();
     test_stall();
     test_health_random();
+    test_burst();
+    test_burst_random();
     return ut_done("test_path");
 }

@@ -425,6 +425,12 @@ void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
             "%lu path_unparks %lu path_parked %u", conn->sel.stats.parks_loss,
             conn->sel.stats.parks_stall, conn->sel.stats.probes,
             conn->sel.stats.unparks, conn->sel.nparked);
+    fprintf(stream, " path_fab_srtt_us %.1f path_fab_min_us %.1f "
+            "path_ooo_pct %.0f", conn->sel.fab_srtt_ns / 1e3,
+            (ucs_min(conn->sel.fab_min_ns[0], conn->sel.fab_min_ns[1]) ==
+             UINT64_MAX) ? 0.0 :
+            ucs_min(conn->sel.fab_min_ns[0], conn->sel.fab_min_ns[1]) / 1e3,
+            conn->sel.ooo_frac * 100.0 / UCT_UCCL_PATHS_OOO_ONE);
     fputc('\n', stream);
 }
 

@@ -104,6 +104,15 @@
  * parked for that sooner */
 #define UCT_UCCL_PATH_STALL_RTOS      4
 #define UCT_UCCL_PATH_STALL_MIN_NS    5000000ull
+/* Burst length (uccl_path.h): the paths queue unevenly when the conn's
+ * RTT is above twice its minimum of the last one or two windows by more
+ * than the slack and the peer held chunks out of order after a quarter of
+ * the recent ACKs; then every chunk chooses its path. The slack is above
+ * the scheduling noise of a loaded or instrumented host (sanitizers,
+ * valgrind), whose spurious resends leave holes too: there a chunk per
+ * doorbell would only cost more of the CPU that is short */
+#define UCT_UCCL_PATH_RTT_MIN_WIN_NS  1000000000ull
+#define UCT_UCCL_PATH_QUEUE_SLACK_NS  1000000ull
 
 /* Counters (uccl_stats.c), each named once: a uint64_t field of the
  * iface's or a conn's counters, a UCS stats counter where UCX has stats,
@@ -155,6 +164,10 @@
     _(acks_tx) \
     _(acks_rx) \
     _(acks_piggy)    /* ACKs our AMs carried */ \
+    _(acks_holes)    /* ACKs after which the peer held chunks out of \
+                        order */ \
+    _(bursts_cut)    /* path choices for one chunk, not a burst: the \
+                        paths queued unevenly */ \
     _(sq_full) \
     _(am_held)       /* AMs that waited for order */ \
     _(cc_paced)      /* sends the pacing held back */ \

@@ -59,10 +59,11 @@ static uct_uccl_qp_t *uct_uccl_path_sticky(uct_uccl_conn_t *conn,
     return path;
 }
 
-/* The path for the next chunk: a burst of PATH_BURST chunks stays on one
- * path (one chain, one doorbell), then the scoreboard picks the better of
- * two random paths (small messages keep theirs: path_sticky). A path whose
- * send queue is full is skipped; NULL when every path is full. `avoid` is the
+/* The path for the next chunk: a burst of PATH_BURST chunks (one while the
+ * paths queue unevenly, uccl_path.h) stays on one path (one chain, one
+ * doorbell), then the scoreboard picks the better of two random paths
+ * (small messages keep theirs: path_sticky). A path whose send queue is
+ * full is skipped; NULL when every path is full. `avoid` is the
  * path a resent chunk was lost on. A parked path takes no chunk: when the
  * scoreboard asks for a probe of it, the next bulk chunk chained brings
  * one (uct_uccl_path_probe_send). */
@@ -132,7 +133,11 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
     return NULL;
 
 found:
-    conn->burst_left = conn->iface->config.path_burst - 1;
+    conn->burst_left = uct_uccl_paths_burst(&conn->sel,
+                                            conn->iface->config.path_burst)
+                       - 1;
+    conn->stats.bursts_cut += (conn->burst_left + 1 <
+                               conn->iface->config.path_burst);
     return path;
 }
 

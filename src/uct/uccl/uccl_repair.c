@@ -162,6 +162,11 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack,
                               info.rtt_ns - info.rx_wait_ns : 0;
     conn->stats.cc_samples += (rtt > 0);
     conn->stats.cc_rtt_ns  += rtt;
+    if (rtt > 0) {
+        uct_uccl_paths_fabric_rtt(&conn->sel, rtt, now);
+    }
+    uct_uccl_paths_ack_order(&conn->sel, conn->tracker.sacked_cnt > 0);
+    conn->stats.acks_holes += (conn->tracker.sacked_cnt > 0);
     uct_uccl_cc_on_ack(&conn->cc, info.acked_bytes, rtt, now);
     if (info.rtt_ns > 0) {
         uct_uccl_rto_sample(&conn->rto,

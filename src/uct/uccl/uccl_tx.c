@@ -113,7 +113,8 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_tx_burst_start(uct_uccl_conn_t *conn)
         (ucs_queue_head_elem_non_empty(&conn->tx_queue, uct_uccl_chunk_t,
                                        queue)->length > UCT_UCCL_BULK_MIN)) {
         conn->sel.last   = conn->chains->index;
-        conn->burst_left = conn->iface->config.path_burst;
+        conn->burst_left = uct_uccl_paths_burst(&conn->sel,
+                                                conn->iface->config.path_burst);
     }
 }
 

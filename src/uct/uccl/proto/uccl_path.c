@@ -58,6 +58,14 @@ ucs_status_t uct_uccl_paths_init(uct_uccl_paths_t *ps,
     ps->busy            = 0;
     ps->probe_due       = 0;
     memset(&ps->stats, 0, sizeof(ps->stats));
+    ps->fab_srtt_ns     = 0;
+    ps->fab_min_ns[0]   = UINT64_MAX;
+    ps->fab_min_ns[1]   = UINT64_MAX;
+    ps->fab_win_end     = 0;
+    ps->rtt_min_win_ns  = params->rtt_min_win_ns;
+    ps->queue_slack_ns  = params->queue_slack_ns;
+    ps->ooo_frac        = 0;
+    ps->reordering      = 0;
     ps->last            = uct_uccl_paths_rand(ps) % ps->num;
     return UCS_OK;
 }

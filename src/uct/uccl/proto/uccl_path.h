@@ -36,12 +36,33 @@
  * back with its loss run cleared; its loss penalty stays and decays, so
  * the choice returns to it gradually.
  * An ACK of an older transmission proves nothing about the path now.
+ *
+ * Burst length: the caller sends up to a burst of chunks on one chosen
+ * path (one chain, one doorbell). While the paths queue unevenly, every
+ * chunk chooses its path: a burst on one path holds, behind that path's
+ * queue, data that the other paths could carry now, and with queues a
+ * burst's choice is made on RTTs a queue old. Uneven queues show as both
+ *  - queueing: the conn's smoothed fabric RTT above twice its recent
+ *    minimum plus queue_slack_ns, and
+ *  - reordering: after more than a quarter of the recent ACKs (an EWMA
+ *    of gain 1/16 over ACKs) the peer held chunks out of order: chunks
+ *    overtook earlier ones on shorter paths; it stops below a sixteenth
+ *    (hysteresis: a single full burst, sent while the fraction dips,
+ *    puts 16 chunks on one path). A lone loss or a spurious resend
+ *    leaves a hole in a few ACKs only.
+ * A queue every path shares (the sender's own link, a receiver's link)
+ * reorders nothing, and there the full burst is kept, as on a fabric that
+ * does not queue: a doorbell and a completion per chunk would cost the
+ * CPU for nothing. The minimum is taken over the current and the previous
+ * window of rtt_min_win_ns, so that it follows a base RTT that rose (a
+ * route that changed) within two windows.
  */
 #ifndef UCT_UCCL_PATH_H_
 #define UCT_UCCL_PATH_H_
 
 #include <ucs/type/status.h>
 #include <ucs/sys/compiler_def.h>
+#include <ucs/sys/math.h>
 #include <stdint.h>
 
 typedef struct uct_uccl_path {
@@ -73,6 +94,10 @@ typedef struct uct_uccl_path_params {
     uint32_t max_parked;      /* at most parked at once (< num_paths) */
     uint64_t probe_ns;        /* first probe of a parked path after it */
     uint32_t probe_max_shift; /* probe gaps at most probe_ns << shift */
+    uint64_t rtt_min_win_ns;  /* window of the RTT minimum; 0: bursts are
+                                 never shortened */
+    uint64_t queue_slack_ns;  /* RTT above twice the minimum by more than
+                                 this: the fabric queues */
 } uct_uccl_path_params_t;
 
 /* Path health counters of a conn (statistics) */
@@ -104,6 +129,17 @@ typedef struct uct_uccl_paths {
                                      with its next chance; 0: none */
     uct_uccl_path_t *path;
     uct_uccl_paths_stats_t stats;
+    /* the fabric RTT of the conn, for the burst length (0: no sample) */
+    uint64_t        fab_srtt_ns;
+    uint64_t        fab_min_ns[2]; /* current, previous window */
+    uint64_t        fab_win_end;
+    uint64_t        rtt_min_win_ns;
+    uint64_t        queue_slack_ns;
+    uint32_t        ooo_frac;      /* of the recent ACKs, those after
+                                      which the peer held chunks out of
+                                      order (fixed point, 1 << 16) */
+    uint8_t         reordering;    /* ooo_frac went above UNEVEN and not
+                                      yet below EVEN since */
 } uct_uccl_paths_t;
 
 
@@ -245,6 +281,71 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_paths_acked(uct_uccl_paths_t *ps,
     if (ucs_unlikely(path->parked) && (sent_ns >= path->parked_at)) {
         uct_uccl_paths_unpark(ps, p);
     }
+}
+
+/* A fabric RTT sample of the conn (any path, the receiver's delays
+ * taken out) at `now`: its smoothed value and windowed minimum */
+static inline void uct_uccl_paths_fabric_rtt(uct_uccl_paths_t *ps,
+                                             uint64_t rtt_ns, uint64_t now)
+{
+    if (ucs_unlikely(now >= ps->fab_win_end)) {
+        ps->fab_min_ns[1] = ps->fab_min_ns[0];
+        ps->fab_min_ns[0] = rtt_ns;
+        ps->fab_win_end   = now + ps->rtt_min_win_ns;
+    } else if (rtt_ns < ps->fab_min_ns[0]) {
+        ps->fab_min_ns[0] = rtt_ns;
+    }
+    ps->fab_srtt_ns = (ps->fab_srtt_ns == 0) ? rtt_ns :
+                      ps->fab_srtt_ns - ps->fab_srtt_ns / 8 + rtt_ns / 8;
+}
+
+#define UCT_UCCL_PATHS_OOO_ONE    (1u << 16)
+#define UCT_UCCL_PATHS_OOO_SHIFT  4 /* EWMA gain 1/16 */
+#define UCT_UCCL_PATHS_OOO_UNEVEN (UCT_UCCL_PATHS_OOO_ONE / 4)
+#define UCT_UCCL_PATHS_OOO_EVEN   (UCT_UCCL_PATHS_OOO_ONE / 16)
+
+/* an ACK arrived; after it the peer holds chunks out of order if holes */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_paths_ack_order(uct_uccl_paths_t *ps, int holes)
+{
+    uint32_t decay = ps->ooo_frac >> UCT_UCCL_PATHS_OOO_SHIFT;
+
+    if (ucs_likely(!holes)) {
+        if (ucs_likely(ps->ooo_frac == 0)) {
+            return; /* a clean fabric */
+        }
+        /* what the shift rounds away goes at once: back to 0 */
+        ps->ooo_frac -= decay ? decay : ps->ooo_frac;
+    } else {
+        ps->ooo_frac += (UCT_UCCL_PATHS_OOO_ONE >> UCT_UCCL_PATHS_OOO_SHIFT) -
+                        decay;
+    }
+    if (ucs_unlikely(ps->ooo_frac > UCT_UCCL_PATHS_OOO_UNEVEN)) {
+        ps->reordering = 1;
+    } else if (ps->ooo_frac < UCT_UCCL_PATHS_OOO_EVEN) {
+        ps->reordering = 0;
+    }
+}
+
+/* do the paths queue unevenly (see above)? */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_paths_uneven(const uct_uccl_paths_t *ps)
+{
+    uint64_t base;
+
+    if ((ps->rtt_min_win_ns == 0) || !ps->reordering) {
+        return 0;
+    }
+    base = ucs_min(ps->fab_min_ns[0], ps->fab_min_ns[1]);
+    return (ps->fab_srtt_ns > ps->queue_slack_ns) &&
+           ((ps->fab_srtt_ns - ps->queue_slack_ns) / 2 > base);
+}
+
+/* chunks the next burst may put on one path, of at most max_burst */
+static UCS_F_ALWAYS_INLINE unsigned
+uct_uccl_paths_burst(const uct_uccl_paths_t *ps, unsigned max_burst)
+{
+    return uct_uccl_paths_uneven(ps) ? 1 : max_burst;
 }
 
 /* a chunk sent on p was lost */
