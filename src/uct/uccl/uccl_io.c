@@ -11,7 +11,6 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
-#include <ucs/sys/sys.h>
 #include <ucs/datastruct/mpool.inl>
 #include <string.h>
 
@@ -442,9 +441,8 @@ void uct_uccl_iface_ctl_cleanup(uct_uccl_iface_t *iface)
  * the user asked (am_alignment, with am_align_offset: the byte at that
  * offset is aligned; an offset without an alignment is an error, one past
  * the buffer is ignored, as in UCX's transports), else to 8 bytes. The
- * buffer's data starts on a page (or the alignment, if larger) and the
- * SEND lands `pad` bytes into it: a SEND of up to a page stays in one page
- * (one translation for the device; softverbs pins each page it writes). */
+ * buffer's data starts on the alignment and the SEND lands `pad` bytes
+ * into it. */
 static ucs_status_t uct_uccl_iface_rx_layout(uct_uccl_iface_t *iface,
                                              const uct_iface_params_t *params)
 {
@@ -469,7 +467,7 @@ static ucs_status_t uct_uccl_iface_rx_layout(uct_uccl_iface_t *iface,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    iface->config.rx_align = ucs_max(align, ucs_get_page_size());
+    iface->config.rx_align = ucs_max(align, UCS_SYS_CACHE_LINE_SIZE);
     iface->config.rx_pad   = (align - ((sizeof(uct_uccl_am_hdr_t) + offset) %
                                        align)) % align;
     return UCS_OK;
