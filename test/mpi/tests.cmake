@@ -30,6 +30,11 @@ if(UCCL_MPICC)
     mpi_add(mpi_np8 8 400)
     # 1% of packets lost in the softverbs fabric (no effect on tcp).
     mpi_add(mpi_np4_loss 4 400 ENV SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=7)
+    # the same with each congestion control besides the default
+    foreach(cc swift eqds timely)
+        mpi_add(mpi_np4_loss_cc_${cc} 4 400 ENV SOFTVERBS_LOSS=0.01
+                SOFTVERBS_SEED=7 UCX_UCCL_CC=${cc})
+    endforeach()
     # One-sided ordering and atomicity (osc ucx over emulated atomics), with
     # 3 ranks where a third one reads what another wrote; RC mode and loss.
     mpi_add(mpi_osc_np2 2 120 ARGS -f osc)
