@@ -1,0 +1,83 @@
+#!/bin/sh
+#
+# Benchmark: one ucx_perftest measurement under several configurations
+# (builds or settings), side by side in one run: every round runs each
+# configuration once, in an order that rotates, on a fresh fabric; the
+# summary gives each configuration's median and its ratio to the first.
+#
+#   uccl_ab.sh BUILDDIR "NAME|ENV" ... -- PERFTEST_ARGS...
+#
+# ENV is a set of assignments for both processes, e.g.
+#   "main|UCX_TLS=uccl,self"
+#   "base|UCX_TLS=uccl,self UCCL_LIBDIR=/other/build/.libs"
+#   "vb|UCX_TLS=rc_verbs,ud_verbs,self"
+# PERFTEST_ARGS are the client's (UCT tests need -x TL -d sv0:1). A latency
+# test is read by ucx_perftest's typical (50th percentile) latency in us
+# (the average weighs the few iterations a descheduled process waits), a
+# bandwidth test by its overall MB/s.
+#
+# AB_ROUNDS (5), AB_TIMEOUT (120 s per process).
+set -u
+build=${1:?usage: $0 BUILDDIR "NAME|ENV" ... -- PERFTEST_ARGS...}
+shift
+# run and tmo are bench_lib.sh's
+# shellcheck disable=SC2034
+run=$build/contrib/uccl-run
+# shellcheck disable=SC2034
+tmo=${AB_TIMEOUT:-120}
+rounds=${AB_ROUNDS:-5}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/bench_lib.sh"
+
+cfgs=""
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+    cfgs="$cfgs $(printf '%s' "$1" | tr ' ' '\001')"
+    shift
+done
+[ $# -gt 0 ] && shift
+if [ -z "$cfgs" ] || [ $# -eq 0 ]; then
+    echo "usage: $0 BUILDDIR \"NAME|ENV\" ... -- PERFTEST_ARGS..." >&2
+    exit 2
+fi
+
+# ab_one CFG ARGS...: one pair under CFG; its Final line's typical and
+# average latency and overall bandwidth go to NAME's files
+ab_one() {
+    _name=${1%%|*}
+    _env=$(printf '%s' "${1#*|}" | tr '\001' ' ')
+    bench_next_port
+    BENCH_ENV="$_env" bench_pair ucx_perftest -p "$port" -- \
+        ucx_perftest localhost -p "$port" "$@" |
+        awk '/^Final:/ {print $3, $4, $7}' > "$tmp/one"
+    read -r _p50 _avg _bw < "$tmp/one" || return 0
+    echo "$_p50" >> "$tmp/$_name.p50"
+    echo "$_avg" >> "$tmp/$_name.avg"
+    echo "$_bw" >> "$tmp/$_name.bw"
+}
+
+bench_port_init  # sets port, which bench_next_port moves
+r=0
+while [ $r -lt "$rounds" ]; do
+    # shellcheck disable=SC2086
+    for c in $(bench_rotate $r $cfgs); do
+        ab_one "$c" "$@"
+    done
+    r=$((r + 1))
+done
+
+echo "| config | typical lat us | avg lat us | MB/s | typical / first |" \
+     "MB/s / first |"
+echo "|---|---|---|---|---|---|"
+first_p50="" first_bw=""
+for c in $cfgs; do
+    n=${c%%|*}
+    p50=$(bench_median "$tmp/$n.p50")
+    avg=$(bench_median "$tmp/$n.avg")
+    bw=$(bench_median "$tmp/$n.bw")
+    [ -z "$first_p50" ] && first_p50=$p50 first_bw=$bw
+    echo "| $n | $p50 | $avg | $bw | $(bench_ratio "$p50" "$first_p50") |" \
+         "$(bench_ratio "$bw" "$first_bw") |"
+done
+echo
+echo "Medians of $rounds interleaved rounds (ucx_perftest $*)."
