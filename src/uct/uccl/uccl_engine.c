@@ -113,8 +113,8 @@ static void uct_uccl_sigusr2(int signo)
 /* One run of the engine, from the user's progress call or a background
  * pass (uccl_async.c), with the async context blocked. The ACKs the last
  * pass's AMs carried come first; the receive CQ (data and control) is
- * polled always, the send CQs only while WRs are
- * out, the pacing wheel swept only while a conn waits on it. */
+ * polled always, the send CQs only while WRs are out, the pacing wheel
+ * swept only while a conn waits on it. */
 unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
 {
     unsigned count;

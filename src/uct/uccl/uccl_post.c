@@ -72,6 +72,7 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
 {
     uct_uccl_qp_t *path = &conn->paths[conn->sel.last];
     unsigned i, n = conn->num_paths;
+    unsigned burst, max_burst;
     int probe;
 
     if ((avoid < 0) && (conn->burst_left > 0) &&
@@ -133,11 +134,10 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
     return NULL;
 
 found:
-    conn->burst_left = uct_uccl_paths_burst(&conn->sel,
-                                            conn->iface->config.path_burst)
-                       - 1;
-    conn->stats.bursts_cut += (conn->burst_left + 1 <
-                               conn->iface->config.path_burst);
+    max_burst               = conn->iface->config.path_burst;
+    burst                   = uct_uccl_paths_burst(&conn->sel, max_burst);
+    conn->burst_left        = burst - 1;
+    conn->stats.bursts_cut += (burst < max_burst);
     return path;
 }
 
