@@ -18,6 +18,17 @@ uccl_wait_listen() {
     return 1
 }
 
+# uccl_pair_report NAME_A RC_A LOG_A NAME_B RC_B LOG_B: prints both
+# processes' output; returns 1, saying so, unless both exited with 0.
+uccl_pair_report() {
+    echo "--- $1 (rc=$2):"; cat "$3"
+    echo "--- $4 (rc=$5):"; cat "$6"
+    if [ "$2" -ne 0 ] || [ "$5" -ne 0 ]; then
+        echo "FAIL: $1 exited with $2, $4 with $5"
+        return 1
+    fi
+}
+
 # uccl_perftest_nompi [LAUNCHER]: prints "-P 0" when ucx_perftest was built
 # with MPI (UCX 1.18 in Debian 13): it then defaults to MPI mode and wants
 # mpirun, which client/server runs switch off. Prints nothing otherwise.

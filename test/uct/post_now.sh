@@ -4,6 +4,7 @@
 # UCCL_RUN (launcher), UCCL_BUILDDIR, SOFTVERBS_FABRIC, UCCL_DEV.
 #
 set -u
+. "$(dirname "$0")/listen.sh"
 
 run=${UCCL_RUN:?UCCL_RUN must name the uccl-run launcher}
 dev=${UCCL_DEV:-sv0:1}
@@ -22,9 +23,5 @@ sender_rc=$?
 wait $receiver
 receiver_rc=$?
 
-echo "--- sender (rc=$sender_rc):"; cat "$tmp/sender"
-echo "--- receiver (rc=$receiver_rc):"; cat "$tmp/receiver"
-if [ $sender_rc -ne 0 ] || [ $receiver_rc -ne 0 ]; then
-    echo "FAIL: sender exited with $sender_rc, receiver with $receiver_rc"
-    exit 1
-fi
+uccl_pair_report sender $sender_rc "$tmp/sender" \
+                 receiver $receiver_rc "$tmp/receiver" || exit 1

@@ -10,6 +10,7 @@
 # SOFTVERBS_DELAY_US, UCCL_DEV (default sv0:1).
 #
 set -u
+. "$(dirname "$0")/listen.sh"
 
 port=$1 cq_ts=$2 lo=$3 hi=$4
 shift 4
@@ -29,12 +30,8 @@ client_rc=$?
 wait $server
 server_rc=$?
 
-echo "--- client (rc=$client_rc):"; cat "$tmp/client"
-echo "--- server (rc=$server_rc):"; cat "$tmp/server"
-if [ $client_rc -ne 0 ] || [ $server_rc -ne 0 ]; then
-    echo "FAIL: client exited with $client_rc, server with $server_rc"
-    exit 1
-fi
+uccl_pair_report client $client_rc "$tmp/client" \
+                 server $server_rc "$tmp/server" || exit 1
 grep -q "^uccl\[[0-9]*\] iface .* cq_ts $cq_ts:" "$tmp/client" ||
     { echo "FAIL: the client's iface did not use cq_ts $cq_ts"; exit 1; }
 sum() {
