@@ -123,7 +123,7 @@ incast() {
     _env="$(tls_of "$_c") SOFTVERBS_DEVICES=1 SOFTVERBS_FABRIC=cc$$_$port $*"
     # shellcheck disable=SC2086
     env $_env SOFTVERBS_STATS="$_f.stats" timeout "$tmo" "$run" "$prog" \
-        server -p $port -n $((_b + 1)) -s "$size" -i 5 -T "$tmo" \
+        server -p $port -n $((_b + 1)) -s "$size" -w "$win" -i 5 -T "$tmo" \
         -o "$out/$_n.$_c.timeline" >"$_f.srv" 2>&1 &
     _pid=$!
     if uccl_wait_listen "$port" $_pid; then
