@@ -9,8 +9,11 @@
 #               and the aggregate goodput, on a lossless fabric (queues
 #               grow, like PFC) ...
 #   incast_buf  ... and with finite buffers (tail drops counted);
-#   ecmp        N flows over 4 core paths of 1/4 of the capacity each:
-#               flows of one QP collide, sprayed ones should not;
+#   ecmp        N flows over CC_ECMP_PATHS (4) core paths that share the
+#               capacity equally: flows of one QP collide, sprayed ones
+#               should not (CC_ECMP_PATHS=1: the same capacity on one core
+#               path, the reference without ECMP); each core path's share
+#               of the bytes (both directions) is printed;
 #   outage      one of 8 paths drops everything for a second mid-transfer:
 #               a goodput timeline;
 #   slow        one of 8 paths at a tenth of the others' rate;
@@ -36,7 +39,9 @@
 # A config NAME@base is NAME run with the transport (and softverbs) in
 # CC_BASE_LIBDIR (UCCL_LIBDIR of uccl-run; e.g. a copy of another build's
 # .libs): a before/after comparison in one interleaved run. NAME:bN is NAME
-# with UCX_UCCL_PATH_BURST=N (chunks per path choice).
+# with UCX_UCCL_PATH_BURST=N (chunks per path choice); NAME+VAR=VALUE is
+# NAME with VAR=VALUE in its environment (e.g. swift+UCX_MAX_RNDV_RAILS=1).
+# Suffixes are read from the right: fixed+UCX_RNDV_THRESH=inf:b1@base.
 #
 # Outage: the goodput before, while and after the path is down; the time
 # from the path going down (and from it coming back) to the first 20 ms
@@ -46,7 +51,7 @@
 #
 # CC_CONFIGS ("fixed swift timely eqds rc_verbs"; eqds_small on request),
 # CC_SCENARIOS (all),
-# CC_SENDERS (4), CC_SECONDS (3), CC_SIZE (262144), CC_WINDOW (4 messages
+# CC_SENDERS (4), CC_SECONDS (3), CC_ECMP_PATHS (4), CC_SIZE (262144), CC_WINDOW (4 messages
 # in flight per sender), CC_LINK_GBPS (1), CC_BUF (128k), BENCH_TIMEOUT
 # (120 s per process).
 set -u
@@ -79,6 +84,8 @@ tls_of() {
         *:b[0-9]*)
                 echo "UCX_UCCL_PATH_BURST=${1##*:b} $(tls_of "${1%:b*}")"
                 return ;;
+        *+*=*)  echo "${1##*+} $(tls_of "${1%+*}")"
+                return ;;
     esac
     case $1 in
         rc_verbs) echo "UCX_TLS=rc_verbs,ud_verbs,self" ;;
@@ -104,6 +111,16 @@ drops() {
     awk '$1 ~ /^path\.[0-9]+\.queue_drops$/ ||
          $1 ~ /^port\.[0-9]+\.rx_queue_drops$/ \
          {s += $2} END {print s + 0}' "$1" 2>/dev/null
+}
+
+# shares FILE: each core path's share of the bytes in a softverbs stats
+# file (both directions)
+shares() {
+    awk '$1 ~ /^path\.[0-9]+\.bytes$/ {split($1, k, "."); b[k[2]] = $2;
+             s += $2; if (k[2] + 1 > n) n = k[2] + 1}
+         END {for (i = 0; i < n; i++)
+                  printf "%s%.2f", (i ? " " : ""), s ? b[i] / s : 0}' \
+        "$1" 2>/dev/null
 }
 
 # maxq FILE: the deepest queue a receiving link had (bytes)
@@ -251,16 +268,19 @@ for s in $scenarios; do
         for c in $configs; do row "$s" "$c" "$link" | tee -a "$md"; done
         ;;
     ecmp)
-        # 4 core paths of a quarter of the edge rate each
-        core=$(awk -v l="$link" 'BEGIN {printf "%g", l / 4}')
-        e="SOFTVERBS_LINK_GBPS=$link SOFTVERBS_PATHS=4 SOFTVERBS_PATH_GBPS=$core"
+        # the core paths share the edge rate equally
+        np=${CC_ECMP_PATHS:-4}
+        core=$(awk -v l="$link" -v n="$np" 'BEGIN {printf "%g", l / n}')
+        e="SOFTVERBS_LINK_GBPS=$link SOFTVERBS_PATHS=$np SOFTVERBS_PATH_GBPS=$core"
         for c in $configs; do incast ecmp "$c" "$nbulk" $e; done
-        header "## ECMP collisions ($e: capacity $link Gbit/s over 4 paths)" |
+        header "## ECMP collisions ($e: capacity $link Gbit/s over $np paths)" |
             tee -a "$md"
         for c in $configs; do row ecmp "$c" "$link" | tee -a "$md"; done
         say
         say "Slowest/fastest flow: $(for c in $configs; do
             printf '%s %s; ' "$c" "$(spread ecmp "$c")"; done)"
+        say "Core path shares of the bytes: $(for c in $configs; do
+            printf '%s %s; ' "$c" "$(shares "$tmp/ecmp.$c.stats")"; done)"
         ;;
     outage)
         # path 3 of 8 down from 2.5 s to 3.5 s after the fabric starts
