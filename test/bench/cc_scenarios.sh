@@ -51,8 +51,9 @@
 #
 # CC_CONFIGS ("fixed swift timely eqds rc_verbs"; eqds_small on request),
 # CC_SCENARIOS (all),
-# CC_SENDERS (4), CC_SECONDS (3), CC_ECMP_PATHS (4), CC_SIZE (262144), CC_WINDOW (4 messages
-# in flight per sender), CC_LINK_GBPS (1), CC_BUF (128k), BENCH_TIMEOUT
+# CC_SENDERS (4), CC_SECONDS (3), CC_ECMP_PATHS (4), CC_SIZE (262144),
+# CC_WINDOW (4 messages in flight per sender; the server posts as many
+# receives per client), CC_LINK_GBPS (1), CC_BUF (128k), BENCH_TIMEOUT
 # (120 s per process).
 set -u
 build=${1:?usage: $0 BUILDDIR [OUTDIR]}
