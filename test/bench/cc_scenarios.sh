@@ -272,7 +272,8 @@ for s in $scenarios; do
         # the core paths share the edge rate equally
         np=${CC_ECMP_PATHS:-4}
         core=$(awk -v l="$link" -v n="$np" 'BEGIN {printf "%g", l / n}')
-        e="SOFTVERBS_LINK_GBPS=$link SOFTVERBS_PATHS=$np SOFTVERBS_PATH_GBPS=$core"
+        e="SOFTVERBS_LINK_GBPS=$link SOFTVERBS_PATHS=$np"
+        e="$e SOFTVERBS_PATH_GBPS=$core"
         for c in $configs; do incast ecmp "$c" "$nbulk" $e; done
         header "## ECMP collisions ($e: capacity $link Gbit/s over $np paths)" |
             tee -a "$md"
