@@ -9,6 +9,11 @@ chooses:
   random  a random one of the sender's QPS QPs, each QP hashed onto a path
           once (ECMP: the sender does not know the hash);
   rr      the sender's QPs in turn;
+  qp      the better of two random QPs of the sender, each known by the
+          queue its latest chunk found, learned when that chunk was
+          delivered (what a sender's per-QP RTT samples tell);
+  stale   the shorter of two random paths' queues as they were one mean
+          queueing time (N / K) ago (every path known, late);
   p2c     the shorter of two random paths' present queues (what no sender
           knows: an upper bound for a choice on fresh queues);
   jsq     the shortest present queue.
@@ -20,24 +25,34 @@ random (a closed network with random routing).
   closed_paths.py [-z Z] [-s SEED] [-t TIME]
 """
 import argparse
+import collections
 import heapq
 import random
 
 SENDERS = 4
 QPS = 32
+POLICIES = ("random", "rr", "qp", "stale", "p2c", "jsq")
+
+
+def better(a, b, seen):
+    return a if seen[a] <= seen[b] else b
 
 
 def simulate(paths, chunks, think, policy, seed, horizon):
     rnd = random.Random(seed)
     qp_path = [[rnd.randrange(paths) for _ in range(QPS)]
                for _ in range(SENDERS)]
+    qp_seen = [[0] * QPS for _ in range(SENDERS)]
     turn = [0] * SENDERS
     queued = [0] * paths
+    old = [0] * paths       # stale: the queues N / K ago
+    history = collections.deque()
     free_at = [0.0] * paths
     served = 0.0
     sends = [(rnd.random(), i % SENDERS) for i in range(chunks)]
     heapq.heapify(sends)
-    leaves = []  # (time, path): a chunk leaves its queue
+    leaves = []   # (time, path): a chunk leaves its queue
+    samples = []  # (time, sender, qp, queue found): a chunk delivered
     now = 0.0
     while sends:
         now, sender = heapq.heappop(sends)
@@ -45,22 +60,34 @@ def simulate(paths, chunks, think, policy, seed, horizon):
             break
         while leaves and leaves[0][0] <= now:
             queued[heapq.heappop(leaves)[1]] -= 1
-        if policy == "random":
-            path = qp_path[sender][rnd.randrange(QPS)]
-        elif policy == "rr":
-            path = qp_path[sender][turn[sender]]
+        while samples and samples[0][0] <= now:
+            _, s, q, found = heapq.heappop(samples)
+            qp_seen[s][q] = found
+        while history and history[0][0] <= now - chunks / paths:
+            old = history.popleft()[1]
+        qp = rnd.randrange(QPS)
+        a, b = rnd.randrange(paths), rnd.randrange(paths)
+        if policy == "rr":
+            qp = turn[sender]
             turn[sender] = (turn[sender] + 1) % QPS
+        elif policy == "qp":
+            qp = better(qp, rnd.randrange(QPS), qp_seen[sender])
+        path = qp_path[sender][qp]
+        if policy == "stale":
+            path = better(a, b, old)
         elif policy == "p2c":
-            a, b = rnd.randrange(paths), rnd.randrange(paths)
-            path = a if queued[a] <= queued[b] else b
-        else:
+            path = better(a, b, queued)
+        elif policy == "jsq":
             least = min(queued)
             path = rnd.choice([p for p in range(paths)
                                if queued[p] == least])
+        history.append((now, list(queued)))
         queued[path] += 1
         free_at[path] = max(now, free_at[path]) + 1.0
         served += 1.0
         heapq.heappush(leaves, (free_at[path], path))
+        heapq.heappush(samples, (free_at[path], sender, qp,
+                                 queued[path] - 1))
         back = free_at[path] + (rnd.expovariate(1.0 / think) if think else 0)
         heapq.heappush(sends, (back, sender))
     return served / (paths * max(now, free_at[0], 1.0))
@@ -75,12 +102,12 @@ def main():
     print("seed %d, pause %g" % (args.s, args.z))
     for paths in (1, 2, 4, 8):
         for chunks in (8, 16, 32, 64):
-            util = {pol: simulate(paths, chunks, args.z, pol, args.s, args.t)
-                    for pol in ("random", "rr", "p2c", "jsq")}
-            print("K %d N %2d: random %.2f rr %.2f p2c %.2f jsq %.2f "
-                  "1-(K-1)/(N+K-1) %.2f" %
-                  (paths, chunks, util["random"], util["rr"], util["p2c"],
-                   util["jsq"], 1 - (paths - 1) / (chunks + paths - 1)))
+            util = [simulate(paths, chunks, args.z, pol, args.s, args.t)
+                    for pol in POLICIES]
+            print("K %d N %2d: %s; 1-(K-1)/(N+K-1) %.2f" %
+                  (paths, chunks,
+                   " ".join("%s %.2f" % pu for pu in zip(POLICIES, util)),
+                   1 - (paths - 1) / (chunks + paths - 1)))
 
 
 if __name__ == "__main__":
