@@ -22,7 +22,8 @@ endfunction()
 # Every size with UCX's own protocol choice (eager short/bcopy/zcopy below
 # the rendezvous threshold, rendezvous above).
 ucp_add(ucp_tag 300 ARGS -t tag)
-# Rendezvous from 8 KiB with each zero-copy scheme.
+# Rendezvous with each zero-copy scheme, from UCX_RNDV_THRESH or uccl's
+# GET min_zcopy (64 KiB), whichever is larger.
 ucp_add(ucp_tag_rndv_put 300 ENV UCX_RNDV_THRESH=8192 UCX_RNDV_SCHEME=put_zcopy
         ARGS -t tag -n 8192)
 ucp_add(ucp_tag_rndv_get 300 ENV UCX_RNDV_THRESH=8192 UCX_RNDV_SCHEME=get_zcopy
@@ -43,6 +44,13 @@ ucp_add(ucp_peer_failure 120
         ENV UCX_KEEPALIVE_INTERVAL=1s UCX_UCCL_PEER_TIMEOUT=3s
             UCCL_TEST_VICTIM=client
         ARGS -t peer_failure -e peer -T 20)
+
+# A 64 KiB rendezvous message is read over one device, a 1 MiB one over
+# both (softverbs' per-port counters).
+add_test(NAME ucp_rndv_devices
+         COMMAND ${UCCL_SRCDIR}/test/ucp/rndv_devices.sh ${UCCL_RUN} 23000)
+set_tests_properties(ucp_rndv_devices PROPERTIES LABELS "ucp" TIMEOUT 300
+    ENVIRONMENT "UCCL_TEST_TIMEOUT=120;UCCL_TEST_FABRIC=ucp_rndv_devices")
 
 add_test(NAME ucp_ucx_info_lanes
          COMMAND ${UCCL_SRCDIR}/test/ucp/ucx_info_lanes.sh ${UCCL_RUN})

@@ -22,6 +22,7 @@
 #define UCT_UCCL_INLINE_MAX       128    /* bytes a data WR carries inline
                                             (asked of the device) */
 #define UCT_UCCL_MAX_ZCOPY        (1ul << 30) /* PUT/GET, cut into chunks */
+#define UCT_UCCL_GET_MIN_ZCOPY    (64ul * 1024) /* what iface_query reports */
 #define UCT_UCCL_PUT_GUARD        64     /* recent PUT targets remembered */
 #define UCT_UCCL_TX_GROW_MIN      32     /* send buffers per pool growth */
 #define UCT_UCCL_HDR_GROW         256    /* zcopy descriptors per growth */

@@ -66,8 +66,13 @@ ucs_status_t uct_uccl_iface_query(uct_iface_h tl_iface,
     attr->cap.put.align_mtu       = uct_uccl_mtu_bytes(iface->config.mtu);
     attr->cap.put.max_iov         = 1;
 
+    /* one device's GET already spreads over every path, and each GET costs
+     * its own request and completion: UCP's rendezvous splits a message
+     * over devices only in parts of at least min_zcopy, and takes GET zcopy
+     * for RMA and rendezvous only from there (smaller GETs are bcopy, and
+     * smaller messages eager) */
     attr->cap.get.max_bcopy       = seg;
-    attr->cap.get.min_zcopy       = 0;
+    attr->cap.get.min_zcopy       = UCT_UCCL_GET_MIN_ZCOPY;
     attr->cap.get.max_zcopy       = max_zcopy;
     attr->cap.get.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
     attr->cap.get.align_mtu       = uct_uccl_mtu_bytes(iface->config.mtu);
