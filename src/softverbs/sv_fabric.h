@@ -26,7 +26,7 @@ typedef struct sv_peer {
     uint32_t   gen;
     pid_t      pid;
     uint64_t   starttime;
-    int        self;       /* owned by this process: memcpy, no syscalls */
+    int        self;       /* owned by this process */
     int        dead;
     uint64_t   checked_ns;
 } sv_peer_t;

@@ -17,43 +17,18 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* The data moves with the kernel's checked copy, within one process too: a
+ * buffer its user unmapped (freed before its operation completed) is a
+ * failed copy, which the caller reports as a completion error as a NIC
+ * reports a protection error, never a fault of the process. */
 ssize_t sv_copy(const sv_peer_t *peer, int to_peer, const struct iovec *liov,
                 int lcnt, const struct iovec *riov, int rcnt)
 {
-    size_t lo = 0, ro = 0, n, total = 0;
-    int li = 0, ri = 0;
     ssize_t ret;
 
-    if (!peer->self) {
-        ret = to_peer ? process_vm_writev(peer->pid, liov, lcnt, riov, rcnt, 0)
-                      : process_vm_readv(peer->pid, liov, lcnt, riov, rcnt, 0);
-        return (ret < 0) ? -errno : ret;
-    }
-    while ((li < lcnt) && (ri < rcnt)) {
-        n = liov[li].iov_len - lo;
-        if (riov[ri].iov_len - ro < n) {
-            n = riov[ri].iov_len - ro;
-        }
-        if (to_peer) {
-            memmove((char*)riov[ri].iov_base + ro,
-                    (char*)liov[li].iov_base + lo, n);
-        } else {
-            memmove((char*)liov[li].iov_base + lo,
-                    (char*)riov[ri].iov_base + ro, n);
-        }
-        total += n;
-        lo    += n;
-        ro    += n;
-        if (lo == liov[li].iov_len) {
-            ++li;
-            lo = 0;
-        }
-        if (ro == riov[ri].iov_len) {
-            ++ri;
-            ro = 0;
-        }
-    }
-    return total;
+    ret = to_peer ? process_vm_writev(peer->pid, liov, lcnt, riov, rcnt, 0)
+                  : process_vm_readv(peer->pid, liov, lcnt, riov, rcnt, 0);
+    return (ret < 0) ? -errno : ret;
 }
 
 sv_qp_shm_t *sv_resp_qp(sv_peer_t *peer, unsigned dport, uint32_t dqpn)

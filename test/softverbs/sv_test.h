@@ -171,6 +171,7 @@ void svt_killed_peer(svt_t *t);
 void svt_doorbell(svt_t *t);
 void svt_qp_state_field(svt_t *t);
 void svt_unmapped_src(svt_t *t);
+void svt_unmapped_src_self(svt_t *t);
 void svt_batch(svt_t *t);
 void svt_batch_loss(svt_t *t);
 void svt_comp_channel(svt_t *t);

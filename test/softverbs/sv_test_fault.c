@@ -405,12 +405,36 @@ void svt_qp_state_field(svt_t *t)
     svt_pair_destroy(t, &p);
 }
 
-/* The sender registers a buffer, takes its pages away (the MR stays; the
- * test protects them, as munmap would let a later mapping take the range)
- * and sends from it on UC. A NIC would read pinned pages; softverbs cannot,
- * and the fault is the sender's: LOC_PROT_ERR on its send, its QP in ERR,
- * while the receiver only sees its claimed WQE complete as aborted and keeps
- * its QP. */
+/* A registered buffer whose pages are taken away (the MR stays; the test
+ * protects them, as munmap would let a later mapping take the range) */
+static struct ibv_mr *svt_unreadable_mr(svt_t *t, size_t len)
+{
+    struct ibv_mr *mr;
+    void *buf;
+
+    buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+               -1, 0);
+    SVT_CHECK(t, buf != MAP_FAILED, "mmap: %s", strerror(errno));
+    mr = ibv_reg_mr(t->pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
+    SVT_CHECK(t, mr != NULL, "ibv_reg_mr: %s", strerror(errno));
+    SVT_CHECK(t, mprotect(buf, len, PROT_NONE) == 0, "mprotect: %s",
+              strerror(errno));
+    return mr;
+}
+
+static void svt_unreadable_free(svt_t *t, struct ibv_mr *mr)
+{
+    void *buf  = mr->addr;
+    size_t len = mr->length;
+
+    SVT_CHECK(t, ibv_dereg_mr(mr) == 0, "ibv_dereg_mr: %s", strerror(errno));
+    munmap(buf, len);
+}
+
+/* The sender sends on UC from a buffer whose pages are gone. A NIC would
+ * read pinned pages; softverbs cannot, and the fault is the sender's:
+ * LOC_PROT_ERR on its send, its QP in ERR, while the receiver only sees
+ * its claimed WQE complete as aborted and keeps its QP. */
 void svt_unmapped_src(svt_t *t)
 {
     struct ibv_recv_wr rwr;
@@ -420,7 +444,6 @@ void svt_unmapped_src(svt_t *t)
     struct ibv_wc wc;
     svt_pair_t p;
     size_t len = 1 << 16;
-    void *buf;
 
     svt_pair_setup(t, &p, IBV_QPT_UC, len, 16, 1, 0);
     if (t->role == 1) {
@@ -432,16 +455,8 @@ void svt_unmapped_src(svt_t *t)
     svt_barrier(t);
 
     if (t->role == 0) {
-        buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        SVT_CHECK(t, buf != MAP_FAILED, "mmap: %s", strerror(errno));
-        mr = ibv_reg_mr(t->pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
-        SVT_CHECK(t, mr != NULL, "ibv_reg_mr: %s", strerror(errno));
-        SVT_CHECK(t, mprotect(buf, len, PROT_NONE) == 0, "mprotect: %s",
-                  strerror(errno));
-
-        sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = len,
-                                .lkey = mr->lkey };
+        mr = svt_unreadable_mr(t, len);
+        svt_sge(&sge, mr, 0, len);
         wr  = (struct ibv_send_wr){ .wr_id = 0x50, .sg_list = &sge,
                                     .num_sge = 1, .opcode = IBV_WR_SEND,
                                     .send_flags = IBV_SEND_SIGNALED };
@@ -452,9 +467,7 @@ void svt_unmapped_src(svt_t *t)
         SVT_CHECK(t, svt_qp_state(t, p.qp) == IBV_QPS_ERR,
                   "sender QP state %d after a local error, expected ERR",
                   svt_qp_state(t, p.qp));
-        SVT_CHECK(t, ibv_dereg_mr(mr) == 0, "ibv_dereg_mr: %s",
-                  strerror(errno));
-        munmap(buf, len);
+        svt_unreadable_free(t, mr);
     } else {
         svt_poll_n(t, p.cq, &wc, 1, 5000, "receive of an aborted SEND");
         svt_check_wc(t, &wc, IBV_WC_REM_ABORT_ERR, -1, 0x51, p.qp, -1,
@@ -465,6 +478,61 @@ void svt_unmapped_src(svt_t *t)
     }
     svt_barrier(t);
     svt_pair_destroy(t, &p);
+}
+
+/* The same within one process (a loopback QP pair, as UCX's tests open):
+ * a UC WRITE from a buffer whose pages are gone is the sender's error,
+ * not a fault of the process that reads it */
+void svt_unmapped_src_self(svt_t *t)
+{
+    struct ibv_qp *qp[2];
+    struct ibv_send_wr wr;
+    struct ibv_mr *dst, *mr;
+    struct ibv_sge sge;
+    struct ibv_wc wc;
+    struct ibv_cq *cq;
+    svt_info_t mine;
+    size_t len = 1 << 16;
+    int i;
+
+    if (t->role == 0) {
+        svt_open(t);
+        cq  = svt_cq(t, 16);
+        dst = svt_mr(t, len, IBV_ACCESS_LOCAL_WRITE |
+                             IBV_ACCESS_REMOTE_WRITE);
+        for (i = 0; i < 2; ++i) {
+            qp[i] = svt_qp(t, IBV_QPT_UC, cq, cq, NULL, 16, 1, 0);
+        }
+        svt_info_init(t, &mine);
+        for (i = 0; i < 2; ++i) {
+            svt_connect(t, qp[i], &mine, qp[!i]->qp_num);
+        }
+
+        mr = svt_unreadable_mr(t, len);
+        svt_sge(&sge, mr, 0, len);
+        wr = (struct ibv_send_wr){ .wr_id = 0x52, .sg_list = &sge,
+                                   .num_sge = 1,
+                                   .opcode = IBV_WR_RDMA_WRITE,
+                                   .send_flags = IBV_SEND_SIGNALED,
+                                   .wr.rdma = {
+                                       .remote_addr = (uintptr_t)dst->addr,
+                                       .rkey        = dst->rkey } };
+        svt_post_send(t, qp[0], &wr);
+        svt_poll_n(t, cq, &wc, 1, 5000, "loopback WRITE from an unreadable "
+                   "buffer");
+        svt_check_wc(t, &wc, IBV_WC_LOC_PROT_ERR, -1, 0x52, qp[0], -1,
+                     "loopback WRITE from an unreadable buffer");
+        svt_unreadable_free(t, mr);
+        for (i = 0; i < 2; ++i) {
+            SVT_CHECK(t, ibv_destroy_qp(qp[i]) == 0, "ibv_destroy_qp: %s",
+                      strerror(errno));
+        }
+        svt_mr_free(dst);
+        SVT_CHECK(t, ibv_destroy_cq(cq) == 0, "ibv_destroy_cq: %s",
+                  strerror(errno));
+        svt_close(t);
+    }
+    svt_barrier(t);
 }
 
 /* One doorbell's WRITEs are placed with one copy (a batch); what the

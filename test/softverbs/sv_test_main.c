@@ -33,6 +33,8 @@ static const svt_case_t svt_cases[] = {
       "internal moves to ERR leave ibv_qp.state to modify/query" },
     { "unmapped_src", svt_unmapped_src,
       "sending from an unmapped registered buffer: the sender's error" },
+    { "unmapped_src_self", svt_unmapped_src_self,
+      "the same on a loopback QP pair within one process" },
     { "batch",        svt_batch,
       "a chain's WRITEs copied as one batch: order, data, errors" },
     { "batch_loss",   svt_batch_loss,

@@ -48,6 +48,7 @@ sv_verbs(sv_killed_peer killed_peer)
 sv_verbs(sv_qp_state qp_state)
 # a local fault (unmapped source) is the requester's, not the responder's
 sv_verbs(sv_unmapped_src unmapped_src)
+sv_verbs(sv_unmapped_src_self unmapped_src_self)
 # completion channels across two processes (a blocking ibv_get_cq_event)
 sv_verbs(sv_comp_channel comp_channel)
 # a doorbell's WRITEs are copied as one batch; model off and on
