@@ -36,7 +36,9 @@
 # A config NAME@base is NAME run with the transport (and softverbs) in
 # CC_BASE_LIBDIR (UCCL_LIBDIR of uccl-run; e.g. a copy of another build's
 # .libs): a before/after comparison in one interleaved run. NAME:bN is NAME
-# with UCX_UCCL_PATH_BURST=N (chunks per path choice).
+# with UCX_UCCL_PATH_BURST=N (chunks per path choice), NAME:rc NAME in RC
+# mode (UCX_UCCL_MODE=rc), NAME:cSIZE NAME with UCX_UCCL_CHUNK_SIZE=SIZE
+# (e.g. fixed:rc:c64k against fixed:rc).
 #
 # Outage: the goodput before, while and after the path is down; the time
 # from the path going down (and from it coming back) to the first 20 ms
@@ -78,6 +80,11 @@ tls_of() {
                 return ;;
         *:b[0-9]*)
                 echo "UCX_UCCL_PATH_BURST=${1##*:b} $(tls_of "${1%:b*}")"
+                return ;;
+        *:c[0-9]*)
+                echo "UCX_UCCL_CHUNK_SIZE=${1##*:c} $(tls_of "${1%:c*}")"
+                return ;;
+        *:rc)   echo "UCX_UCCL_MODE=rc $(tls_of "${1%:rc}")"
                 return ;;
     esac
     case $1 in
