@@ -39,8 +39,10 @@
 # A config NAME@base is NAME run with the transport (and softverbs) in
 # CC_BASE_LIBDIR (UCCL_LIBDIR of uccl-run; e.g. a copy of another build's
 # .libs): a before/after comparison in one interleaved run. NAME:bN is NAME
-# with UCX_UCCL_PATH_BURST=N (chunks per path choice); NAME+VAR=VALUE is
-# NAME with VAR=VALUE in its environment (e.g. swift+UCX_MAX_RNDV_RAILS=1).
+# with UCX_UCCL_PATH_BURST=N (chunks per path choice), NAME:rc NAME in RC
+# mode (UCX_UCCL_MODE=rc), NAME:cSIZE NAME with UCX_UCCL_CHUNK_SIZE=SIZE
+# (e.g. fixed:rc:c64k against fixed:rc); NAME+VAR=VALUE is NAME with
+# VAR=VALUE in its environment (e.g. swift+UCX_MAX_RNDV_RAILS=1).
 # Suffixes are read from the right: fixed+UCX_RNDV_THRESH=inf:b1@base.
 #
 # Outage: the goodput before, while and after the path is down; the time
@@ -84,6 +86,11 @@ tls_of() {
                 return ;;
         *:b[0-9]*)
                 echo "UCX_UCCL_PATH_BURST=${1##*:b} $(tls_of "${1%:b*}")"
+                return ;;
+        *:c[0-9]*)
+                echo "UCX_UCCL_CHUNK_SIZE=${1##*:c} $(tls_of "${1%:c*}")"
+                return ;;
+        *:rc)   echo "UCX_UCCL_MODE=rc $(tls_of "${1%:rc}")"
                 return ;;
         *+*=*)  echo "${1##*+} $(tls_of "${1%+*}")"
                 return ;;

@@ -4,7 +4,8 @@
 # side, counted by valgrind's callgrind and split into work and polling,
 # so that the work figures come out the same however loaded the machine:
 #
-#   UCT put_bw zcopy 1 MiB, uccl UC and RC:     per 64 KiB chunk;
+#   UCT put_bw zcopy 1 MiB, uccl UC and RC:     per 64 KiB (a UC chunk;
+#                                                RC's are 256 KiB);
 #   UCT am_lat 8 B and UCP tag_lat 8 B, uccl UC, uccl RC and rc_verbs
 #   (UCP: rc_verbs,ud_verbs):                    per round trip (one send
 #                                                and one receive a side).
@@ -36,7 +37,7 @@
 #                                          UCX_UCCL_ACK_EVERY=8)
 #
 # CG_CONFIGS (all: put_uc put_rc am_uc am_rc am_vb tag_uc tag_rc tag_vb;
-# also get_uc get_rc: UCT get zcopy, per 64 KiB chunk),
+# also get_uc get_rc: UCT get zcopy, per 64 KiB),
 # CG_N1 (50), CG_N2 (250): put_bw iterations; CG_LAT_N1 (1000), CG_LAT_N2
 # (6000): latency iterations; CG_LAT_SIZE (8): latency message size;
 # CG_PASSES1 (5000), CG_PASSES2 (55000), CG_PAUSE_US (100): empty passes;
@@ -59,7 +60,7 @@ pause=${CG_PAUSE_US:-100}
 size=${CG_SIZE:-1048576}
 tmo=${CG_TIMEOUT:-900}
 configs=${CG_CONFIGS:-put_uc put_rc am_uc am_rc am_vb tag_uc tag_rc tag_vb}
-chunk=65536
+unit=65536    # bytes per row of the put and get tables
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -98,10 +99,10 @@ config() {
     per=1 lat=1
     case $1 in
         put_uc|put_rc)
-            per=$((size / chunk)) lat=0
+            per=$((size / unit)) lat=0
             args="-x uccl -d sv0:1 $_put" ;;
         get_uc|get_rc)
-            per=$((size / chunk)) lat=0
+            per=$((size / unit)) lat=0
             args="-x uccl -d sv0:1 -t get -D zcopy -s $size" ;;
         am_uc|am_rc) args="-x uccl -d sv0:1 -t am_lat -s $lat_size" ;;
         am_vb)       args="-x rc_verbs -d sv0:1 -t am_lat -s $lat_size" ;;
@@ -121,8 +122,8 @@ config() {
         tag_*)  cfg_env="$cfg_env UCX_TLS=uccl,self" ;;
     esac
     case $1 in
-        put_*) desc="UCT put_bw zcopy $size B, $mode, per 64 KiB chunk" ;;
-        get_*) desc="UCT get zcopy $size B, $mode, per 64 KiB chunk" ;;
+        put_*) desc="UCT put_bw zcopy $size B, $mode, per 64 KiB" ;;
+        get_*) desc="UCT get zcopy $size B, $mode, per 64 KiB" ;;
         am_*)  desc="UCT am_lat $lat_size B, $mode, per round trip" ;;
         tag_*) desc="UCP tag_lat $lat_size B, $mode, per round trip" ;;
     esac

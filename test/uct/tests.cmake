@@ -93,6 +93,21 @@ uct_verify_test(uct_rc_verify_small_queues data uct UCX_UCCL_MODE=rc
                 UCX_UCCL_TX_QUEUE_LEN=2 UCX_UCCL_NUM_PATHS=1
                 UCX_UCCL_MAX_QUEUED=8 UCX_UCCL_SRQ_SIZE=64)
 
+# RC mode's chunks: 256 KiB by default (CHUNK_SIZE=auto), an explicit
+# UCX_UCCL_CHUNK_SIZE wins; every zero-copy PUT and GET cut at that size
+# (the client's chunk count exact), every byte checked
+set(UCT_VERIFY_ARGS -n 100 -S 11 -C 262144)
+uct_verify_test(uct_rc_chunk_auto data uct UCX_UCCL_MODE=rc
+                UCX_UCCL_STATS_DUMP=y UCCL_EXPECT_CHUNKS=y)
+set(UCT_VERIFY_ARGS -n 100 -S 11 -C 65536)
+uct_verify_test(uct_rc_chunk_user data uct UCX_UCCL_MODE=rc
+                UCX_UCCL_CHUNK_SIZE=64k UCX_UCCL_STATS_DUMP=y
+                UCCL_EXPECT_CHUNKS=y)
+set(UCT_VERIFY_ARGS -n 100 -S 11 -C 1048576)
+uct_verify_test(uct_rc_chunk_user_1m data uct UCX_UCCL_MODE=rc
+                UCX_UCCL_CHUNK_SIZE=1m UCX_UCCL_STATS_DUMP=y
+                UCCL_EXPECT_CHUNKS=y)
+
 # every congestion control algorithm carries the data test on a clean
 # fabric, and RTT samples reached it (UC: send to ACK; RC: post to
 # completion). eqds: the client asked for credit and was granted bytes

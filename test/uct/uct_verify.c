@@ -6,7 +6,13 @@
  *
  *   server: uct_verify -s [-p PORT] [-d DEV] [-K MS]
  *   client: uct_verify [-p PORT] [-d DEV] [-n ITERS] [-S SEED] [-m MODE]
+ *           [-C BYTES]
  *
+ * With -C BYTES (data mode, client, RC) the client also counts the chunks
+ * it should send when uccl cuts zero-copy PUTs and GETs into chunks of
+ * BYTES (one WRITE or READ each; every other operation is one chunk) and
+ * prints "chunks expected N": verify_pair.sh (UCCL_EXPECT_CHUNKS) holds it
+ * against the chunks the client's UCX_UCCL_STATS_DUMP counted.
  * With -D (data mode, client) a first ep streams 1 MiB PUTs and is
  * destroyed with them in flight: each completion must come exactly once,
  * with UCS_OK or UCS_ERR_CANCELED, and the data test then runs on a new ep
@@ -40,6 +46,8 @@
 #endif
 #include "uct_harness.h"
 
+#include <ucs/sys/math.h>
+
 
 
 #include <arpa/inet.h>
@@ -70,6 +78,8 @@ static struct {
     unsigned          pause_ms;
     unsigned          err_timeout;
     int               destroy_busy; /* -D */
+    size_t            chunk;        /* -C: chunk size to count at */
+    uint64_t          chunks;       /* chunks the data test should send */
 
     /* AM receive state */
     uint64_t          am_expected;
@@ -138,6 +148,15 @@ static void client_rcache_check(void)
     uh_check(uct_md_mem_dereg(uh.md, memh2), "second dereg");
 }
 
+/* an operation of len bytes sent as chunks (zero-copy PUT or GET) or in
+ * one */
+static void count_chunks(size_t len, int chunked)
+{
+    if (g.chunk != 0) {
+        g.chunks += chunked ? ucs_max(1, ucs_div_round_up(len, g.chunk)) : 1;
+    }
+}
+
 /* GET bcopy/zcopy of random ranges of the server's pattern(1) */
 static void client_get_phase(unsigned *rs)
 {
@@ -154,6 +173,7 @@ static void client_get_phase(unsigned *rs)
                          1 + uh_rnd(rs, (k == 1) ? 65536 * 3 : BUF_SIZE / 2);
         off = uh_rnd(rs, BUF_SIZE - len);
         memset(uh.buf + off, 0xee, len);
+        count_chunks(len, k != 0);
         uh_req_init(&req);
         if (k == 0) {
             udst = uh.buf + off;
@@ -211,6 +231,7 @@ static void client_put_phase(unsigned *rs, uint8_t *written)
                                     max_copy);
         off   = uh_rnd(rs, BUF_SIZE - len);
         st[i] = UCS_OK;
+        count_chunks(len, k == 2);
         if (k == 0) {
             uh_check(UH_RETRY("put_short",
                               uct_ep_put_short(uh.ep, uh.buf + off, len,
@@ -268,6 +289,7 @@ static uint64_t client_am_phase(unsigned *rs)
             len = (len < AM_SLOT_SIZE) ? len : AM_SLOT_SIZE; /* its slot */
         }
         am_fill(tmp, seq, len);
+        count_chunks(len, 0);
         if (k == 0) {
             uh_check(UH_RETRY("am_short",
                               uct_ep_am_short(uh.ep, AM_ID, *(uint64_t*)tmp,
@@ -352,6 +374,9 @@ static void client_data(void)
     }
     printf("server verified %u bytes of PUT data and %u AMs in order\n",
            BUF_SIZE, result[1]);
+    if (g.chunk != 0) {
+        printf("chunks expected %lu at %zu bytes\n", g.chunks, g.chunk);
+    }
     free(written);
 }
 
@@ -691,7 +716,7 @@ int main(int argc, char **argv)
     uint64_t i;
     int c;
 
-    while ((c = getopt(argc, argv, "sh:p:d:n:S:m:K:T:W:P:DX")) != -1) {
+    while ((c = getopt(argc, argv, "sh:p:d:n:S:m:K:T:W:P:C:DX")) != -1) {
         switch (c) {
         case 's': uh.server = 1; break;
         case 'h': uh.host = optarg; break;
@@ -704,12 +729,14 @@ int main(int argc, char **argv)
         case 'T': g.err_timeout = atoi(optarg); break;
         case 'W': g.linger_s = atoi(optarg); break;
         case 'P': g.pause_ms = atoi(optarg); break;
+        case 'C': g.chunk = strtoul(optarg, NULL, 0); break;
         case 'D': g.destroy_busy = 1; break;
         case 'X': uh.destroy_on_error = 1; break;
         default:
             fprintf(stderr, "usage: %s [-s] [-h host] [-p port] [-d dev] "
                     "[-n iters] [-S seed] [-m data|kill|idle|reset] "
-                    "[-K ms] [-T s] [-W s] [-P ms] [-D] [-X]\n",
+                    "[-K ms] [-T s] [-W s] [-P ms] [-C bytes] [-D] "
+                    "[-X]\n",
                     argv[0]);
             return 2;
         }

@@ -9,7 +9,9 @@
 # UCCL_EXPECT_COUNTERS (uccl counters the server must report non-zero in its
 # UCX_UCCL_STATS_DUMP lines), UCCL_EXPECT_CLIENT_COUNTERS (the same for the
 # client), UCCL_EXPECT_SV_COUNTERS (softverbs counters, summed over both
-# processes, that must be non-zero).
+# processes, that must be non-zero), UCCL_EXPECT_CHUNKS=y (RC, with the
+# client's -C BYTES: the client sent exactly the chunks it counted at that
+# chunk size).
 #
 set -u
 
@@ -68,6 +70,17 @@ for c in ${UCCL_EXPECT_CLIENT_COUNTERS:-}; do
     [ "$n" -gt 0 ] || { echo "FAIL: client did not count $c"; exit 1; }
     echo "client counted $c: $n"
 done
+# the chunks the client counted at its -C size are those it sent: its
+# zero-copy operations were cut at that size (RC: no resends by software)
+if [ "${UCCL_EXPECT_CHUNKS:-n}" = y ]; then
+    want=$(sed -n 's/^chunks expected \([0-9]*\) at .*/\1/p' "$tmp/client")
+    n=$(uccl_sum "$tmp/client" chunks_tx)
+    [ -n "$want" ] ||
+        { echo "FAIL: the client counted no chunks (-C)"; exit 1; }
+    [ "$n" -eq "$want" ] ||
+        { echo "FAIL: client sent $n chunks, $want expected"; exit 1; }
+    echo "client sent the $n chunks expected"
+fi
 # softverbs' counters of both processes
 for c in ${UCCL_EXPECT_SV_COUNTERS:-}; do
     n=$(cat "$tmp"/sv_* 2>/dev/null | awk -v k="$c" \

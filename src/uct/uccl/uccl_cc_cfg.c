@@ -2,6 +2,7 @@
  * UCX_UCCL_CC*: the congestion control's variables (see uccl_cc_cfg.h).
  */
 #include "uccl_cc_cfg.h"
+#include "uccl_def.h"
 #include "proto/cc/uccl_cc_def.h"
 
 #include <ucs/debug/log.h>
@@ -44,7 +45,9 @@ ucs_config_field_t uct_uccl_cc_config_table[] = {
     {"CC_MIN_CHUNKS", "4",
      "The smallest window, in chunks, when CC_MIN_WINDOW is 0: with fewer\n"
      "in flight a sender waits for each ACK in turn (stop and wait), and\n"
-     "a rate-based algorithm never reaches its rate.",
+     "a rate-based algorithm never reaches its rate. A chunk counts here\n"
+     "as 64k at most: every sender of an incast keeps the floor in flight,\n"
+     "and RC mode's larger chunks would raise it.",
      UCT_UCCL_CC_CFG_FIELD(min_chunks), UCS_CONFIG_TYPE_UINT},
 
     {"CC_MAX_WINDOW", "0",
@@ -313,7 +316,8 @@ ucs_status_t uct_uccl_cc_config_params(const uct_uccl_cc_config_t *config,
     params->link_bps         = uct_uccl_cc_cfg_bps(config->link_rate);
     params->min_window_bytes = (config->min_window != 0) ?
                                config->min_window :
-                               (uint64_t)config->min_chunks * chunk_size;
+                               (uint64_t)config->min_chunks *
+                               ucs_min(chunk_size, UCT_UCCL_CHUNK_UC);
     params->max_window_bytes = config->max_window;
     params->mss              = config->mss;
     params->hops             = config->hops;

@@ -152,7 +152,7 @@ struct uct_uccl_conn {
     uint32_t                remote_ctl_qpn;
     uct_uccl_device_addr_t  remote_dev;
     uint32_t                remote_psn;
-    uint32_t                remote_chunk_size;
+    uint32_t                remote_rx_buf_size;
 
     unsigned                num_paths;
     uct_uccl_qp_t           *paths;

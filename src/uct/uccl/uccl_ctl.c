@@ -90,12 +90,12 @@ static ucs_status_t uct_uccl_conn_apply_peer(uct_uccl_conn_t *conn,
     ucs_status_t status;
     unsigned i;
 
-    conn->remote_id         = pkt->src_conn_id;
-    conn->remote_uuid       = pkt->iface_uuid;
-    conn->remote_token      = pkt->token;
-    conn->remote_psn        = pkt->psn & 0xffffff;
-    conn->remote_chunk_size = pkt->rx_buf_size;
-    conn->remote_dev.lid    = pkt->lid;
+    conn->remote_id          = pkt->src_conn_id;
+    conn->remote_uuid        = pkt->iface_uuid;
+    conn->remote_token       = pkt->token;
+    conn->remote_psn         = pkt->psn & 0xffffff;
+    conn->remote_rx_buf_size = pkt->rx_buf_size;
+    conn->remote_dev.lid     = pkt->lid;
     memcpy(conn->remote_dev.gid, pkt->gid, sizeof(conn->remote_dev.gid));
     while ((mtu > IBV_MTU_256) && (uct_uccl_mtu_bytes(mtu) > pkt->mtu)) {
         --mtu;

@@ -9,6 +9,7 @@
 
 #include "proto/uccl_wire.h"
 
+#include <ucs/sys/math.h>
 #include <ucs/time/time.h>
 
 #define UCT_UCCL_GRH_LEN          40
@@ -22,7 +23,13 @@
 #define UCT_UCCL_INLINE_MAX       128    /* bytes a data WR carries inline
                                             (asked of the device) */
 #define UCT_UCCL_MAX_ZCOPY        (1ul << 30) /* PUT/GET, cut into chunks */
-#define UCT_UCCL_GET_MIN_ZCOPY    (64ul * 1024) /* what iface_query reports */
+#define UCT_UCCL_GET_MIN_ZCOPY    (64ul * UCS_KBYTE) /* what iface_query reports */
+/* CHUNK_SIZE=auto: a UC chunk is what the sender resends alone after a
+ * loss, into a receive buffer of the peer's that it must fit; an RC chunk
+ * is one WRITE or READ that the NIC recovers, never a SEND, and a larger
+ * one costs fewer work requests and completions per message */
+#define UCT_UCCL_CHUNK_UC         (64ul * UCS_KBYTE)
+#define UCT_UCCL_CHUNK_RC         (256ul * UCS_KBYTE)
 #define UCT_UCCL_PUT_GUARD        64     /* recent PUT targets remembered */
 #define UCT_UCCL_TX_GROW_MIN      32     /* send buffers per pool growth */
 #define UCT_UCCL_HDR_GROW         256    /* zcopy descriptors per growth */

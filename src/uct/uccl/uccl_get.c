@@ -99,7 +99,8 @@ static ucs_status_t uct_uccl_get_serve_send(uct_uccl_conn_t *conn,
         return UCS_ERR_NO_MEMORY;  /* unanswered: the peer asks again */
     }
     if ((status == UCS_OK) &&
-        (req->length > conn->remote_chunk_size - sizeof(uct_uccl_get_data_t))) {
+        (req->length > conn->remote_rx_buf_size -
+                       sizeof(uct_uccl_get_data_t))) {
         ++conn->iface->stats.bad_data;
         status = UCS_ERR_MESSAGE_TRUNCATED;
     }

@@ -185,7 +185,7 @@ uct_uccl_iface_cc_init(uct_uccl_iface_t *iface,
 {
     ucs_status_t status;
 
-    status = uct_uccl_cc_config_params(&config->cc, config->chunk_size,
+    status = uct_uccl_cc_config_params(&config->cc, iface->config.chunk_size,
                                        uct_uccl_mtu_bytes(iface->config.mtu),
                                        &iface->config.cc_params);
     if (status != UCS_OK) {

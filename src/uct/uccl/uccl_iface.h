@@ -304,12 +304,16 @@ int uct_uccl_iface_is_reachable(const uct_iface_h tl_iface,
                                 const uct_device_addr_t *dev_addr,
                                 const uct_iface_addr_t *iface_addr);
 
-/* The largest chunk of conn's: ours, or less if the peer's receive
- * buffers (a SEND header and its payload) hold less */
+/* The largest chunk of conn's: ours, or in UC mode less if the peer's
+ * receive buffers hold less (a lost chunk is resent there as a SEND, its
+ * header before it); an RC chunk never arrives as a SEND */
 static inline size_t uct_uccl_conn_chunk_size(const uct_uccl_conn_t *conn)
 {
+    if (conn->rc) {
+        return conn->iface->config.chunk_size;
+    }
     return ucs_min(conn->iface->config.chunk_size,
-                   conn->remote_chunk_size - UCT_UCCL_SEND_HDR_MAX);
+                   conn->remote_rx_buf_size - UCT_UCCL_SEND_HDR_MAX);
 }
 
 /* A conn about to have work for its timers (data queued or owed an ACK, a

@@ -7,6 +7,7 @@
 #include "uccl_iface.h"
 
 #include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
 
 
 static const char *uct_uccl_mode_names[] = {
@@ -41,18 +42,23 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      ucs_offsetof(uct_uccl_iface_config_t, mode),
      UCS_CONFIG_TYPE_ENUM(uct_uccl_mode_names)},
 
-    {"CHUNK_SIZE", "64k",
+    {"CHUNK_SIZE", "auto",
      "Large PUT/GET are cut into chunks of this size; each chunk is one RDMA\n"
-     "WRITE_WITH_IMM (or READ) on one path, acknowledged and resent alone.",
+     "WRITE_WITH_IMM (or READ) on one path, acknowledged and resent alone.\n"
+     "auto: 64k in UC mode, where a lost chunk is resent into a receive\n"
+     "buffer of the peer's, so every receive buffer holds one; 256k in RC\n"
+     "mode, where the NIC recovers losses and a chunk never arrives as a\n"
+     "SEND: fewer work requests and completions per message. In UC mode\n"
+     "a connection's chunks are also at most the peer's.",
      ucs_offsetof(uct_uccl_iface_config_t, chunk_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
     {"SEG_SIZE", "64k",
      "Largest active message and bcopy operation (bytes copied into a\n"
-     "registered buffer). The receive buffers hold a chunk already, so up to\n"
-     "CHUNK_SIZE a message goes as one AM: UCP's eager protocol then sends\n"
-     "it in one chunk instead of fragments or a rendezvous. At most\n"
-     "CHUNK_SIZE (a larger value is cut to it).",
+     "registered buffer). Every receive buffer holds one (UC: a chunk, which\n"
+     "is at least as large), so up to SEG_SIZE a message goes as one AM:\n"
+     "UCP's eager protocol then sends it in one chunk instead of fragments\n"
+     "or a rendezvous. At most CHUNK_SIZE (a larger value is cut to it).",
      ucs_offsetof(uct_uccl_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"TX_QUEUE_LEN", "64",
@@ -61,8 +67,9 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      ucs_offsetof(uct_uccl_iface_config_t, tx_queue_len), UCS_CONFIG_TYPE_UINT},
 
     {"SRQ_SIZE", "256",
-     "Receive buffers in the shared receive queue of the iface (each one\n"
-     "chunk plus a header, for AMs and retransmitted chunks).",
+     "Receive buffers in the shared receive queue of the iface, each a\n"
+     "header and SEG_SIZE bytes for an AM (UC: CHUNK_SIZE, for a resent\n"
+     "chunk).",
      ucs_offsetof(uct_uccl_iface_config_t, srq_size), UCS_CONFIG_TYPE_UINT},
 
     {"SRQ_FLOW", "y",
@@ -232,7 +239,9 @@ uct_uccl_iface_config_check(const uct_uccl_iface_config_t *config)
 {
     if ((config->num_paths < 1) ||
         (config->num_paths > UCT_UCCL_WIRE_MAX_PATHS) ||
-        (config->chunk_size < 1024) || (config->chunk_size > UINT32_MAX / 2) ||
+        ((config->chunk_size != UCS_MEMUNITS_AUTO) &&
+         ((config->chunk_size < 1024) ||
+          (config->chunk_size > UINT32_MAX / 2))) ||
         (config->seg_size < 256) ||
         (config->tx_queue_len < 2) ||
         (config->srq_size < 2 * UCT_UCCL_SRQ_BATCH) ||
@@ -243,7 +252,7 @@ uct_uccl_iface_config_check(const uct_uccl_iface_config_t *config)
         (config->cc.window < 1) || (config->cc.pace_res <= 0) ||
         (config->path_burst < 1)) {
         ucs_error("uccl: invalid configuration (NUM_PATHS 1..%d, CHUNK_SIZE "
-                  ">= 1k, SEG_SIZE >= 256, TX_QUEUE_LEN >= 2, "
+                  "auto or 1k..2g, SEG_SIZE >= 256, TX_QUEUE_LEN >= 2, "
                   "SRQ_SIZE >= %d, CQ_SIZE and RX_MAX_BUFS >= SRQ_SIZE, "
                   "SACK_WINDOW power of 2 in 64..%d, CC_WINDOW >= 1, "
                   "CC_PACE_RES > 0)",
@@ -319,6 +328,28 @@ ucs_status_t uct_uccl_iface_cq_ts_select(uct_uccl_iface_t *iface,
     return UCS_OK;
 }
 
+/* CHUNK_SIZE, or with auto the mode's */
+static size_t uct_uccl_iface_chunk_size(const uct_uccl_iface_t *iface,
+                                        const uct_uccl_iface_config_t *config)
+{
+    if (config->chunk_size != UCS_MEMUNITS_AUTO) {
+        return config->chunk_size;
+    }
+    return iface->rc_mode ? UCT_UCCL_CHUNK_RC : UCT_UCCL_CHUNK_UC;
+}
+
+/* What arrives as a SEND into a receive buffer: an AM or a GET bcopy
+ * reply of at most a segment after its header, and in UC mode a lost
+ * WRITE chunk resent with its header (uct_uccl_chunk_build_retx). An RC
+ * chunk is a WRITE or a READ only. */
+static size_t uct_uccl_iface_rx_buf_size(const uct_uccl_iface_t *iface)
+{
+    const ucs_typeof(iface->config) *c = &iface->config;
+
+    return (iface->rc_mode ? c->seg_size : c->chunk_size) +
+           UCT_UCCL_SEND_HDR_MAX;
+}
+
 /* The engine's settings from the user's configuration and the device */
 void uct_uccl_iface_config_set(uct_uccl_iface_t *iface,
                                const uct_uccl_iface_config_t *config)
@@ -327,9 +358,9 @@ void uct_uccl_iface_config_set(uct_uccl_iface_t *iface,
     ucs_typeof(iface->config) *c = &iface->config;
 
     c->num_paths    = config->num_paths;
-    c->chunk_size   = config->chunk_size;
-    c->seg_size     = ucs_min(config->seg_size, config->chunk_size);
-    c->rx_buf_size  = config->chunk_size + UCT_UCCL_SEND_HDR_MAX;
+    c->chunk_size   = uct_uccl_iface_chunk_size(iface, config);
+    c->seg_size     = ucs_min(config->seg_size, c->chunk_size);
+    c->rx_buf_size  = uct_uccl_iface_rx_buf_size(iface);
     c->tx_queue_len = ucs_min(config->tx_queue_len, md->caps.max_qp_wr);
     c->tx_ring_mask = ucs_roundup_pow2(c->tx_queue_len) - 1;
     c->srq_size     = ucs_min(config->srq_size, md->caps.max_srq_wr);

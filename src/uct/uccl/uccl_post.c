@@ -280,7 +280,7 @@ static unsigned uct_uccl_chunk_piggy_ack(uct_uccl_conn_t *conn,
         if (ucs_list_is_empty(&conn->iface->ack_list) ||
             (chunk->laddr != (uintptr_t)chunk->data) ||
             (end > conn->iface->config.seg_size) ||
-            (sizeof(*am) + end > conn->remote_chunk_size) ||
+            (sizeof(*am) + end > conn->remote_rx_buf_size) ||
             !uct_uccl_rx_ack_piggyback(conn, chunk->data + chunk->length)) {
             return n;
         }
