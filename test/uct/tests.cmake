@@ -146,3 +146,12 @@ set_tests_properties(uct_cc_timely_rate PROPERTIES LABELS "uct" TIMEOUT 300
 add_test(NAME uct_cc_config COMMAND ${UCCL_SRCDIR}/test/uct/cc_config.sh)
 set_tests_properties(uct_cc_config PROPERTIES LABELS "uct" TIMEOUT 300
                      ENVIRONMENT "UCCL_RUN=${UCCL_RUN};SOFTVERBS_FABRIC=t_cc_config")
+
+# Peers whose receive buffers cannot hold our largest AM (RC mode, the
+# server's SEG_SIZE smaller): the connection is refused with one error
+# and the operation fails, no crash; equal settings work
+math(EXPR UCT_PORT "${UCT_PORT} + 2")
+add_test(NAME uct_seg_mismatch
+         COMMAND ${UCCL_SRCDIR}/test/uct/seg_mismatch.sh ${UCT_PORT})
+set_tests_properties(uct_seg_mismatch PROPERTIES LABELS "uct" TIMEOUT 150
+    ENVIRONMENT "UCCL_RUN=${UCCL_RUN};SOFTVERBS_FABRIC=t_seg_mismatch")

@@ -285,13 +285,25 @@ void uct_uccl_conn_peer_remove(uct_uccl_conn_t *conn)
     }
 }
 
-static int uct_uccl_conn_pkt_compatible(uct_uccl_iface_t *iface,
-                                        const uct_uccl_conn_pkt_t *pkt)
+/* Why a peer's REQ or REP cannot make a conn with us, or NULL: another
+ * mode, malformed limits, or receive buffers that our largest SEND (an AM
+ * of a segment) would overflow, breaking the peer's QP */
+static const char *
+uct_uccl_conn_pkt_mismatch(uct_uccl_iface_t *iface,
+                           const uct_uccl_conn_pkt_t *pkt)
 {
-    return (pkt->mode == (iface->rc_mode ? UCT_UCCL_MODE_RC :
-                                           UCT_UCCL_MODE_UC)) &&
-           (pkt->rx_buf_size >= UCT_UCCL_SEND_HDR_MAX + 1024) &&
-           (pkt->sack_bits >= 64);
+    if (pkt->mode != (iface->rc_mode ? UCT_UCCL_MODE_RC : UCT_UCCL_MODE_UC)) {
+        return "another mode (set UCX_UCCL_MODE alike)";
+    }
+    if ((pkt->rx_buf_size < UCT_UCCL_SEND_HDR_MAX + 1024) ||
+        (pkt->sack_bits < 64)) {
+        return "malformed limits";
+    }
+    if (pkt->rx_buf_size < iface->config.seg_size) {
+        return "receive buffers smaller than our segment (set "
+               "UCX_UCCL_SEG_SIZE and UCX_UCCL_CHUNK_SIZE alike)";
+    }
+    return NULL;
 }
 
 static void uct_uccl_conn_handle_req(uct_uccl_iface_t *iface,
@@ -299,6 +311,7 @@ static void uct_uccl_conn_handle_req(uct_uccl_iface_t *iface,
                                      const uct_uccl_ctl_src_t *src)
 {
     uct_uccl_device_addr_t dev = {};
+    const char *mismatch;
     uct_uccl_conn_t *conn;
     ucs_status_t status;
 
@@ -323,11 +336,9 @@ static void uct_uccl_conn_handle_req(uct_uccl_iface_t *iface,
         return;
     }
 
-    if (!uct_uccl_conn_pkt_compatible(iface, pkt)) {
-        ucs_error("uccl: rejecting a connection from a peer in %s mode "
-                  "(we are in %s mode; set UCX_UCCL_MODE alike)",
-                  pkt->mode == UCT_UCCL_MODE_RC ? "rc" : "uc",
-                  iface->rc_mode ? "rc" : "uc");
+    mismatch = uct_uccl_conn_pkt_mismatch(iface, pkt);
+    if (mismatch != NULL) {
+        ucs_error("uccl: rejecting a connection from a peer: %s", mismatch);
         ++iface->stats.bad_ctl;
         return;
     }
@@ -371,6 +382,7 @@ static void uct_uccl_conn_handle_rep(uct_uccl_iface_t *iface,
 {
     uct_uccl_conn_t *conn = uct_uccl_conn_bound(iface, pkt->dst_conn_id,
                                                 pkt->echo_token, src);
+    const char *mismatch;
     ucs_status_t status;
 
     if ((conn == NULL) || conn->passive) {
@@ -381,11 +393,14 @@ static void uct_uccl_conn_handle_rep(uct_uccl_iface_t *iface,
         return; /* duplicate reply */
     }
 
+    mismatch = uct_uccl_conn_pkt_mismatch(iface, pkt);
     if ((pkt->status != UCS_OK) || (pkt->num_paths > conn->num_paths) ||
-        !uct_uccl_conn_pkt_compatible(iface, pkt)) {
-        ucs_error("uccl: peer rejected connection %u: %s", conn->id,
-                  ucs_status_string(pkt->status != UCS_OK ? pkt->status :
-                                    UCS_ERR_UNSUPPORTED));
+        (mismatch != NULL)) {
+        ucs_error("uccl: connection %u refused: %s", conn->id,
+                  (mismatch != NULL) ? mismatch :
+                  (pkt->status != UCS_OK) ?
+                  ucs_status_string((ucs_status_t)pkt->status) :
+                  "more paths than asked for");
         uct_uccl_conn_fail(conn, UCS_ERR_UNREACHABLE);
         return;
     }
