@@ -23,7 +23,7 @@
 #define UCT_UCCL_INLINE_MAX       128    /* bytes a data WR carries inline
                                             (asked of the device) */
 #define UCT_UCCL_MAX_ZCOPY        (1ul << 30) /* PUT/GET, cut into chunks */
-#define UCT_UCCL_GET_MIN_ZCOPY    (64ul * UCS_KBYTE) /* what iface_query reports */
+#define UCT_UCCL_GET_MIN_ZCOPY    (64ul * UCS_KBYTE) /* iface_query */
 /* CHUNK_SIZE=auto: a UC chunk is what the sender resends alone after a
  * loss, into a receive buffer of the peer's that it must fit; an RC chunk
  * is one WRITE or READ that the NIC recovers, never a SEND, and a larger
