@@ -338,8 +338,11 @@ static void uct_uccl_conn_handle_req(uct_uccl_iface_t *iface,
 
     mismatch = uct_uccl_conn_pkt_mismatch(iface, pkt);
     if (mismatch != NULL) {
+        /* refused, not ignored: the initiator fails at once instead of
+         * asking again until its CONN_TIMEOUT */
         ucs_error("uccl: rejecting a connection from a peer: %s", mismatch);
         ++iface->stats.bad_ctl;
+        uct_uccl_conn_send_reject(iface, pkt, UCS_ERR_UNSUPPORTED);
         return;
     }
 
@@ -382,7 +385,7 @@ static void uct_uccl_conn_handle_rep(uct_uccl_iface_t *iface,
 {
     uct_uccl_conn_t *conn = uct_uccl_conn_bound(iface, pkt->dst_conn_id,
                                                 pkt->echo_token, src);
-    const char *mismatch;
+    const char *refusal;
     ucs_status_t status;
 
     if ((conn == NULL) || conn->passive) {
@@ -393,14 +396,13 @@ static void uct_uccl_conn_handle_rep(uct_uccl_iface_t *iface,
         return; /* duplicate reply */
     }
 
-    mismatch = uct_uccl_conn_pkt_mismatch(iface, pkt);
-    if ((pkt->status != UCS_OK) || (pkt->num_paths > conn->num_paths) ||
-        (mismatch != NULL)) {
-        ucs_error("uccl: connection %u refused: %s", conn->id,
-                  (mismatch != NULL) ? mismatch :
-                  (pkt->status != UCS_OK) ?
-                  ucs_status_string((ucs_status_t)pkt->status) :
-                  "more paths than asked for");
+    refusal = (pkt->status != UCS_OK) ?
+              ucs_status_string((ucs_status_t)pkt->status) :
+              (pkt->num_paths > conn->num_paths) ?
+              "more paths than asked for" :
+              uct_uccl_conn_pkt_mismatch(iface, pkt);
+    if (refusal != NULL) {
+        ucs_error("uccl: connection %u refused: %s", conn->id, refusal);
         uct_uccl_conn_fail(conn, UCS_ERR_UNREACHABLE);
         return;
     }
