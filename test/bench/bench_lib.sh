@@ -1,15 +1,26 @@
 # Sourced by the benchmark scripts: server/client pairs on fresh fabrics
 # and fresh ports, medians.
 #
-# Callers set: run (the uccl-run launcher), tmp (a scratch directory), tmo
-# (seconds per process). bench_port_init picks a first port; every pair
-# takes the next one (bump it in the calling shell, not in a $(...)
-# subshell, or every pair reuses one port and one fabric).
+# Callers set run (the uccl-run launcher), tmp (a scratch directory) and
+# tmo (seconds per process), by bench_setup or themselves. bench_port_init
+# picks a first port; every pair takes the next one (bump it in the
+# calling shell, not in a $(...) subshell, or every pair reuses one port
+# and one fabric).
 
 . "$(dirname "$0")/../uct/listen.sh"
 
 bench_port_init() {
     port=$((30000 + $$ % 10000))
+}
+
+# bench_setup BUILDDIR TIMEOUT: run is BUILDDIR's launcher, tmo TIMEOUT,
+# tmp a scratch directory removed at exit; the first port
+bench_setup() {
+    run=$1/contrib/uccl-run
+    tmo=$2
+    tmp=$(mktemp -d) || exit 1
+    trap 'rm -rf "$tmp"' EXIT
+    bench_port_init
 }
 
 # bench_next_port: the port (and fabric) of the next pair

@@ -20,15 +20,9 @@
 set -u
 build=${1:?usage: $0 BUILDDIR "NAME|ENV" ... -- PERFTEST_ARGS...}
 shift
-# run and tmo are bench_lib.sh's
-# shellcheck disable=SC2034
-run=$build/contrib/uccl-run
-# shellcheck disable=SC2034
-tmo=${AB_TIMEOUT:-120}
 rounds=${AB_ROUNDS:-5}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/bench_lib.sh"
+bench_setup "$build" "${AB_TIMEOUT:-120}"
 
 cfgs=""
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
@@ -56,7 +50,6 @@ ab_one() {
     echo "$_bw" >> "$tmp/$_name.bw"
 }
 
-bench_port_init  # sets port, which bench_next_port moves
 r=0
 while [ $r -lt "$rounds" ]; do
     # shellcheck disable=SC2086

@@ -47,7 +47,6 @@
 set -u
 build=${1:?usage: $0 BUILDDIR [ENV...]}
 shift
-run=$build/contrib/uccl-run
 empty=$build/test/bench/empty_pass
 n1=${CG_N1:-50}
 n2=${CG_N2:-250}
@@ -58,16 +57,13 @@ p1=${CG_PASSES1:-5000}
 p2=${CG_PASSES2:-55000}
 pause=${CG_PAUSE_US:-100}
 size=${CG_SIZE:-1048576}
-tmo=${CG_TIMEOUT:-900}
 configs=${CG_CONFIGS:-put_uc put_rc am_uc am_rc am_vb tag_uc tag_rc tag_vb}
 unit=65536    # bytes per row of the put and get tables
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$here/bench_lib.sh"
+bench_setup "$build" "${CG_TIMEOUT:-900}"
 out=${CG_OUT:-$tmp}
 mkdir -p "$out" || exit 1
-. "$here/bench_lib.sh"
-bench_port_init
 command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 1; }
 [ -x "$empty" ] || { echo "$empty not built" >&2; exit 1; }
 nompi=$(uccl_perftest_nompi "$run")

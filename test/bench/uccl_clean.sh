@@ -21,16 +21,12 @@
 # BENCH_LAT_ITERS (20000), BENCH_BW_ITERS (2000), BENCH_NP_ITERS (20).
 set -u
 build=${1:?usage: $0 BUILDDIR}
-run=$build/contrib/uccl-run
-tmo=${BENCH_TIMEOUT:-180}
 rounds=${BENCH_ROUNDS:-3}
 lat_n=${BENCH_LAT_ITERS:-20000}
 bw_n=${BENCH_BW_ITERS:-2000}
 np_n=${BENCH_NP_ITERS:-20}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/bench_lib.sh"
-bench_port_init
+bench_setup "$build" "${BENCH_TIMEOUT:-180}"
 
 # the three transports: UCX_TLS for UCP and NetPIPE, -x and mode for UCT
 configs="uccl_uc uccl_rc rc_verbs"

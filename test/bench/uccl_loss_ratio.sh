@@ -18,14 +18,10 @@ set -u
 build=${1:?usage: $0 BUILDDIR [ENV|-]...}
 shift
 [ $# -gt 0 ] || set -- -
-run=$build/contrib/uccl-run
 rounds=${LOSS_ROUNDS:-3}
-tmo=${BENCH_TIMEOUT:-180}
 seed=${LOSS_SEED:-$(date +%s)}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/bench_lib.sh"
-bench_port_init
+bench_setup "$build" "${BENCH_TIMEOUT:-180}"
 
 # perftest LOSS TEST CFG: the Final line's bandwidth (MB/s) or latency (us)
 perftest() {

@@ -19,13 +19,9 @@ set -u
 build=${1:?usage: $0 BUILDDIR [ENV|-]...}
 shift
 [ $# -gt 0 ] || set -- -
-run=$build/contrib/uccl-run
-tmo=${BENCH_TIMEOUT:-180}
 rounds=${BENCH_ROUNDS:-3}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/bench_lib.sh"
-bench_port_init
+bench_setup "$build" "${BENCH_TIMEOUT:-180}"
 
 # raw softverbs: perftest, after a short warm-up run of the same kind
 # (ucx_perftest warms up by itself)
