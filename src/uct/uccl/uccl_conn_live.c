@@ -407,6 +407,8 @@ static void uct_uccl_conn_dump_cc(uct_uccl_conn_t *conn, FILE *stream)
 
 void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
 {
+    uint64_t fab_min;
+
     fprintf(stream, "uccl[%d]   conn %u%s peer %u %s paths %u:", getpid(),
             conn->id, conn->passive ? " (passive)" : "", conn->remote_id,
             (conn->state == UCT_UCCL_CONN_CONNECTED) ? "connected" :
@@ -425,11 +427,10 @@ void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
             "%lu path_unparks %lu path_parked %u", conn->sel.stats.parks_loss,
             conn->sel.stats.parks_stall, conn->sel.stats.probes,
             conn->sel.stats.unparks, conn->sel.nparked);
+    fab_min = uct_uccl_paths_fab_min(&conn->sel);
     fprintf(stream, " path_fab_srtt_us %.1f path_fab_min_us %.1f "
             "path_ooo_pct %.0f", conn->sel.fab_srtt_ns / 1e3,
-            (ucs_min(conn->sel.fab_min_ns[0], conn->sel.fab_min_ns[1]) ==
-             UINT64_MAX) ? 0.0 :
-            ucs_min(conn->sel.fab_min_ns[0], conn->sel.fab_min_ns[1]) / 1e3,
+            (fab_min == UINT64_MAX) ? 0.0 : fab_min / 1e3,
             conn->sel.ooo_frac * 100.0 / UCT_UCCL_PATHS_OOO_ONE);
     fputc('\n', stream);
 }

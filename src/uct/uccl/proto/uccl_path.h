@@ -327,6 +327,14 @@ uct_uccl_paths_ack_order(uct_uccl_paths_t *ps, int holes)
     }
 }
 
+/* the conn's minimum fabric RTT over the last one or two windows
+ * (UINT64_MAX: no sample) */
+static UCS_F_ALWAYS_INLINE uint64_t
+uct_uccl_paths_fab_min(const uct_uccl_paths_t *ps)
+{
+    return ucs_min(ps->fab_min_ns[0], ps->fab_min_ns[1]);
+}
+
 /* do the paths queue unevenly (see above)? */
 static UCS_F_ALWAYS_INLINE int
 uct_uccl_paths_uneven(const uct_uccl_paths_t *ps)
@@ -336,7 +344,7 @@ uct_uccl_paths_uneven(const uct_uccl_paths_t *ps)
     if ((ps->rtt_min_win_ns == 0) || !ps->reordering) {
         return 0;
     }
-    base = ucs_min(ps->fab_min_ns[0], ps->fab_min_ns[1]);
+    base = uct_uccl_paths_fab_min(ps);
     return (ps->fab_srtt_ns > ps->queue_slack_ns) &&
            ((ps->fab_srtt_ns - ps->queue_slack_ns) / 2 > base);
 }
