@@ -96,6 +96,12 @@ foreach(mode uc rc)
                UCX_UCCL_MODE=${mode} UCX_UCCL_PEER_TIMEOUT=3s
                UCX_UCCL_MAX_RETRIES=3 UCX_UCCL_STATS_DUMP=y
                UCCL_SERVER_ARGS=-P8000 ${paused})
+    # the same pause, 3 s: the server's CQs are armed for its peer's
+    # solicited WRs, which wake its async thread at once (no waiting for
+    # the ASYNC_IDLE tick); every byte checked
+    flt_verify(fault_${mode}_async_wake_verify data "-n 100 -S 24"
+               UCX_UCCL_MODE=${mode} UCX_UCCL_STATS_DUMP=y
+               UCCL_SERVER_ARGS=-P3000 UCCL_EXPECT_COUNTERS=async_wakes)
     # the peer dies mid-transfer: ep error within seconds, no hang
     flt_verify(fault_${mode}_peer_killed kill "-T 10"
                UCX_UCCL_MODE=${mode} UCCL_SERVER_ARGS=-K300

@@ -40,17 +40,11 @@ uct_uccl_async_ctx(uct_iface_h tl_iface)
     return ucs_derived_of(tl_iface, uct_base_iface_t)->worker->async;
 }
 
-/* One background pass, with the async context blocked: the engine runs
- * only when the user has not called progress for idle_ns */
-static void uct_uccl_async_pass(uct_uccl_iface_t *iface)
+/* The engine's runs for the user, with the async context blocked */
+void uct_uccl_async_run(uct_uccl_iface_t *iface)
 {
     unsigned i;
 
-    if (uct_uccl_now_ns() - iface->async.last_user < iface->async.idle_ns) {
-        return;
-    }
-
-    ++iface->stats.async_passes;
     iface->async.active = 1;
     for (i = 0; (i < UCT_UCCL_ASYNC_ROUNDS) &&
                 (uct_uccl_iface_engine_progress(iface) > 0); ++i) {
@@ -58,6 +52,22 @@ static void uct_uccl_async_pass(uct_uccl_iface_t *iface)
     iface->async.active = 0;
     if (iface->async.deferred > 0) {
         uct_uccl_event_signal(iface); /* wake a user asleep on events */
+    }
+}
+
+/* One background pass, with the async context blocked: the engine runs
+ * only when the user has not called progress for idle_ns. A user away
+ * has the CQs armed for its peers' requests (uccl_wake.c). */
+static void uct_uccl_async_pass(uct_uccl_iface_t *iface)
+{
+    uint64_t now = uct_uccl_now_ns();
+
+    if (uct_uccl_wake_user_away(iface, now)) {
+        uct_uccl_wake_arm(iface);
+    }
+    if (now - iface->async.last_user >= iface->async.idle_ns) {
+        ++iface->stats.async_passes;
+        uct_uccl_async_run(iface);
     }
 }
 
@@ -144,7 +154,9 @@ ucs_status_t uct_uccl_async_init(uct_uccl_iface_t *iface, double idle)
     ucs_list_head_init(&iface->async.errs);
     iface->async.timer_id  = -1;
     iface->async.timer_fd  = -1;
+    iface->async.wake_id   = -1;
     iface->async.last_user = uct_uccl_now_ns();
+    iface->async.user_gap  = 0;
     if ((async == NULL) || (idle * 1e9 >= (double)UINT64_MAX)) {
         return UCS_OK; /* ASYNC_IDLE=inf: the user drives everything */
     }
@@ -161,6 +173,9 @@ ucs_status_t uct_uccl_async_init(uct_uccl_iface_t *iface, double idle)
     iface->async.idle_ns = ucs_max(idle, 1e-3) * 1e9;
     if (async->mode == UCS_ASYNC_MODE_THREAD_SPINLOCK) {
         status = uct_uccl_async_timerfd_add(iface, async);
+        if (status == UCS_OK) {
+            status = uct_uccl_wake_init(iface, async);
+        }
     } else {
         status = ucs_async_add_timer(async->mode,
                                      ucs_time_from_sec(iface->async.idle_ns /
@@ -180,6 +195,7 @@ void uct_uccl_async_cleanup(uct_uccl_iface_t *iface)
 {
     uct_uccl_conn_t *conn;
 
+    uct_uccl_wake_cleanup(iface);
     if (iface->async.timer_id >= 0) {
         /* waits for a pass in flight */
         ucs_async_remove_handler(iface->async.timer_id, 1);
@@ -443,16 +459,25 @@ static ucs_status_t uct_uccl_async_iface_event_arm(uct_iface_h tl_iface,
 }
 
 /* The user's progress call: first what the background passes left for UCX,
- * then the engine */
+ * then the engine. A user who calls progress is awake (an event arm comes
+ * before a sleep); one who calls it rarely leaves the CQs armed for its
+ * peers' requests (uccl_wake.c). */
 static unsigned uct_uccl_async_iface_progress(uct_iface_h tl_iface)
 {
     uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
     ucs_async_context_t *async = uct_uccl_async_ctx(tl_iface);
+    uint64_t prev;
     unsigned count;
 
     UCS_ASYNC_BLOCK(async);
+    iface->event.armed = 0;
+    prev   = iface->async.last_user;
     count  = iface->async.deferred;
     count += uct_uccl_iface_engine_progress(iface);
+    iface->async.user_gap = iface->async.last_user - prev;
+    if (iface->async.user_gap >= UCT_UCCL_WAKE_AWAY_NS) {
+        uct_uccl_wake_arm(iface);
+    }
     /* what the background passes and this run left for UCX: the engine
      * calls no user callback itself, so they may destroy anything */
     while (ucs_unlikely(iface->async.deferred > 0)) {

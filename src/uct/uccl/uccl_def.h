@@ -43,6 +43,10 @@
                                             idle: one that pauses between
                                             messages is not taken off and
                                             put back each time */
+#define UCT_UCCL_WAKE_AWAY_NS     100000ull /* a user whose progress calls
+                                            are further apart than this
+                                            has its peers' requests wake
+                                            the async thread */
 #define UCT_UCCL_IDLE_WHEEL_RES   1e-3   /* s: how late an idle passive
                                             conn's deadline may be seen */
 #define UCT_UCCL_CQE_TS_SLACK_NS  50000ull /* a completion timestamp that
@@ -150,6 +154,7 @@
     _(ctl_msgs)      /* control QP sends (of wrs): ACKs, set-up, ... */ \
     _(send_cqes)     /* data QPs: one per chain */ \
     _(async_passes)  /* engine runs for an idle user */ \
+    _(async_wakes)   /* engine runs woken by a peer's solicited WR */ \
     _(cqe_ts_bad)    /* receive completions stamped after the poll that \
                         found them: the poll's time used */
 

@@ -137,11 +137,10 @@ void uct_uccl_event_signal(uct_uccl_iface_t *iface)
     }
 }
 
-/* Takes what woke the fd; returns how many notifications there were */
-static unsigned uct_uccl_event_drain(uct_uccl_iface_t *iface)
+/* Takes the completion channel's notifications; returns how many */
+unsigned uct_uccl_event_drain_cqs(uct_uccl_iface_t *iface)
 {
     unsigned count = 0;
-    uint64_t value;
     struct ibv_cq *cq;
     void *cq_ctx;
 
@@ -149,6 +148,32 @@ static unsigned uct_uccl_event_drain(uct_uccl_iface_t *iface)
         ibv_ack_cq_events(cq, 1);
         ++count;
     }
+    return count;
+}
+
+/* Asks the channel for the next completion on every CQ, or (solicited) for
+ * a solicited one on the CQs a peer's packets complete on */
+ucs_status_t uct_uccl_event_req_notify(uct_uccl_iface_t *iface, int solicited)
+{
+    struct ibv_cq *cqs[] = {iface->recv_cq, iface->ctl.cq, iface->send_cq};
+    unsigned n           = solicited ? 2 : ucs_static_array_size(cqs);
+    unsigned i;
+
+    for (i = 0; i < n; ++i) {
+        if (ibv_req_notify_cq(cqs[i], solicited) != 0) {
+            ucs_error("uccl: ibv_req_notify_cq: %m");
+            return UCS_ERR_IO_ERROR;
+        }
+    }
+    return UCS_OK;
+}
+
+/* Takes what woke the fd; returns how many notifications there were */
+static unsigned uct_uccl_event_drain(uct_uccl_iface_t *iface)
+{
+    unsigned count = uct_uccl_event_drain_cqs(iface);
+    uint64_t value;
+
     if (read(iface->event.wake_fd, &value, sizeof(value)) == sizeof(value)) {
         ++count;
     }
@@ -220,9 +245,7 @@ ucs_status_t uct_uccl_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
 ucs_status_t uct_uccl_iface_event_arm(uct_iface_h tl_iface, unsigned events)
 {
     uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
-    struct ibv_cq *cqs[]    = {iface->recv_cq, iface->send_cq, iface->ctl.cq};
     uint64_t ns;
-    unsigned i;
 
     iface->event.armed = 0;
     if ((uct_uccl_event_drain(iface) > 0) || (iface->async.deferred > 0) ||
@@ -235,11 +258,8 @@ ucs_status_t uct_uccl_iface_event_arm(uct_iface_h tl_iface, unsigned events)
     /* softverbs fires the channel at once for a completion already queued;
      * a NIC that does not is covered by the timer below and the
      * background pass */
-    for (i = 0; i < ucs_static_array_size(cqs); ++i) {
-        if (ibv_req_notify_cq(cqs[i], 0) != 0) {
-            ucs_error("uccl: ibv_req_notify_cq: %m");
-            return UCS_ERR_IO_ERROR;
-        }
+    if (uct_uccl_event_req_notify(iface, 0) != UCS_OK) {
+        return UCS_ERR_IO_ERROR;
     }
 
     ns = uct_uccl_event_timer_ns(iface);

@@ -206,8 +206,11 @@ struct uct_uccl_iface {
     struct {
         int                 timer_id;    /* -1: none */
         int                 timer_fd;    /* its timerfd, or -1 */
+        int                 wake_id;     /* completion channel handler,
+                                            -1: none (uccl_wake.c) */
         uint64_t            idle_ns;
         uint64_t            last_user;   /* ns: user's last progress call */
+        uint64_t            user_gap;    /* ns: from the call before */
         uint8_t             active;      /* in a pass: defer callbacks */
         unsigned            deferred;    /* entries in the three below */
         ucs_queue_head_t    ams;         /* uct_uccl_rx_desc_t, in order */
@@ -436,6 +439,12 @@ void uct_uccl_conn_handle_credit(uct_uccl_iface_t *iface,
 ucs_status_t uct_uccl_async_init(uct_uccl_iface_t *iface, double idle);
 void uct_uccl_async_cleanup(uct_uccl_iface_t *iface);
 void uct_uccl_async_dispatch(uct_uccl_iface_t *iface);
+void uct_uccl_async_run(uct_uccl_iface_t *iface);
+ucs_status_t uct_uccl_wake_init(uct_uccl_iface_t *iface,
+                                ucs_async_context_t *async);
+void uct_uccl_wake_cleanup(uct_uccl_iface_t *iface);
+void uct_uccl_wake_arm(uct_uccl_iface_t *iface);
+int uct_uccl_wake_user_away(const uct_uccl_iface_t *iface, uint64_t now);
 void uct_uccl_async_defer_am(uct_uccl_iface_t *iface,
                              uct_uccl_rx_desc_t *desc);
 void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op);
@@ -453,6 +462,9 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface);
 ucs_status_t uct_uccl_event_init(uct_uccl_iface_t *iface);
 void uct_uccl_event_cleanup(uct_uccl_iface_t *iface);
 void uct_uccl_event_signal(uct_uccl_iface_t *iface);
+unsigned uct_uccl_event_drain_cqs(uct_uccl_iface_t *iface);
+ucs_status_t uct_uccl_event_req_notify(uct_uccl_iface_t *iface,
+                                       int solicited);
 ucs_status_t uct_uccl_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
 ucs_status_t uct_uccl_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 

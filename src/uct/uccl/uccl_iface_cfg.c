@@ -222,7 +222,10 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      "worker's async context runs the engine (ACKs, keepalive answers,\n"
      "served GETs, resends); AMs, completions and ep errors it finds wait\n"
      "for the next progress call. Peers then see a process that computes\n"
-     "as alive. inf: only progress calls run the engine.",
+     "as alive. A user who calls progress less often than every 100 us\n"
+     "also has a peer's request wake the async thread at once (solicited\n"
+     "completions on the completion channel), so a GET is served without\n"
+     "waiting for this timer. inf: only progress calls run the engine.",
      ucs_offsetof(uct_uccl_iface_config_t, async_idle), UCS_CONFIG_TYPE_TIME},
 
     UCT_IFACE_MPOOL_CONFIG_FIELDS("TX_", -1, 128, "send",

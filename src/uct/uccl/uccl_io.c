@@ -203,7 +203,8 @@ void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_ah **ahs,
         wrs[i].sg_list              = &sges[i];
         wrs[i].num_sge              = 1;
         wrs[i].opcode               = IBV_WR_SEND;
-        wrs[i].send_flags           = IBV_SEND_SIGNALED;
+        wrs[i].send_flags           = IBV_SEND_SIGNALED |
+                                      IBV_SEND_SOLICITED; /* uccl_wake.c */
         wrs[i].wr.ud.ah             = ahs[i];
         wrs[i].wr.ud.remote_qpn     = qpns[i];
         wrs[i].wr.ud.remote_qkey    = UCT_UCCL_WIRE_QKEY;

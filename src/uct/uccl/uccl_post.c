@@ -241,7 +241,9 @@ void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn)
         for (wr = path->chain; wr != NULL; wr = wr->next) {
             ((uct_uccl_chunk_t*)wr->wr_id)->flags &= ~UCT_UCCL_CHUNK_F_CHAINED;
         }
-        path->chain_tail->send_flags |= IBV_SEND_SIGNALED;
+        /* solicited: a peer away from progress wakes for it */
+        path->chain_tail->send_flags |= IBV_SEND_SIGNALED |
+                                        IBV_SEND_SOLICITED;
         ret = ibv_post_send(path->qp, path->chain, &bad_wr);
         if (ucs_unlikely(ret != 0)) {
             /* cannot happen while we respect max_send_wr; undo the
