@@ -8,7 +8,9 @@
  * after a barrier; every other rank then sends to it until an error comes
  * back, which must come from the transport's peer failure handling within
  * MC_PEER_FAILURE_S (run it with orte_enable_recovery so mpirun lets the
- * others go on), prints it and exits. -f picks the
+ * others go on), prints it and exits. -c PAUSE_S makes rank 1 compute (no
+ * MPI call) twice for that long: first with sends to it outstanding, then
+ * while rank 0 reads its window. -f picks the
  * families to run, a comma-separated list of p2p, coll, rma and osc
  * (default: all).
  */
@@ -365,6 +367,9 @@ int main(int argc, char **argv)
     }
     if (mc.pause_s > 0) {
         mc_compute_pause(&mc);
+        if (mc.size > 1) {
+            mc_osc_compute_gets(&mc);
+        }
     }
     for (i = 0; i < MC_NFAMILIES; ++i) {
         if (mc_family_on(families, mc_families[i].name)) {

@@ -51,5 +51,6 @@ void mc_p2p(mc_t *mc);
 void mc_coll(mc_t *mc);
 void mc_rma(mc_t *mc);
 void mc_osc(mc_t *mc);
+void mc_osc_compute_gets(mc_t *mc);
 
 #endif

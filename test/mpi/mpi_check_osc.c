@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MC_OSC_ITERS   60
 #define MC_OSC_CELLS   64      /* ints per rank in the shared window */
@@ -337,4 +338,57 @@ void mc_osc(mc_t *mc)
     MPI_Win_free(&w.win);
     mc_osc_dynamic(mc);
     mc_report(mc, "dynamic window put/get", one, 1, "bytes");
+}
+
+/* Rank 0 reads rank 1's window (GETs of 4 KiB and 1 MiB, each flushed and
+ * checked) while rank 1 computes for pause_s seconds: a passive target must
+ * serve them without an MPI call. The lock is taken while rank 1 still
+ * listens (Open MPI's lock needs the target). Prints the time per GET. */
+void mc_osc_compute_gets(mc_t *mc)
+{
+    static const size_t sizes[] = { 4096, MC_MIB };
+    enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]), NGETS = 40 };
+    size_t wsize = (mc->max_bytes < MC_MIB) ? mc->max_bytes : MC_MIB;
+    uint8_t *base, *buf;
+    MPI_Win win;
+    double t0;
+    size_t i;
+    int k;
+
+    MPI_Win_allocate(wsize, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    mc_fill_byte(mc, base, wsize, 90, mc->rank);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (mc->rank == 0) {
+        MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win);
+        MPI_Get(base, 1, MPI_BYTE, 1, 0, 1, MPI_BYTE, win);
+        MPI_Win_flush(1, win);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (mc->rank == 1) {
+        printf("mpi_check: rank 1 computes for %u s, rank 0 reads its "
+               "window\n", mc->pause_s);
+        fflush(stdout);
+        sleep(mc->pause_s);
+    } else if (mc->rank == 0) {
+        buf = mc_alloc(mc, wsize);
+        for (i = 0; (i < NSIZES) && (sizes[i] <= wsize); ++i) {
+            t0 = MPI_Wtime();
+            for (k = 0; k < NGETS; ++k) {
+                memset(buf, 0, sizes[i]);
+                MPI_Get(buf, sizes[i], MPI_BYTE, 1, 0, sizes[i], MPI_BYTE,
+                        win);
+                MPI_Win_flush(1, win);
+                mc_check_byte(mc, buf, sizes[i], 90, 1,
+                              "get from a computing rank");
+            }
+            printf("ok %-34s bytes: %zu (%.1f us per get + flush)\n",
+                   "get + flush, target computing", sizes[i],
+                   (MPI_Wtime() - t0) / NGETS * 1e6);
+            fflush(stdout);
+        }
+        MPI_Win_unlock(1, win);
+        free(buf);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_free(&win);
 }
