@@ -21,7 +21,9 @@
  *                sent after it (AMs are handled in order)
  *   peer_close   an iface that closes makes its peer's ep fail with
  *                UCS_ERR_CONNECTION_RESET at once (not after PEER_TIMEOUT)
- *                when it checks the ep or sends; an idle ep still
+ *                when it checks the ep or after it sends (the send itself
+ *                is taken, as by a QP whose peer vanished: UCX's gtest
+ *                test_uct_peer_failure expects it); an idle ep still
  *                flushes what completed before
  *   destroy      an ep destroyed with zero-copy operations outstanding
  *                completes each of them before uct_ep_destroy returns

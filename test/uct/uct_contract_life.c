@@ -59,7 +59,8 @@ void test_peer_close(void)
     wait_ep_error(start, "the peer iface closed");
     uct_ep_destroy(ep);
 
-    /* an idle ep: what completed before flushes, the next send fails */
+    /* an idle ep: what completed before flushes; the next send is taken
+     * (as by a QP whose peer vanished) and the ep fails at once after it */
     rx.ep_error = 0;
     ep          = peer_close_setup(&a, &b);
     uct_iface_close(b.iface);
@@ -71,8 +72,8 @@ void test_peer_close(void)
     }
     flush_ep(ep);
     start = uh_now();
-    expect_status(uct_ep_am_short(ep, AM_ID, 0, NULL, 0),
-                  UCS_ERR_CONNECTION_RESET, "a send to a closed peer");
+    expect_status(uct_ep_am_short(ep, AM_ID, 0, NULL, 0), UCS_OK,
+                  "a send to a closed peer");
     wait_ep_error(start, "a send to a closed peer");
     uct_ep_destroy(ep);
     uct_iface_close(a.iface);

@@ -143,8 +143,8 @@ struct uct_uccl_conn {
     uint8_t                 ack_hold;    /* the owed ACK waits a pass for
                                             an AM to carry it */
     uint8_t                 err_deferred; /* on the iface's async errs */
-    uint8_t                 peer_closed; /* the peer's side is gone: fail at
-                                            the next operation */
+    uint8_t                 peer_closed; /* the peer's side is gone: fail
+                                            with the next operation */
     ucs_status_t            fail_status;
 
     /* peer */
@@ -287,7 +287,6 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
 void uct_uccl_conn_destroy(uct_uccl_conn_t *conn);
 ucs_status_t uct_uccl_conn_start(uct_uccl_conn_t *conn);
 void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status);
-ucs_status_t uct_uccl_conn_fail_later(uct_uccl_conn_t *conn);
 void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
                               size_t len, const uct_uccl_ctl_src_t *src);
 uct_uccl_conn_t *uct_uccl_conn_bound(uct_uccl_iface_t *iface, uint32_t id,

@@ -13,8 +13,9 @@
 
 /* The peer's side of the conn is gone. Operations outstanding, or a
  * keepalive probe (uct_ep_check), cannot complete: the conn fails now. An
- * idle conn fails at its next operation or check, while a flush of what
- * completed before succeeds, as over a connected QP whose peer vanished. */
+ * idle conn fails with its next operation (at the timer tick after it) or
+ * check, while a flush of what completed before succeeds, as over a
+ * connected QP whose peer vanished. */
 static void uct_uccl_conn_peer_closed(uct_uccl_conn_t *conn)
 {
     if (!uct_uccl_tx_is_flushed(conn) ||
@@ -79,7 +80,8 @@ ucs_status_t uct_uccl_conn_check(uct_uccl_conn_t *conn)
         return UCS_OK;
     }
     if (conn->peer_closed) {
-        (void)uct_uccl_conn_fail_later(conn);
+        /* UCX hears it from the next progress call */
+        uct_uccl_conn_fail(conn, UCS_ERR_CONNECTION_RESET);
         return UCS_OK;
     }
 
@@ -191,15 +193,6 @@ void uct_uccl_conn_fail(uct_uccl_conn_t *conn, ucs_status_t status)
          * runs when the engine is done (uccl_async.c) */
         uct_uccl_async_defer_err(conn);
     }
-}
-
-/* An operation found the peer gone (peer_closed): the conn fails, UCX
- * hears of it from the next progress call (not from inside the operation,
- * whose ep the error callback may destroy) */
-ucs_status_t uct_uccl_conn_fail_later(uct_uccl_conn_t *conn)
-{
-    uct_uccl_conn_fail(conn, UCS_ERR_CONNECTION_RESET);
-    return conn->fail_status;
 }
 
 /* Does conn have work for its timers at the next tick? An active conn
@@ -315,6 +308,12 @@ static int uct_uccl_conn_timer_tick(uct_uccl_conn_t *conn, uint64_t now)
         uct_uccl_conn_connect_timer(conn, now);
         break;
     case UCT_UCCL_CONN_CONNECTED:
+        if (ucs_unlikely(conn->peer_closed) &&
+            !uct_uccl_tx_is_flushed(conn)) {
+            /* an operation came after the peer left (uct_uccl_ep_check) */
+            uct_uccl_conn_fail(conn, UCS_ERR_CONNECTION_RESET);
+            break;
+        }
         uct_uccl_tx_timers(conn, now);
         if (uct_uccl_conn_idle_watched(conn)) {
             uct_uccl_conn_idle_check(conn, now);

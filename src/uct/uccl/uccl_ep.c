@@ -25,8 +25,11 @@ uct_uccl_ep_check(uct_uccl_conn_t *conn, unsigned nchunks)
     if (ucs_unlikely(conn->state == UCT_UCCL_CONN_FAILED)) {
         return conn->fail_status;
     }
+    /* the peer's side is gone: the operation is taken and the conn fails
+     * with it at the next timer tick (UCX hears it from the error
+     * callback), as an operation posted to a QP whose peer vanished */
     if (ucs_unlikely(conn->peer_closed)) {
-        return uct_uccl_conn_fail_later(conn);
+        uct_uccl_conn_timer_wake(conn);
     }
     /* keep the order of what waits in the pending queue, except for what
      * the request being dispatched issues (UCT keeps it at the head while
