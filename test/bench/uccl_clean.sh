@@ -3,7 +3,9 @@
 # Benchmark (label bench): uccl on a clean fabric beside UCX's own verbs
 # transports, in one run, rounds interleaved, medians and ratios:
 #   UCP (ucx_perftest, UCX_TLS):  tag_lat 8 B and 4 KiB, tag_bw 64 KiB
-#                                 and 1 MiB;
+#                                 and 1 MiB; ucp_get 4 KiB from a passive
+#                                 target (perftest's server calls progress
+#                                 only about once a millisecond);
 #   NetPIPE (Open MPI pml ucx):   8 B latency, 1 MiB bandwidth;
 #   UCT (ucx_perftest -x):        am_lat 8 B, put_bw 64 KiB and 1 MiB;
 # for uccl in UC mode, uccl in RC mode and rc_verbs,ud_verbs, each on a
@@ -51,7 +53,8 @@ ucp() {
         ucx_perftest -p $port -- \
         ucx_perftest localhost -p $port -t "$3" -s "$4" -n "$5" |
         awk -v t="$3" '/^Final:/ {
-            if (t ~ /_lat$/) printf "%.2f", $3; else printf "%.0f", $7 }'
+            if (t ~ /_lat$|_get$/) printf "%.2f", $3
+            else printf "%.0f", $7 }'
 }
 uct() {
     BENCH_ENV="$(tls_of "$1") SOFTVERBS_DELAY_US=$2" bench_pair \
@@ -91,6 +94,7 @@ measure() {
     bench_next_port; rec ucp_lat4k ucp "$_c" "$_d" tag_lat 4096 "$lat_n"
     bench_next_port; rec ucp_bw64k ucp "$_c" "$_d" tag_bw 65536 "$bw_n"
     bench_next_port; rec ucp_bw1m ucp "$_c" "$_d" tag_bw 1048576 "$bw_n"
+    bench_next_port; rec ucp_get4k ucp "$_c" "$_d" ucp_get 4096 "$bw_n"
     bench_next_port; _np=$(netpipe "$_c" "$_d")
     echo "${_np% *}" >> "$tmp/np_lat8.$_c.$_d"
     echo "${_np#* }" >> "$tmp/np_bw1m.$_c.$_d"
@@ -122,7 +126,9 @@ for d in $delays; do
     for m in "ucp_lat8:UCP tag_lat 8 B (us)" \
              "ucp_lat4k:UCP tag_lat 4 KiB (us)" \
              "ucp_bw64k:UCP tag_bw 64 KiB (MB/s)" \
-             "ucp_bw1m:UCP tag_bw 1 MiB (MB/s)" "np_lat8:NetPIPE 8 B (us)" \
+             "ucp_bw1m:UCP tag_bw 1 MiB (MB/s)" \
+             "ucp_get4k:UCP get 4 KiB, passive target (us)" \
+             "np_lat8:NetPIPE 8 B (us)" \
              "np_bw1m:NetPIPE 1 MiB (MB/s)" "uct_am_lat:UCT am_lat 8 B (us)" \
              "uct_put64k:UCT put_bw 64 KiB (MB/s)" \
              "uct_put1m:UCT put_bw 1 MiB (MB/s)"; do
