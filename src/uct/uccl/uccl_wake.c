@@ -5,12 +5,13 @@
  * what a NIC would: it serves a peer's GETs and ACKs its chunks. The
  * background pass (uccl_async.c) runs only once per ASYNC_IDLE, so a user
  * who calls progress rarely would keep a peer's GET waiting for that long.
- * While the user is away (no progress call for UCT_UCCL_WAKE_AWAY_NS), the
- * receive and control CQs are therefore armed for solicited completions,
- * and every WR a peer must act on ends its chain solicited (uccl_post.c,
- * uccl_io.c): its arrival wakes the async thread on the completion channel,
- * and the thread runs a pass at once. A user who calls progress more often
- * arms nothing, and its peers' solicited WRs cost nothing.
+ * While the user is away (its progress calls further apart than
+ * UCT_UCCL_WAKE_AWAY_NS, or none for that long), the receive and control
+ * CQs are therefore armed for solicited completions, and every WR a peer
+ * must act on ends its chain solicited (uccl_post.c, uccl_io.c): its
+ * arrival wakes the async thread on the completion channel, and the thread
+ * runs a pass at once. A user who calls progress more often arms nothing,
+ * and its peers' solicited WRs cost nothing.
  *
  * The channel is also what the user's event fd watches (uccl_event.c).
  * While the user sleeps on it, its CQs are armed for every completion and
@@ -20,7 +21,6 @@
 
 #include <ucs/async/async.h>
 #include <ucs/debug/log.h>
-#include <ucs/type/class.h>
 #include <uct/base/uct_worker.h>
 
 
