@@ -168,6 +168,8 @@
     _(tail_probes)   /* resends when ACKs stalled */ \
     _(probe_marks)   /* empty WRITEs sent instead */ \
     _(timeouts) \
+    _(rc_path_fails) /* RC: paths retired, their QP failed */ \
+    _(rc_redo)       /* RC: chunks sent again after their QP failed */ \
     _(dup_rx) \
     _(acks_tx) \
     _(acks_rx) \

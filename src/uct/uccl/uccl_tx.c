@@ -118,14 +118,21 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_tx_burst_start(uct_uccl_conn_t *conn)
     }
 }
 
-/* In RC mode a chunk is in flight until its send completion */
+/* In RC mode a chunk is in flight until its send completion. Only AMs
+ * are numbered (the peer drops one it handed over already); a chunk sent
+ * again after its QP failed keeps its numbers. */
 static UCS_F_ALWAYS_INLINE void
 uct_uccl_tx_track_rc(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
                      uint64_t now)
 {
     chunk->sent_ns = now;
-    chunk->csn     = conn->rc_csn;
-    conn->rc_csn   = uct_uccl_seq_add(conn->rc_csn, 1);
+    if (ucs_likely(!(chunk->flags & UCT_UCCL_CHUNK_F_REDO))) {
+        chunk->rc_seq = conn->rc_seq++;
+        chunk->csn    = conn->rc_csn;
+        conn->rc_csn  = uct_uccl_seq_add(conn->rc_csn,
+                                         chunk->kind == UCT_UCCL_KIND_AM);
+    }
+    chunk->flags &= ~UCT_UCCL_CHUNK_F_REDO;
     ++conn->rc_outstanding;
     conn->rc_writes += uct_uccl_chunk_is_rc_write(chunk);
     ucs_list_add_tail(&conn->rc_inflight, &chunk->zlink);
@@ -209,7 +216,9 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
     uint32_t dest_room;
     uint64_t now;
 
-    if (conn->state != UCT_UCCL_CONN_CONNECTED) {
+    if ((conn->state != UCT_UCCL_CONN_CONNECTED) ||
+        (ucs_unlikely(conn->sel.nretired > 0) &&
+         uct_uccl_tx_rc_draining(conn))) {
         return 0;
     }
 
@@ -310,8 +319,12 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
         }
 
         uct_uccl_chunk_wr_done(chunk); /* still tracked: not freed */
-        if (!conn->rc && (status != IBV_WC_RETRY_EXC_ERR) &&
-            (status != IBV_WC_WR_FLUSH_ERR)) {
+        if (conn->rc) {
+            if (uct_uccl_tx_rc_failed(conn, chunk, status) == UCS_OK) {
+                return; /* it goes again on another path */
+            }
+        } else if ((status != IBV_WC_RETRY_EXC_ERR) &&
+                   (status != IBV_WC_WR_FLUSH_ERR)) {
             /* UC: a local error on one WR; the chunk stays tracked and the
              * timer resends it */
             return;
@@ -322,6 +335,7 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
     }
 
     if (conn->rc && !(chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
+        conn->rc_fail_since = 0; /* the peer is alive */
         --conn->rc_outstanding;
         uct_uccl_dest_done(conn, 1);
         conn->rc_writes -= uct_uccl_chunk_is_rc_write(chunk);
