@@ -174,6 +174,8 @@ struct uct_uccl_conn {
     uint32_t                rc_seq;      /* RC: next chunk's rc_seq */
     uint64_t                rc_fail_since; /* RC: paths failing since, no
                                               completion between; 0: none */
+    uint64_t                rc_done_sent; /* RC: the latest post time of a
+                                             completed chunk */
     uint32_t                rc_outstanding;
     uint32_t                rc_writes;   /* RC: WRITEs posted, not done */
     uint16_t                ord_path;    /* the path small messages (RC:

@@ -299,7 +299,10 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
         return;
     }
     if (conn->rc) {
-        return; /* the NIC retransmits; errors come as completions */
+        /* the NIC retransmits, errors come as completions; a path that
+         * stalls takes no more chunks */
+        uct_uccl_path_health(conn, now, conn->rc_outstanding);
+        return;
     }
 
     if (now - conn->last_busy >= uct_uccl_rto_srtt(&conn->rto)) {

@@ -340,8 +340,12 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
         uct_uccl_dest_done(conn, 1);
         conn->rc_writes -= uct_uccl_chunk_is_rc_write(chunk);
         ucs_list_del(&chunk->zlink);
-        /* the NIC's ACK is not seen: the RTT sample is post to completion */
+        /* the NIC's ACK is not seen: the RTT sample is post to completion;
+         * the path carries (uct_uccl_path_health_rc) */
         now = uct_uccl_now_ns();
+        conn->rc_done_sent = ucs_max(conn->rc_done_sent, chunk->sent_ns);
+        uct_uccl_paths_ack_time(&conn->sel, now);
+        uct_uccl_paths_completed(&conn->sel, chunk->path);
         conn->stats.cc_samples += (now > chunk->sent_ns);
         uct_uccl_cc_on_ack(&conn->cc, chunk->length,
                            (now > chunk->sent_ns) ? now - chunk->sent_ns : 0,

@@ -188,6 +188,15 @@ unsigned uct_uccl_paths_check(uct_uccl_paths_t *ps, uint64_t now,
     return n;
 }
 
+int uct_uccl_paths_park_rc(uct_uccl_paths_t *ps, unsigned p, uint64_t now)
+{
+    if (!uct_uccl_paths_park(ps, p, now)) {
+        return 0;
+    }
+    ++ps->stats.parks_stall;
+    return 1;
+}
+
 void uct_uccl_paths_idle(uct_uccl_paths_t *ps)
 {
     unsigned p;

@@ -305,6 +305,20 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_paths_acked(uct_uccl_paths_t *ps,
     }
 }
 
+/* RC: a WR on p completed (the NIC's ACK came, at the last ack_time):
+ * the path carries again, and parked it is back */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_paths_completed(uct_uccl_paths_t *ps, unsigned p)
+{
+    uct_uccl_path_t *path = &ps->path[p];
+
+    path->unacked   -= (path->unacked > 0);
+    path->wait_since = ps->last_ack;
+    if (ucs_unlikely(path->parked) && !path->retired) {
+        uct_uccl_paths_unpark(ps, p);
+    }
+}
+
 /* A fabric RTT sample of the conn (any path, the receiver's delays
  * taken out) at `now`: its smoothed value and windowed minimum */
 static inline void uct_uccl_paths_fabric_rtt(uct_uccl_paths_t *ps,
@@ -385,6 +399,11 @@ void uct_uccl_paths_loss(uct_uccl_paths_t *ps, unsigned p, uint64_t now);
  * transmissions are outstanding; uct_uccl_paths_idle() when none is. */
 unsigned uct_uccl_paths_check(uct_uccl_paths_t *ps, uint64_t now,
                               uint64_t stall_ns);
+
+/* RC, where the NIC repairs losses unseen: p stalled by the caller's
+ * rule and is parked, within max_parked; a completion on it, not a
+ * probe, brings it back (uct_uccl_paths_completed). 1 if parked. */
+int uct_uccl_paths_park_rc(uct_uccl_paths_t *ps, unsigned p, uint64_t now);
 
 /* nothing is outstanding on any path: clear what a miscount left */
 void uct_uccl_paths_idle(uct_uccl_paths_t *ps);
