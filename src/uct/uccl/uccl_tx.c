@@ -366,12 +366,11 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
  * chunk waits for its ACK (which releases it) */
 static UCS_F_ALWAYS_INLINE int
 uct_uccl_tx_wr_still_tracked(uct_uccl_chunk_t *chunk,
-                             const uct_uccl_chunk_t *done,
                              enum ibv_wc_status status)
 {
     uct_uccl_conn_t *conn = chunk->conn;
 
-    if (((chunk == done) && (status != IBV_WC_SUCCESS)) || (conn == NULL) ||
+    if ((status != IBV_WC_SUCCESS) || (conn == NULL) ||
         conn->rc || (chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
         return 0;
     }
@@ -384,7 +383,9 @@ uct_uccl_tx_wr_still_tracked(uct_uccl_chunk_t *chunk,
 }
 
 /* Take the WRs a CQE completes off its path: every WR posted before the
- * one it names, and that one. Done in batches, each with a fresh look-up:
+ * one it names, and that one. Those before it succeeded, unless it is a
+ * flush: the QP failed before them (a NIC may flush an unsignaled WR
+ * without a CQE of its own). Done in batches, each with a fresh look-up:
  * completing a chunk may run user callbacks that destroy the conn, and a
  * QP then lives on as a draining copy of its path (or goes). */
 void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
@@ -392,6 +393,7 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     uct_uccl_chunk_t *done = (uct_uccl_chunk_t*)wc->wr_id;
     uct_uccl_chunk_t *batch[UCT_UCCL_CQ_BATCH];
     unsigned i, n, found = 0;
+    enum ibv_wc_status status;
     uct_uccl_qp_t *path;
     khiter_t it;
 
@@ -424,14 +426,13 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         }
 
         for (i = 0; i < n; ++i) {
-            if (ucs_likely(uct_uccl_tx_wr_still_tracked(batch[i], done,
-                                                        wc->status))) {
+            status = ((batch[i] == done) ||
+                      (wc->status == IBV_WC_WR_FLUSH_ERR)) ?
+                     wc->status : IBV_WC_SUCCESS;
+            if (ucs_likely(uct_uccl_tx_wr_still_tracked(batch[i], status))) {
                 continue;
             }
-            uct_uccl_tx_wr_complete(iface, batch[i],
-                                    (batch[i] == done) ? wc->status :
-                                                         IBV_WC_SUCCESS,
-                                    wc->qp_num);
+            uct_uccl_tx_wr_complete(iface, batch[i], status, wc->qp_num);
         }
     } while (!found);
 }
