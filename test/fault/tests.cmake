@@ -129,6 +129,13 @@ flt_verify(fault_rc_path_down_verify data "-n 500 -S 32" UCX_UCCL_MODE=rc
            UCX_UCCL_STATS_DUMP=y
            "UCCL_EXPECT_CLIENT_COUNTERS=rc_path_fails rc_redo"
            UCCL_EXPECT_SV_COUNTERS=rc_timeouts)
+# uct_order with a path down for the whole run (its QPs fail at their
+# first use, not the control QPs'): what a failed QP held goes again in
+# the order the target must see (AMs after PUTs, fences, GETs)
+flt_verify(fault_rc_path_down_order order "-n 400 -S 5" UCX_UCCL_MODE=rc
+           SOFTVERBS_LINK_GBPS=2 SOFTVERBS_PATH_DOWN=2:0-100000000
+           UCX_UCCL_STATS_DUMP=y
+           "UCCL_EXPECT_CLIENT_COUNTERS=rc_path_fails rc_redo")
 
 # a hostile peer (raw verbs, uccl's wire format wrongly on purpose): the
 # victim drops and counts what is wrong and its honest traffic goes on
