@@ -5,8 +5,9 @@
  * of the seed. Path health: a loss burst or a stall parks a path, never
  * more than max_parked of them; a parked path gets only probes, spaced
  * out while they fail, and comes back when a probe is acked. RC: a
- * retired path never comes back, a stalled one with a completion. The QP budget grants paths so that many peers shrink them,
- * down to one, before a conn cannot be made.
+ * retired path never comes back, a stalled one with a completion. The QP
+ * budget grants paths so that many peers shrink them, down to one, before
+ * a conn cannot be made.
  */
 #include "unit_test.h"
 

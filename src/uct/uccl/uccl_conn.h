@@ -172,8 +172,9 @@ struct uct_uccl_conn {
     uint32_t                rc_csn;      /* RC: next AM's CSN (no tracker;
                                             the peer drops one it had) */
     uint32_t                rc_seq;      /* RC: next chunk's rc_seq */
-    uint64_t                rc_fail_since; /* RC: paths failing since, no
-                                              completion between; 0: none */
+    uint64_t                rc_fail_since; /* RC: the first failed WR
+                                              since the last completion was
+                                              posted then; 0: none */
     uint64_t                rc_done_sent; /* RC: the latest post time of a
                                              completed chunk */
     uint32_t                rc_outstanding;

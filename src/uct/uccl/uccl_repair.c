@@ -405,11 +405,12 @@ static void uct_uccl_tx_rc_redo(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
 /* RC: a WR of `chunk` failed. A QP that spent its retries (RETRY_EXC_ERR:
  * its path lost everything for the NIC's retry time) retires its path,
  * and the chunks it failed and flushed go again on the other paths, as
- * long as another path is usable and the failures have not gone on for
- * PEER_TIMEOUT without a completion between them (a dead peer fails
- * every path, a live one completes what the others carry). The peer's QP
- * of the path is left to its own NIC: what it sends there fails the same
- * way. Any other error is the conn's. */
+ * long as another path is usable and the peer may still answer within
+ * PEER_TIMEOUT of the first failed WR's post with no completion since: a
+ * dead peer fails every path in turn (a window's chunks at a time), a
+ * live one completes what the other paths carry. The peer's QP of the
+ * path is left to its own NIC: what it sends there fails the same way.
+ * Any other error is the conn's. */
 ucs_status_t uct_uccl_tx_rc_failed(uct_uccl_conn_t *conn,
                                    uct_uccl_chunk_t *chunk,
                                    enum ibv_wc_status status)
@@ -429,10 +430,11 @@ ucs_status_t uct_uccl_tx_rc_failed(uct_uccl_conn_t *conn,
         }
         now = uct_uccl_now_ns();
         if (conn->rc_fail_since == 0) {
-            conn->rc_fail_since = now;
+            conn->rc_fail_since = chunk->sent_ns;
         }
+        /* a resend fails, if it does, a retry time from now */
         if ((uct_uccl_paths_usable(sel) <= 1) ||
-            (now - conn->rc_fail_since >=
+            (now + UCT_UCCL_RC_RETRY_NS - conn->rc_fail_since >
              conn->iface->config.peer_timeout_ns)) {
             return UCS_ERR_ENDPOINT_TIMEOUT;
         }
