@@ -4,8 +4,10 @@
  * the penalty decays, small messages stick, and everything is a function
  * of the seed. Path health: a loss burst or a stall parks a path, never
  * more than max_parked of them; a parked path gets only probes, spaced
- * out while they fail, and comes back when a probe is acked. The QP budget grants paths so that many peers shrink them,
- * down to one, before a conn cannot be made.
+ * out while they fail, and comes back when a probe is acked. RC: a
+ * retired path never comes back, a stalled one with a completion. The QP
+ * budget grants paths so that many peers shrink them, down to one, before
+ * a conn cannot be made.
  */
 #include "unit_test.h"
 
@@ -420,6 +422,70 @@ static void test_stall(void)
     uct_uccl_paths_cleanup(&ps);
 }
 
+/* RC: a retired path is never chosen, probed nor brought back by a
+ * completion or an ACK, and counts among the parked (the choice stays
+ * correct with many out); a path parked for a stall comes back with the
+ * first completion on it, without a probe */
+static void test_retire_rc(void)
+{
+    uct_uccl_path_params_t p = health_params(ut_seed);
+    uint64_t now = 1000;
+    uct_uccl_paths_t ps;
+    unsigned i;
+
+    UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
+    uct_uccl_paths_retire(&ps, 2);
+    uct_uccl_paths_retire(&ps, 2);   /* once only */
+    UT_EQ(ps.nretired, 1);
+    UT_EQ(ps.nparked, 1);
+    UT_EQ(uct_uccl_paths_usable(&ps), N - 1);
+    UT_TRUE(uct_uccl_paths_retired(&ps, 2));
+
+    /* a path parked for its stall, then retired: counted once */
+    uct_uccl_paths_sent(&ps, 4, now);
+    UT_EQ(uct_uccl_paths_park_rc(&ps, 4, now), 1);
+    UT_EQ(ps.stats.parks_stall, 1);
+    uct_uccl_paths_retire(&ps, 4);
+    UT_EQ(ps.nparked, 2);
+    UT_EQ(ps.nretired, 2);
+
+    /* nothing to probe: retired paths are not */
+    UT_EQ(uct_uccl_paths_probe(&ps, now + 1000000000ull), -1);
+    for (i = 0; i < 2000; ++i) {
+        now += 100;
+        (void)select_checked(&ps, now);
+        (void)uct_uccl_paths_select(&ps, 64, now); /* small ones too */
+        UT_TRUE(!uct_uccl_paths_retired(&ps, ps.last));
+    }
+    /* completions and ACKs do not bring a retired path back */
+    uct_uccl_paths_ack_time(&ps, now);
+    uct_uccl_paths_completed(&ps, 2);
+    uct_uccl_paths_acked(&ps, 4, now);
+    UT_TRUE(uct_uccl_paths_parked(&ps, 2) && uct_uccl_paths_parked(&ps, 4));
+    UT_EQ(ps.stats.unparks, 0);
+
+    /* a stalled path parked, not probed, back with its completion */
+    uct_uccl_paths_sent(&ps, 6, now);
+    UT_EQ(uct_uccl_paths_park_rc(&ps, 6, now), 1);
+    UT_EQ(ps.nparked, 3);
+    uct_uccl_paths_ack_time(&ps, now + 10);
+    uct_uccl_paths_completed(&ps, 6);
+    UT_TRUE(!uct_uccl_paths_parked(&ps, 6));
+    UT_EQ(ps.nparked, 2);
+    UT_EQ(ps.stats.unparks, 1);
+    UT_EQ(ps.path[6].unacked, 0);
+
+    /* the park limit holds for the stalled, the retired included */
+    for (i = 0; i < N; ++i) {
+        if (!uct_uccl_paths_parked(&ps, i)) {
+            (void)uct_uccl_paths_park_rc(&ps, i, now);
+        }
+    }
+    UT_EQ(ps.nparked, p.max_parked);
+    UT_TRUE(uct_uccl_paths_usable(&ps) > 0);
+    uct_uccl_paths_cleanup(&ps);
+}
+
 /* Random sends, ACKs, losses and choices: the invariants hold at every
  * step (parked count, no data on a parked path but probes), and the same
  * seed gives the same run */
@@ -674,6 +740,7 @@ int main(int argc, char **argv)
     test_park_loss_burst();
     test_park_never_all();
     test_stall();
+    test_retire_rc();
     test_health_random();
     test_burst();
     test_burst_random();

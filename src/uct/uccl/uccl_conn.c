@@ -137,8 +137,8 @@ ucs_status_t uct_uccl_conn_qp_connect(uct_uccl_conn_t *conn,
     attr.sq_psn   = conn->psn;
     mask          = IBV_QP_STATE | IBV_QP_SQ_PSN;
     if (conn->rc) {
-        attr.timeout       = 14;
-        attr.retry_cnt     = 7;
+        attr.timeout       = UCT_UCCL_RC_TIMEOUT;
+        attr.retry_cnt     = UCT_UCCL_RC_RETRY_CNT;
         attr.rnr_retry     = 7;
         attr.max_rd_atomic = ucs_max(ucs_min(iface->md->dev_attr.max_qp_rd_atom,
                                              16), 1);

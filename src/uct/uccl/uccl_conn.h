@@ -169,7 +169,14 @@ struct uct_uccl_conn {
     uct_uccl_tracker_t      tracker;     /* UC: unacked chunks */
     uct_uccl_rto_t          rto;
     uint32_t                init_csn;
-    uint32_t                rc_csn;      /* RC: next CSN (no tracker) */
+    uint32_t                rc_csn;      /* RC: next AM's CSN (no tracker;
+                                            the peer drops one it had) */
+    uint32_t                rc_seq;      /* RC: next chunk's rc_seq */
+    uint64_t                rc_fail_since; /* RC: the first failed WR
+                                              since the last completion was
+                                              posted then; 0: none */
+    uint64_t                rc_done_sent; /* RC: the latest post time of a
+                                             completed chunk */
     uint32_t                rc_outstanding;
     uint32_t                rc_writes;   /* RC: WRITEs posted, not done */
     uint16_t                ord_path;    /* the path small messages (RC:
@@ -212,6 +219,7 @@ struct uct_uccl_conn {
     /* receive */
     uct_uccl_sack_t         sack;
     uint8_t                 sack_valid;
+    uint32_t                rc_am_csn;   /* RC: the last AM handed over */
     uint32_t                rx_since_ack;
     uint32_t                echo_csn;
     uint8_t                 echo_path;

@@ -126,6 +126,9 @@ static ucs_status_t uct_uccl_conn_apply_peer(uct_uccl_conn_t *conn,
             return status;
         }
         conn->sack_valid = 1;
+    } else {
+        /* the peer's first AM is numbered init_csn */
+        conn->rc_am_csn = uct_uccl_seq_add(pkt->init_csn, UCT_UCCL_SEQ_MASK);
     }
 
     for (i = 0; i < conn->num_paths; ++i) {

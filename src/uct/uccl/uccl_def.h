@@ -101,6 +101,15 @@
 #define UCT_UCCL_PATH_MAX_PENALTY_NS  10000000ull
 #define UCT_UCCL_PATH_HALFLIFE_SHIFT  24     /* ~17 ms */
 #define UCT_UCCL_PATH_EXPLORE_SHIFT   4
+/* RC data QPs: the NIC resends what is unacknowledged after 4.096 us <<
+ * TIMEOUT (67 ms), RETRY_CNT times, then fails the QP (RETRY_EXC_ERR): a
+ * path down for RC_RETRY_NS (~0.54 s) fails its QPs, and the conn goes on
+ * on the other paths (uccl_repair.c) */
+#define UCT_UCCL_RC_TIMEOUT           14
+#define UCT_UCCL_RC_RETRY_CNT         7
+#define UCT_UCCL_RC_RETRY_NS          ((4096ull << UCT_UCCL_RC_TIMEOUT) * \
+                                       (UCT_UCCL_RC_RETRY_CNT + 1))
+
 /* Path health (uccl_path.h): a path down loses every chunk of its bursts,
  * a path merely lossy rarely loses this many in a row with no ACK between */
 #define UCT_UCCL_PATH_PARK_LOSSES     4
@@ -173,6 +182,8 @@
     _(tail_probes)   /* resends when ACKs stalled */ \
     _(probe_marks)   /* empty WRITEs sent instead */ \
     _(timeouts) \
+    _(rc_path_fails) /* RC: paths retired, their QP failed */ \
+    _(rc_redo)       /* RC: chunks sent again after their QP failed */ \
     _(dup_rx) \
     _(acks_tx) \
     _(acks_rx) \

@@ -81,7 +81,7 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
         return path;
     }
 
-    if (ucs_unlikely(conn->sel.nparked > 0) && (avoid < 0) &&
+    if (ucs_unlikely(conn->sel.nparked > 0) && !conn->rc && (avoid < 0) &&
         (length > UCT_UCCL_BULK_MIN) && (conn->sel.probe_due == 0) &&
         ((probe = uct_uccl_paths_probe(&conn->sel, now)) >= 0)) {
         conn->sel.probe_due = probe + 1; /* with this chunk: path_chain */
@@ -141,13 +141,44 @@ found:
     return path;
 }
 
-/* From the timer (UC): paths with chunks out and no ACK for STALL_RTOS
- * base RTOs are parked (uccl_path.h) */
+/* RC: a path whose oldest WR was overtaken by the completion of a chunk
+ * posted STALL_MIN_NS after it stalled: its NIC retries there (the path
+ * lost its packets). It is parked: it keeps only the chunks the NIC
+ * holds, until they complete (it is back) or fail (it is retired). A
+ * queue every path shares delays all alike and overtakes nothing. */
+static void uct_uccl_path_health_rc(uct_uccl_conn_t *conn, uint64_t now)
+{
+    unsigned mask = conn->iface->config.tx_ring_mask;
+    const uct_uccl_chunk_t *oldest;
+    uct_uccl_qp_t *path;
+    unsigned i;
+
+    for (i = 0; i < conn->num_paths; ++i) {
+        path = &conn->paths[i];
+        if ((path->outstanding == 0) ||
+            uct_uccl_paths_parked(&conn->sel, i)) {
+            continue;
+        }
+        oldest = path->sent[path->sent_head & mask];
+        if ((conn->rc_done_sent > oldest->sent_ns +
+                                  UCT_UCCL_PATH_STALL_MIN_NS) &&
+            !uct_uccl_paths_park_rc(&conn->sel, i, now)) {
+            return; /* as many parked as may be */
+        }
+    }
+}
+
+/* From the timer: paths with chunks out and no ACK for STALL_RTOS base
+ * RTOs are parked (uccl_path.h); RC: path_health_rc */
 void uct_uccl_path_health(uct_uccl_conn_t *conn, uint64_t now,
                           uint32_t inflight)
 {
     if (inflight == 0) {
         uct_uccl_paths_idle(&conn->sel);
+        return;
+    }
+    if (conn->rc) {
+        uct_uccl_path_health_rc(conn, now);
         return;
     }
     (void)uct_uccl_paths_check(&conn->sel, now,
@@ -158,11 +189,18 @@ void uct_uccl_path_health(uct_uccl_conn_t *conn, uint64_t now,
 
 /* RC: AMs keep one path while any of them is outstanding there, so the
  * peer receives them in order; they may move once everything on it
- * completed (an RC completion means delivered) */
+ * completed (an RC completion means delivered). Off a parked path too:
+ * they wait for what it holds to complete, or to fail and go first. */
 uct_uccl_qp_t *uct_uccl_path_select_ordered(uct_uccl_conn_t *conn,
                                             uint64_t now)
 {
-    uct_uccl_qp_t *path = uct_uccl_path_sticky(conn, 0, now);
+    uct_uccl_qp_t *path = &conn->paths[conn->ord_path];
+
+    if (ucs_unlikely(uct_uccl_paths_parked(&conn->sel, path->index)) &&
+        (path->outstanding > 0)) {
+        return NULL;
+    }
+    path = uct_uccl_path_sticky(conn, 0, now);
 
     return uct_uccl_path_has_room(conn, path) ? path : NULL;
 }
@@ -197,8 +235,8 @@ void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
     }
     path->chain_tail = &chunk->wr;
     chunk->flags    |= UCT_UCCL_CHUNK_F_CHAINED;
-    if (chunk->flags & UCT_UCCL_CHUNK_F_TRACKED) {
-        /* its ACK or loss will be told to the path's health */
+    if ((chunk->flags & UCT_UCCL_CHUNK_F_TRACKED) || conn->rc) {
+        /* its ACK, loss or completion will be told to the path's health */
         uct_uccl_paths_sent(&conn->sel, path->index,
                             uct_uccl_paths_waiting(&conn->sel, path->index) ?
                             0 : uct_uccl_now_ns());

@@ -2,8 +2,9 @@
  * Copyright (C) uccl contributors. See file LICENSE for terms.
  *
  * Loss repair (UC): ACKs retire chunks and feed the RTT estimators and the
- * congestion control; SACK holes, stalled tails and timeouts are resent;
- * a failed or destroyed conn completes everything it held.
+ * congestion control; SACK holes, stalled tails and timeouts are resent.
+ * RC: the chunks of a path whose QP failed go again on the others. A
+ * failed or destroyed conn completes everything it held.
  */
 #include "uccl_tx.h"
 
@@ -298,7 +299,10 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
         return;
     }
     if (conn->rc) {
-        return; /* the NIC retransmits; errors come as completions */
+        /* the NIC retransmits, errors come as completions; a path that
+         * stalls takes no more chunks */
+        uct_uccl_path_health(conn, now, conn->rc_outstanding);
+        return;
     }
 
     if (now - conn->last_busy >= uct_uccl_rto_srtt(&conn->rto)) {
@@ -343,6 +347,107 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
                                 uct_uccl_tracker_retx_cb, conn) > 0) {
         uct_uccl_conn_post_chains(conn);
     }
+}
+
+/* RC: does a retired path hold WRs its QP has not flushed yet? The conn
+ * sends nothing meanwhile: what they carry goes again before anything
+ * issued after it, and uct_uccl_tx_rc_redo keeps the issue order only
+ * among the chunks it was given. */
+int uct_uccl_tx_rc_draining(const uct_uccl_conn_t *conn)
+{
+    unsigned i;
+
+    for (i = 0; i < conn->num_paths; ++i) {
+        if (uct_uccl_paths_retired(&conn->sel, i) &&
+            (conn->paths[i].outstanding > 0)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* RC: the chunk, out of flight, goes back into the send queue ahead of
+ * everything issued after it and behind the chunks queued again that were
+ * issued before it, so a fence, AMs and READs after WRITEs, and AMs among
+ * themselves keep the order of their first sending */
+static void uct_uccl_tx_rc_redo(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
+{
+    ucs_queue_head_t *queue = &conn->tx_queue;
+    const uct_uccl_chunk_t *other;
+    ucs_queue_iter_t iter;
+
+    --conn->rc_outstanding;
+    conn->rc_writes -= uct_uccl_chunk_is_rc_write(chunk);
+    ucs_list_del(&chunk->zlink);
+    uct_uccl_dest_done(conn, 1);
+    conn->cc.inflight_bytes -= ucs_min(chunk->length,
+                                       conn->cc.inflight_bytes);
+
+    for (iter = ucs_queue_iter_begin(queue); !ucs_queue_iter_end(queue, iter);
+         iter = ucs_queue_iter_next(iter)) {
+        other = ucs_queue_iter_elem(other, iter, queue);
+        if (!(other->flags & UCT_UCCL_CHUNK_F_REDO) ||
+            ((int32_t)(chunk->rc_seq - other->rc_seq) < 0)) {
+            break;
+        }
+    }
+    chunk->flags     |= UCT_UCCL_CHUNK_F_REDO;
+    chunk->queue.next = *iter;
+    *iter             = &chunk->queue;
+    if (queue->ptail == iter) {
+        queue->ptail = &chunk->queue.next;
+    }
+    ++conn->tx_queued;
+    ++conn->stats.rc_redo;
+    uct_uccl_iface_sched_add(conn->iface, conn);
+}
+
+/* RC: a WR of `chunk` failed. A QP that spent its retries (RETRY_EXC_ERR:
+ * its path lost everything for the NIC's retry time) retires its path,
+ * and the chunks it failed and flushed go again on the other paths, as
+ * long as another path is usable and the peer may still answer within
+ * PEER_TIMEOUT of the first failed WR's post with no completion since: a
+ * dead peer fails every path in turn (a window's chunks at a time), a
+ * live one completes what the other paths carry. The peer's QP of the
+ * path is left to its own NIC: what it sends there fails the same way.
+ * Any other error is the conn's. */
+ucs_status_t uct_uccl_tx_rc_failed(uct_uccl_conn_t *conn,
+                                   uct_uccl_chunk_t *chunk,
+                                   enum ibv_wc_status status)
+{
+    uct_uccl_paths_t *sel = &conn->sel;
+    unsigned p            = chunk->path;
+    uint64_t now;
+
+    if (uct_uccl_paths_retired(sel, p)) {
+        if ((status != IBV_WC_WR_FLUSH_ERR) &&
+            (status != IBV_WC_RETRY_EXC_ERR)) {
+            return UCS_ERR_IO_ERROR;
+        }
+    } else {
+        if (status != IBV_WC_RETRY_EXC_ERR) {
+            return UCS_ERR_IO_ERROR;
+        }
+        now = uct_uccl_now_ns();
+        if (conn->rc_fail_since == 0) {
+            conn->rc_fail_since = chunk->sent_ns;
+        }
+        /* a resend fails, if it does, a retry time from now */
+        if ((uct_uccl_paths_usable(sel) <= 1) ||
+            (now + UCT_UCCL_RC_RETRY_NS - conn->rc_fail_since >
+             conn->iface->config.peer_timeout_ns)) {
+            return UCS_ERR_ENDPOINT_TIMEOUT;
+        }
+        uct_uccl_paths_retire(sel, p);
+        conn->burst_left = 0;
+        ++conn->stats.rc_path_fails;
+        uct_uccl_cc_on_timeout(&conn->cc, now);
+        ucs_diag("uccl: conn %u: path %u failed (qp 0x%x), %u of %u left",
+                 conn->id, p, conn->paths[p].qp->qp_num,
+                 uct_uccl_paths_usable(sel), conn->num_paths);
+    }
+    uct_uccl_tx_rc_redo(conn, chunk);
+    return UCS_OK;
 }
 
 /* What a purge completes its chunks with */

@@ -426,6 +426,18 @@ static void uct_uccl_rx_write_imm(uct_uccl_conn_t *conn,
     }
 }
 
+/* RC: AMs arrive in order, numbered; one the sender sent again after its
+ * QP failed may have arrived before (the NIC's ACK was lost): dropped */
+static int uct_uccl_rx_rc_am_new(uct_uccl_conn_t *conn, uint32_t csn)
+{
+    if (ucs_unlikely(!uct_uccl_seq_gt(csn, conn->rc_am_csn))) {
+        ++conn->stats.dup_rx;
+        return 0;
+    }
+    conn->rc_am_csn = csn;
+    return 1;
+}
+
 /* UC: record a SEND's CSN (an ordered one only if it may be taken) and owe
  * its ACK; 0 if it is not to be handled (refused, outside the window or
  * a duplicate). RC: the NIC did all that. */
@@ -438,7 +450,7 @@ static int uct_uccl_rx_record(uct_uccl_conn_t *conn, const uct_uccl_qp_t *path,
 
     *r_p = UCT_UCCL_SACK_IN_ORDER;
     if (conn->rc) {
-        return 1;
+        return (kind != UCT_UCCL_KIND_AM) || uct_uccl_rx_rc_am_new(conn, csn);
     }
     if (ordered && !uct_uccl_sack_has(&conn->sack, csn) &&
         !uct_uccl_rx_may_take(conn, hdr, kind, csn)) {

@@ -118,14 +118,21 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_tx_burst_start(uct_uccl_conn_t *conn)
     }
 }
 
-/* In RC mode a chunk is in flight until its send completion */
+/* In RC mode a chunk is in flight until its send completion. Only AMs
+ * are numbered (the peer drops one it handed over already); a chunk sent
+ * again after its QP failed keeps its numbers. */
 static UCS_F_ALWAYS_INLINE void
 uct_uccl_tx_track_rc(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
                      uint64_t now)
 {
     chunk->sent_ns = now;
-    chunk->csn     = conn->rc_csn;
-    conn->rc_csn   = uct_uccl_seq_add(conn->rc_csn, 1);
+    if (ucs_likely(!(chunk->flags & UCT_UCCL_CHUNK_F_REDO))) {
+        chunk->rc_seq = conn->rc_seq++;
+        chunk->csn    = conn->rc_csn;
+        conn->rc_csn  = uct_uccl_seq_add(conn->rc_csn,
+                                         chunk->kind == UCT_UCCL_KIND_AM);
+    }
+    chunk->flags &= ~UCT_UCCL_CHUNK_F_REDO;
     ++conn->rc_outstanding;
     conn->rc_writes += uct_uccl_chunk_is_rc_write(chunk);
     ucs_list_add_tail(&conn->rc_inflight, &chunk->zlink);
@@ -209,7 +216,9 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
     uint32_t dest_room;
     uint64_t now;
 
-    if (conn->state != UCT_UCCL_CONN_CONNECTED) {
+    if ((conn->state != UCT_UCCL_CONN_CONNECTED) ||
+        (ucs_unlikely(conn->sel.nretired > 0) &&
+         uct_uccl_tx_rc_draining(conn))) {
         return 0;
     }
 
@@ -310,8 +319,12 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
         }
 
         uct_uccl_chunk_wr_done(chunk); /* still tracked: not freed */
-        if (!conn->rc && (status != IBV_WC_RETRY_EXC_ERR) &&
-            (status != IBV_WC_WR_FLUSH_ERR)) {
+        if (conn->rc) {
+            if (uct_uccl_tx_rc_failed(conn, chunk, status) == UCS_OK) {
+                return; /* it goes again on another path */
+            }
+        } else if ((status != IBV_WC_RETRY_EXC_ERR) &&
+                   (status != IBV_WC_WR_FLUSH_ERR)) {
             /* UC: a local error on one WR; the chunk stays tracked and the
              * timer resends it */
             return;
@@ -322,12 +335,17 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
     }
 
     if (conn->rc && !(chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
+        conn->rc_fail_since = 0; /* the peer is alive */
         --conn->rc_outstanding;
         uct_uccl_dest_done(conn, 1);
         conn->rc_writes -= uct_uccl_chunk_is_rc_write(chunk);
         ucs_list_del(&chunk->zlink);
-        /* the NIC's ACK is not seen: the RTT sample is post to completion */
+        /* the NIC's ACK is not seen: the RTT sample is post to completion;
+         * the path carries (uct_uccl_path_health_rc) */
         now = uct_uccl_now_ns();
+        conn->rc_done_sent = ucs_max(conn->rc_done_sent, chunk->sent_ns);
+        uct_uccl_paths_ack_time(&conn->sel, now);
+        uct_uccl_paths_completed(&conn->sel, chunk->path);
         conn->stats.cc_samples += (now > chunk->sent_ns);
         uct_uccl_cc_on_ack(&conn->cc, chunk->length,
                            (now > chunk->sent_ns) ? now - chunk->sent_ns : 0,
@@ -348,12 +366,11 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
  * chunk waits for its ACK (which releases it) */
 static UCS_F_ALWAYS_INLINE int
 uct_uccl_tx_wr_still_tracked(uct_uccl_chunk_t *chunk,
-                             const uct_uccl_chunk_t *done,
                              enum ibv_wc_status status)
 {
     uct_uccl_conn_t *conn = chunk->conn;
 
-    if (((chunk == done) && (status != IBV_WC_SUCCESS)) || (conn == NULL) ||
+    if ((status != IBV_WC_SUCCESS) || (conn == NULL) ||
         conn->rc || (chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
         return 0;
     }
@@ -366,7 +383,9 @@ uct_uccl_tx_wr_still_tracked(uct_uccl_chunk_t *chunk,
 }
 
 /* Take the WRs a CQE completes off its path: every WR posted before the
- * one it names, and that one. Done in batches, each with a fresh look-up:
+ * one it names, and that one. Those before it succeeded, unless it is a
+ * flush: the QP failed before them (a NIC may flush an unsignaled WR
+ * without a CQE of its own). Done in batches, each with a fresh look-up:
  * completing a chunk may run user callbacks that destroy the conn, and a
  * QP then lives on as a draining copy of its path (or goes). */
 void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
@@ -374,6 +393,7 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     uct_uccl_chunk_t *done = (uct_uccl_chunk_t*)wc->wr_id;
     uct_uccl_chunk_t *batch[UCT_UCCL_CQ_BATCH];
     unsigned i, n, found = 0;
+    enum ibv_wc_status status;
     uct_uccl_qp_t *path;
     khiter_t it;
 
@@ -406,14 +426,13 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         }
 
         for (i = 0; i < n; ++i) {
-            if (ucs_likely(uct_uccl_tx_wr_still_tracked(batch[i], done,
-                                                        wc->status))) {
+            status = ((batch[i] == done) ||
+                      (wc->status == IBV_WC_WR_FLUSH_ERR)) ?
+                     wc->status : IBV_WC_SUCCESS;
+            if (ucs_likely(uct_uccl_tx_wr_still_tracked(batch[i], status))) {
                 continue;
             }
-            uct_uccl_tx_wr_complete(iface, batch[i],
-                                    (batch[i] == done) ? wc->status :
-                                                         IBV_WC_SUCCESS,
-                                    wc->qp_num);
+            uct_uccl_tx_wr_complete(iface, batch[i], status, wc->qp_num);
         }
     } while (!found);
 }

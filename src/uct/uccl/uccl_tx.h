@@ -108,6 +108,11 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack,
                             uint64_t arrived_ns, uint64_t now);
 void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now);
 void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status);
+int uct_uccl_tx_rc_draining(const uct_uccl_conn_t *conn);
+/* RC: a WR of chunk failed; UCS_OK if it goes again on another path */
+ucs_status_t uct_uccl_tx_rc_failed(uct_uccl_conn_t *conn,
+                                   uct_uccl_chunk_t *chunk,
+                                   enum ibv_wc_status status);
 void uct_uccl_tx_orphan(uct_uccl_conn_t *conn);
 int uct_uccl_tx_is_flushed(uct_uccl_conn_t *conn);
 void uct_uccl_tx_fence(uct_uccl_conn_t *conn);

@@ -49,6 +49,7 @@ ucs_status_t uct_uccl_paths_init(uct_uccl_paths_t *ps,
     ps->explore_mask    = params->explore_shift ?
                           (1ull << params->explore_shift) - 1 : 0;
     ps->nparked         = 0;
+    ps->nretired        = 0;
     ps->max_parked      = ucs_min(params->max_parked, ps->num - 1);
     ps->park_losses     = params->park_losses;
     ps->probe_ns        = params->probe_ns;
@@ -126,6 +127,22 @@ void uct_uccl_paths_unpark(uct_uccl_paths_t *ps, unsigned p)
     uct_uccl_paths_probe_next(ps);
 }
 
+void uct_uccl_paths_retire(uct_uccl_paths_t *ps, unsigned p)
+{
+    uct_uccl_path_t *path = &ps->path[p];
+
+    if (path->retired) {
+        return;
+    }
+    if (!path->parked) {
+        path->parked = 1;
+        ++ps->nparked;
+    }
+    path->retired = 1;
+    ++ps->nretired;
+    uct_uccl_paths_probe_next(ps);
+}
+
 void uct_uccl_paths_loss(uct_uccl_paths_t *ps, unsigned p, uint64_t now)
 {
     uct_uccl_path_t *path = &ps->path[p];
@@ -171,6 +188,15 @@ unsigned uct_uccl_paths_check(uct_uccl_paths_t *ps, uint64_t now,
     return n;
 }
 
+int uct_uccl_paths_park_rc(uct_uccl_paths_t *ps, unsigned p, uint64_t now)
+{
+    if (!uct_uccl_paths_park(ps, p, now)) {
+        return 0;
+    }
+    ++ps->stats.parks_stall;
+    return 1;
+}
+
 void uct_uccl_paths_idle(uct_uccl_paths_t *ps)
 {
     unsigned p;
@@ -205,14 +231,15 @@ static unsigned uct_uccl_paths_rand_usable(uct_uccl_paths_t *ps,
     return not;
 }
 
-/* the parked path due for a probe first */
+/* the parked path due for a probe first (some is, and not retired) */
 static unsigned uct_uccl_paths_probe_due(const uct_uccl_paths_t *ps)
 {
     unsigned p, best = 0;
     uint64_t at = UINT64_MAX;
 
     for (p = 0; p < ps->num; ++p) {
-        if (ps->path[p].parked && (ps->path[p].probe_at <= at)) {
+        if (ps->path[p].parked && !ps->path[p].retired &&
+            (ps->path[p].probe_at <= at)) {
             at   = ps->path[p].probe_at;
             best = p;
         }
@@ -222,7 +249,7 @@ static unsigned uct_uccl_paths_probe_due(const uct_uccl_paths_t *ps)
 
 static void uct_uccl_paths_probe_next(uct_uccl_paths_t *ps)
 {
-    ps->probe_next = (ps->nparked > 0) ?
+    ps->probe_next = (ps->nparked > ps->nretired) ?
                      ps->path[uct_uccl_paths_probe_due(ps)].probe_at :
                      UINT64_MAX;
 }

@@ -36,6 +36,9 @@
  * back with its loss run cleared; its loss penalty stays and decays, so
  * the choice returns to it gradually.
  * An ACK of an older transmission proves nothing about the path now.
+ * A retired path (RC: its QP failed, uct_uccl_paths_retire) counts as
+ * parked but is never probed nor brought back: the caller keeps at least
+ * one path usable.
  *
  * Burst length: the caller sends up to a burst of chunks on one chosen
  * path (one chain, one doorbell). While the paths queue unevenly, every
@@ -78,6 +81,7 @@ typedef struct uct_uccl_path {
     uint32_t unacked;       /* transmissions neither acked nor lost */
     uint16_t loss_run;      /* losses since its last ACK */
     uint8_t  parked;
+    uint8_t  retired;       /* parked for good */
     uint8_t  probes;        /* probes since parked (their backoff) */
 } uct_uccl_path_t;
 
@@ -117,7 +121,8 @@ typedef struct uct_uccl_paths {
     uint32_t        halflife_shift;
     uint32_t        small_size;
     uint64_t        explore_mask; /* 0: no exploration */
-    uint32_t        nparked;
+    uint32_t        nparked;      /* retired ones included */
+    uint32_t        nretired;
     uint32_t        max_parked;
     uint32_t        park_losses;
     uint32_t        probe_max_shift;
@@ -238,6 +243,12 @@ uct_uccl_paths_parked(const uct_uccl_paths_t *ps, unsigned p)
     return ps->path[p].parked;
 }
 
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_paths_retired(const uct_uccl_paths_t *ps, unsigned p)
+{
+    return ps->path[p].retired;
+}
+
 /* does p have transmissions outstanding (its wait already started)? */
 static UCS_F_ALWAYS_INLINE int
 uct_uccl_paths_waiting(const uct_uccl_paths_t *ps, unsigned p)
@@ -260,6 +271,16 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_paths_sent(uct_uccl_paths_t *ps,
 
 void uct_uccl_paths_unpark(uct_uccl_paths_t *ps, unsigned p);
 
+/* p is out for good: never chosen, probed nor unparked again */
+void uct_uccl_paths_retire(uct_uccl_paths_t *ps, unsigned p);
+
+/* paths that may take chunks (neither parked nor retired) */
+static UCS_F_ALWAYS_INLINE unsigned
+uct_uccl_paths_usable(const uct_uccl_paths_t *ps)
+{
+    return ps->num - ps->nparked;
+}
+
 /* an ACK arrived at `now`: the time of the acked() calls it makes */
 static UCS_F_ALWAYS_INLINE void uct_uccl_paths_ack_time(uct_uccl_paths_t *ps,
                                                         uint64_t now)
@@ -278,7 +299,22 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_paths_acked(uct_uccl_paths_t *ps,
     path->unacked   -= (path->unacked > 0);
     path->loss_run   = 0;
     path->wait_since = ps->last_ack;
-    if (ucs_unlikely(path->parked) && (sent_ns >= path->parked_at)) {
+    if (ucs_unlikely(path->parked) && !path->retired &&
+        (sent_ns >= path->parked_at)) {
+        uct_uccl_paths_unpark(ps, p);
+    }
+}
+
+/* RC: a WR on p completed (the NIC's ACK came, at the last ack_time):
+ * the path carries again, and parked it is back */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_paths_completed(uct_uccl_paths_t *ps, unsigned p)
+{
+    uct_uccl_path_t *path = &ps->path[p];
+
+    path->unacked   -= (path->unacked > 0);
+    path->wait_since = ps->last_ack;
+    if (ucs_unlikely(path->parked) && !path->retired) {
         uct_uccl_paths_unpark(ps, p);
     }
 }
@@ -363,6 +399,11 @@ void uct_uccl_paths_loss(uct_uccl_paths_t *ps, unsigned p, uint64_t now);
  * transmissions are outstanding; uct_uccl_paths_idle() when none is. */
 unsigned uct_uccl_paths_check(uct_uccl_paths_t *ps, uint64_t now,
                               uint64_t stall_ns);
+
+/* RC, where the NIC repairs losses unseen: p stalled by the caller's
+ * rule and is parked, within max_parked; a completion on it, not a
+ * probe, brings it back (uct_uccl_paths_completed). 1 if parked. */
+int uct_uccl_paths_park_rc(uct_uccl_paths_t *ps, unsigned p, uint64_t now);
 
 /* nothing is outstanding on any path: clear what a miscount left */
 void uct_uccl_paths_idle(uct_uccl_paths_t *ps);
