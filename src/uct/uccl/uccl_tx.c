@@ -225,7 +225,7 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 
         path = (conn->rc && (chunk->kind == UCT_UCCL_KIND_AM)) ?
                uct_uccl_path_select_ordered(conn, now) :
-               uct_uccl_path_select(conn, chunk->length, -1, now);
+               uct_uccl_path_next(conn, chunk->length, now);
         if (path == NULL) {
             ++conn->stats.sq_full;
             break;
@@ -239,8 +239,8 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
             uct_uccl_tx_track_uc(conn, chunk, path, now);
         }
 
-        uct_uccl_chunk_build_wr(conn, chunk);
-        uct_uccl_path_chain(conn, path, chunk);
+        uct_uccl_chunk_build(conn, chunk);
+        uct_uccl_path_link(conn, path, chunk);
         uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
         ++conn->stats.chunks_tx;
         conn->stats.bytes_tx += chunk->length;
