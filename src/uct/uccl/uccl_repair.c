@@ -8,17 +8,31 @@
 #include "uccl_tx.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/datastruct/mpool.inl>
 
 
 
+/* The common case is done here: a chunk of an operation, no WR of it left
+ * at the NIC, goes back to its pool, and its operation has one part less
+ * (uct_uccl_chunk_done does the same for every case) */
 static void uct_uccl_tracker_acked_cb(void *arg, uint32_t csn,
                                       uct_uccl_tx_entry_t *e)
 {
     uct_uccl_conn_t *conn   = arg;
     uct_uccl_chunk_t *chunk = e->desc;
+    uct_uccl_op_t *op       = chunk->op;
 
     chunk->flags &= ~UCT_UCCL_CHUNK_F_TRACKED;
     uct_uccl_paths_acked(&conn->sel, e->path, e->send_time);
+    if (ucs_likely((op != NULL) && (chunk->posted == 0) &&
+                   !(chunk->flags & UCT_UCCL_CHUNK_F_SERVED))) {
+        ucs_mpool_put_inline(chunk);
+        ucs_assert(op->pending > 0);
+        if (--op->pending == 0) {
+            uct_uccl_op_complete(conn, op);
+        }
+        return;
+    }
     uct_uccl_chunk_done(conn, chunk, UCS_OK);
 }
 
