@@ -76,6 +76,12 @@ typedef struct uct_uccl_iface_config {
 
 KHASH_MAP_INIT_INT(uct_uccl_qpn, uct_uccl_qp_t*);
 
+/* One slot of the direct-mapped cache in front of qpn_hash */
+typedef struct uct_uccl_qpn_slot {
+    uint32_t                qpn;
+    uct_uccl_qp_t           *path;       /* NULL: empty */
+} uct_uccl_qpn_slot_t;
+
 
 /* A peer's conn as its CONN_REQ names it: a repeated request finds the
  * passive conn that answered the first */
@@ -163,6 +169,9 @@ struct uct_uccl_iface {
     ucs_mpool_t             rx_mp;       /* uct_uccl_rx_desc_t + rx_buf */
     ucs_mpool_t             op_mp;       /* uct_uccl_op_t */
     khash_t(uct_uccl_qpn)   qpn_hash;
+    /* what qpn_hash held for the QPs completions named lately; a slot is
+     * emptied whenever its QP's entry there changes */
+    uct_uccl_qpn_slot_t     qpn_cache[UCT_UCCL_QPN_CACHE];
     khash_t(uct_uccl_peers) peers;       /* passive conns (MAX_PEERS at
                                             most) by the peer's request */
     ucs_ptr_array_t         conn_ids;
@@ -314,6 +323,44 @@ static inline size_t uct_uccl_conn_chunk_size(const uct_uccl_conn_t *conn)
     }
     return ucs_min(conn->iface->config.chunk_size,
                    conn->remote_rx_buf_size - UCT_UCCL_SEND_HDR_MAX);
+}
+
+static UCS_F_ALWAYS_INLINE uct_uccl_qpn_slot_t *
+uct_uccl_iface_qpn_slot(uct_uccl_iface_t *iface, uint32_t qpn)
+{
+    return &iface->qpn_cache[qpn & (UCT_UCCL_QPN_CACHE - 1)];
+}
+
+/* The path (a conn's, or a draining QP's) a completion's QP number names,
+ * or NULL. A busy conn's few QPs stay in their slots: a completion costs
+ * no hash look-up. */
+static UCS_F_ALWAYS_INLINE uct_uccl_qp_t *
+uct_uccl_iface_qp_find(uct_uccl_iface_t *iface, uint32_t qpn)
+{
+    uct_uccl_qpn_slot_t *slot = uct_uccl_iface_qpn_slot(iface, qpn);
+    khiter_t it;
+
+    if (ucs_likely((slot->path != NULL) && (slot->qpn == qpn))) {
+        return slot->path;
+    }
+    it = kh_get(uct_uccl_qpn, &iface->qpn_hash, qpn);
+    if (it == kh_end(&iface->qpn_hash)) {
+        return NULL;
+    }
+    slot->qpn  = qpn;
+    slot->path = kh_val(&iface->qpn_hash, it);
+    return slot->path;
+}
+
+/* qpn's entry in qpn_hash is about to change: its slot must not keep it */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_iface_qp_forget(uct_uccl_iface_t *iface, uint32_t qpn)
+{
+    uct_uccl_qpn_slot_t *slot = uct_uccl_iface_qpn_slot(iface, qpn);
+
+    if (slot->qpn == qpn) {
+        slot->path = NULL;
+    }
 }
 
 /* A conn about to have work for its timers (data queued or owed an ACK, a

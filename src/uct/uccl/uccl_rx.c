@@ -363,7 +363,6 @@ static uct_uccl_conn_t *uct_uccl_rx_conn(uct_uccl_iface_t *iface,
                                          uct_uccl_qp_t **path_p)
 {
     uct_uccl_qp_t *path;
-    khiter_t it;
 
     if (ucs_unlikely(wc->status != IBV_WC_SUCCESS)) {
         if (wc->status != IBV_WC_WR_FLUSH_ERR) {
@@ -374,12 +373,11 @@ static uct_uccl_conn_t *uct_uccl_rx_conn(uct_uccl_iface_t *iface,
         return NULL;
     }
 
-    it = kh_get(uct_uccl_qpn, &iface->qpn_hash, wc->qp_num);
-    if (ucs_unlikely(it == kh_end(&iface->qpn_hash))) {
+    path = uct_uccl_iface_qp_find(iface, wc->qp_num);
+    if (ucs_unlikely(path == NULL)) {
         ++iface->stats.unknown_qpn;
         return NULL;
     }
-    path = kh_val(&iface->qpn_hash, it);
     if (ucs_unlikely(path->conn == NULL)) {
         ++iface->stats.unknown_qpn;   /* a QP of a destroyed conn */
         return NULL;

@@ -375,11 +375,10 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     uct_uccl_chunk_t *batch[UCT_UCCL_CQ_BATCH];
     unsigned i, n, found = 0;
     uct_uccl_qp_t *path;
-    khiter_t it;
 
     do {
-        it = kh_get(uct_uccl_qpn, &iface->qpn_hash, wc->qp_num);
-        if (ucs_unlikely(it == kh_end(&iface->qpn_hash))) {
+        path = uct_uccl_iface_qp_find(iface, wc->qp_num);
+        if (ucs_unlikely(path == NULL)) {
             if (!found) {   /* its QP is gone: only this WR is known */
                 --iface->tx_outstanding;
                 uct_uccl_tx_wr_complete(iface, done, wc->status, wc->qp_num);
@@ -387,7 +386,6 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
             return;
         }
 
-        path = kh_val(&iface->qpn_hash, it);
         for (n = 0; (n < UCT_UCCL_CQ_BATCH) && !found &&
                     (path->outstanding > 0); ++n) {
             batch[n] = path->sent[path->sent_head++ &
