@@ -125,14 +125,23 @@ static void uct_uccl_rx_ordered_deliver(uct_uccl_conn_t *conn,
     uct_uccl_rx_desc_put(desc);
 }
 
-/* The cumulative point moved: parked messages it passed go, in order */
-static void uct_uccl_rx_order_release(uct_uccl_conn_t *conn)
+static void uct_uccl_rx_order_deliver_held(uct_uccl_conn_t *conn)
 {
     uct_uccl_rx_desc_t *desc;
 
     while ((desc = uct_uccl_order_pop(&conn->order, conn->sack.cum)) != NULL) {
         --conn->iface->rx_held;
         uct_uccl_rx_ordered_deliver(conn, desc);
+    }
+}
+
+/* The cumulative point moved: parked messages it passed go, in order (a
+ * stream of PUT chunks parks none) */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_rx_order_release(uct_uccl_conn_t *conn)
+{
+    if (conn->order.held > 0) {
+        uct_uccl_rx_order_deliver_held(conn);
     }
 }
 
@@ -276,9 +285,9 @@ typedef enum {
     UCT_UCCL_ACK_REPLY      /* an AM: the user's reply may carry it */
 } uct_uccl_ack_when_t;
 
-static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
-                                unsigned path, uct_uccl_sack_result_t r,
-                                uct_uccl_ack_when_t when)
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn, unsigned path,
+                    uct_uccl_sack_result_t r, uct_uccl_ack_when_t when)
 {
     uct_uccl_iface_t *iface = conn->iface;
     uint64_t now            = iface->rx_poll_ns; /* when it was seen */
@@ -297,7 +306,9 @@ static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
         (r == UCT_UCCL_SACK_DUPLICATE) || (when == UCT_UCCL_ACK_NOW)) {
         conn->ack_due = 0;
     }
-    uct_uccl_iface_ack_add(iface, conn);
+    if (!conn->ack_pending) {
+        uct_uccl_iface_ack_add(iface, conn);
+    }
 }
 
 /* The ACK conn holds, handled now (before a later one of the peer's);
