@@ -10,6 +10,8 @@
 
 #include "uccl_iface.h"
 
+#include <ucs/datastruct/mpool.inl>
+
 
 static inline uint32_t uct_uccl_conn_inflight(uct_uccl_conn_t *conn)
 {
@@ -171,8 +173,56 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_path_link(uct_uccl_conn_t *conn,
     }
 }
 
+static UCS_F_ALWAYS_INLINE uct_uccl_chunk_t *
+uct_uccl_chunk_from(ucs_mpool_t *mp)
+{
+    uct_uccl_chunk_t *chunk = ucs_mpool_get_inline(mp);
+
+    if (ucs_unlikely(chunk == NULL)) {
+        return NULL;
+    }
+
+    chunk->conn      = NULL;
+    chunk->op        = NULL;
+    chunk->flags     = 0;
+    chunk->posted    = 0;
+    chunk->last      = 0;
+    chunk->length    = 0;
+    chunk->hdr_len   = 0;
+    chunk->extra_len = 0;
+    return chunk;
+}
+
+/* a chunk with a seg_size segment (chunk->data) for copied payloads */
+static UCS_F_ALWAYS_INLINE uct_uccl_chunk_t *
+uct_uccl_chunk_get(uct_uccl_iface_t *iface)
+{
+    return uct_uccl_chunk_from(&iface->tx_mp);
+}
+
+/* a chunk whose payload stays in registered memory elsewhere (zero-copy,
+ * GET replies) or that carries only its SEND header */
+static UCS_F_ALWAYS_INLINE uct_uccl_chunk_t *
+uct_uccl_chunk_get_hdr(uct_uccl_iface_t *iface)
+{
+    return uct_uccl_chunk_from(&iface->hdr_mp);
+}
+
+/* The chunk waits in conn's queue for the pump */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
+{
+    chunk->conn    = conn;
+    chunk->barrier = conn->gets_issued;
+    if (conn->fence) {
+        chunk->flags |= UCT_UCCL_CHUNK_F_FENCE;
+        conn->fence   = 0;
+    }
+    ucs_queue_push(&conn->tx_queue, &chunk->queue);
+    ++conn->tx_queued;
+}
+
 /* tx (uccl_tx.c) */
-void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum);
 void uct_uccl_tx_post_now(uct_uccl_conn_t *conn);
 /* An empty WRITE_WITH_IMM to raddr/rkey, tracked like a chunk and chained
