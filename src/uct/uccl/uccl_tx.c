@@ -366,14 +366,16 @@ uct_uccl_tx_wr_still_tracked(uct_uccl_chunk_t *chunk,
 }
 
 /* Take the WRs a CQE completes off its path: every WR posted before the
- * one it names, and that one. Done in batches, each with a fresh look-up:
- * completing a chunk may run user callbacks that destroy the conn, and a
- * QP then lives on as a draining copy of its path (or goes). */
+ * one it names, and that one. The common completion is done on the way;
+ * the others in batches, each with a fresh look-up: completing a chunk
+ * may run user callbacks that destroy the conn, and a QP then lives on as
+ * a draining copy of its path (or goes). */
 void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
 {
     uct_uccl_chunk_t *done = (uct_uccl_chunk_t*)wc->wr_id;
     uct_uccl_chunk_t *batch[UCT_UCCL_CQ_BATCH];
     unsigned i, n, found = 0;
+    uct_uccl_chunk_t *chunk;
     uct_uccl_qp_t *path;
 
     do {
@@ -386,13 +388,16 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
             return;
         }
 
-        for (n = 0; (n < UCT_UCCL_CQ_BATCH) && !found &&
-                    (path->outstanding > 0); ++n) {
-            batch[n] = path->sent[path->sent_head++ &
-                                  iface->config.tx_ring_mask];
-            found    = (batch[n] == done);
+        n = 0;
+        while ((n < UCT_UCCL_CQ_BATCH) && !found && (path->outstanding > 0)) {
+            chunk = path->sent[path->sent_head++ & iface->config.tx_ring_mask];
+            found = (chunk == done);
             --path->outstanding;
             --iface->tx_outstanding;
+            if (ucs_unlikely(!uct_uccl_tx_wr_still_tracked(chunk, done,
+                                                           wc->status))) {
+                batch[n++] = chunk;
+            }
         }
         if (ucs_unlikely(!found && (path->outstanding == 0))) {
             ucs_error("uccl: qp 0x%x: completion of a WR it does not hold",
@@ -404,10 +409,6 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         }
 
         for (i = 0; i < n; ++i) {
-            if (ucs_likely(uct_uccl_tx_wr_still_tracked(batch[i], done,
-                                                        wc->status))) {
-                continue;
-            }
             uct_uccl_tx_wr_complete(iface, batch[i],
                                     (batch[i] == done) ? wc->status :
                                                          IBV_WC_SUCCESS,
