@@ -295,7 +295,7 @@ uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn, unsigned path,
     conn->echo_csn  = csn;
     conn->echo_path = path;
     conn->echo_time = now;
-    conn->echo_wait = now - ucs_min(now, iface->rx_since_ns);
+    conn->echo_since = uct_uccl_iface_rx_since(iface);
     if (!conn->ack_pending) {
         conn->ack_due  = now + iface->config.ack_delay_ns;
         conn->ack_hold = (when == UCT_UCCL_ACK_REPLY) &&
@@ -361,7 +361,7 @@ static void uct_uccl_rx_am_ack(uct_uccl_conn_t *via,
     }
     uct_uccl_rx_ack_in_flush(conn);
     conn->ack_in         = ack;
-    conn->ack_in_cqe_ns  = iface->rx_cqe_ns;
+    conn->ack_in_cqe_ns  = uct_uccl_iface_rx_cqe_ns(iface);
     conn->ack_in_seen_ns = iface->rx_poll_ns;
     conn->ack_in_held    = 1;
     ucs_list_add_tail(&iface->acks_in, &conn->ack_in_link);
