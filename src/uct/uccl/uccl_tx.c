@@ -203,6 +203,7 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_tx_burst_end(uct_uccl_conn_t *conn,
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 {
     size_t bytes   = 0;
+    size_t payload = 0;
     unsigned count = 0;
     uct_uccl_chunk_t *chunk;
     uct_uccl_qp_t *path;
@@ -242,11 +243,12 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
         uct_uccl_chunk_build(conn, chunk);
         uct_uccl_path_link(conn, path, chunk);
         uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
-        ++conn->stats.chunks_tx;
-        conn->stats.bytes_tx += chunk->length;
-        bytes                += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
+        payload += chunk->length;
+        bytes   += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
         ++count;
     }
+    conn->stats.chunks_tx += count;
+    conn->stats.bytes_tx  += payload;
     uct_uccl_tx_burst_end(conn, count, now);
     return count;
 }
