@@ -174,7 +174,8 @@ ucs_status_t uct_uccl_tracker_ack(uct_uccl_tracker_t *t,
 
 
 /* bits [lo, hi) of a word, 0 <= lo < hi <= 64 */
-static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_bits_range(unsigned lo, unsigned hi)
+static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_bits_range(unsigned lo,
+                                                        unsigned hi)
 {
     uint64_t m = (hi >= 64) ? ~0ull : ((1ull << hi) - 1);
 
@@ -182,12 +183,14 @@ static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_bits_range(unsigned lo, unsigned hi
 }
 
 /* was this hole's transmission overtaken on its path? */
-static UCS_F_ALWAYS_INLINE int uct_uccl_tracker_path_lost(const uct_uccl_tracker_t *t,
-                                             const uct_uccl_tx_entry_t *e)
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_tracker_path_lost(const uct_uccl_tracker_t *t,
+                           const uct_uccl_tx_entry_t *e)
 {
     return (int32_t)(e->path_seq - t->path_acked[e->path]) < 0;
 }
 
+/* csn is newly acked: its path's order, the counts, then the callback */
 static UCS_F_ALWAYS_INLINE void
 uct_uccl_tracker_acked(uct_uccl_tracker_t *t, uint32_t csn,
                        uct_uccl_tracker_ack_cb_t cb, void *arg,
