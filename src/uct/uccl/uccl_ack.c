@@ -17,6 +17,7 @@ static size_t uct_uccl_rx_ack_pack(uct_uccl_conn_t *conn, uct_uccl_ack_t *ack,
                                    size_t max_bytes, uint64_t now)
 {
     unsigned words;
+    uint64_t since;
 
     memset(ack, 0, sizeof(*ack));
     words = uct_uccl_sack_ack_pack(&conn->sack, ack,
@@ -28,7 +29,12 @@ static size_t uct_uccl_rx_ack_pack(uct_uccl_conn_t *conn, uct_uccl_ack_t *ack,
     ack->echo_csn    = conn->echo_csn;
     ack->echo_path   = conn->echo_path;
     ack->rx_delay_ns = ucs_min(now - conn->echo_time, UINT32_MAX);
-    ack->rx_wait_ns  = ucs_min(conn->echo_wait, UINT32_MAX);
+    since            = uct_uccl_iface_rx_since_ns(conn->iface,
+                                                  conn->echo_since,
+                                                  conn->echo_time);
+    ack->rx_wait_ns  = ucs_min(conn->echo_time - ucs_min(conn->echo_time,
+                                                         since),
+                               UINT32_MAX);
     ack->flags       = conn->ack_busy ? UCT_UCCL_ACK_F_BUSY : 0;
     conn->ack_busy   = 0;
     if (uct_uccl_cc_rx_driven(&conn->cc)) {

@@ -12,39 +12,6 @@
 #include <ucs/datastruct/mpool.inl>
 
 
-static UCS_F_ALWAYS_INLINE uct_uccl_chunk_t *
-uct_uccl_chunk_from(ucs_mpool_t *mp)
-{
-    uct_uccl_chunk_t *chunk = ucs_mpool_get_inline(mp);
-
-    if (ucs_unlikely(chunk == NULL)) {
-        return NULL;
-    }
-
-    chunk->conn      = NULL;
-    chunk->op        = NULL;
-    chunk->flags     = 0;
-    chunk->posted    = 0;
-    chunk->last      = 0;
-    chunk->length    = 0;
-    chunk->hdr_len   = 0;
-    chunk->extra_len = 0;
-    return chunk;
-}
-
-/* a chunk with a seg_size segment (chunk->data) for copied payloads */
-uct_uccl_chunk_t *uct_uccl_chunk_get(uct_uccl_iface_t *iface)
-{
-    return uct_uccl_chunk_from(&iface->tx_mp);
-}
-
-/* a chunk whose payload stays in registered memory elsewhere (zero-copy,
- * GET replies) or that carries only its SEND header */
-uct_uccl_chunk_t *uct_uccl_chunk_get_hdr(uct_uccl_iface_t *iface)
-{
-    return uct_uccl_chunk_from(&iface->hdr_mp);
-}
-
 /* The reliability layer is done with it: free once no WR carries it */
 static void uct_uccl_chunk_release(uct_uccl_chunk_t *chunk)
 {
@@ -200,18 +167,6 @@ void uct_uccl_chunk_done(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
     if (op != NULL) {
         uct_uccl_op_part_done(conn, op, status);
     }
-}
-
-void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
-{
-    chunk->conn    = conn;
-    chunk->barrier = conn->gets_issued;
-    if (conn->fence) {
-        chunk->flags |= UCT_UCCL_CHUNK_F_FENCE;
-        conn->fence   = 0;
-    }
-    ucs_queue_push(&conn->tx_queue, &chunk->queue);
-    ++conn->tx_queued;
 }
 
 /* The next operation waits until everything issued before it completed */

@@ -154,9 +154,7 @@ static inline int uct_uccl_chunk_is_read(const uct_uccl_chunk_t *chunk)
            (chunk->flags & UCT_UCCL_CHUNK_F_READ);
 }
 
-/* life cycle (uccl_chunk.c) */
-uct_uccl_chunk_t *uct_uccl_chunk_get(uct_uccl_iface_t *iface);
-uct_uccl_chunk_t *uct_uccl_chunk_get_hdr(uct_uccl_iface_t *iface);
+/* life cycle (uccl_chunk.c; getting one and queueing it: uccl_tx.h) */
 void uct_uccl_chunk_wr_done(uct_uccl_chunk_t *chunk);
 void uct_uccl_chunk_done(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
                          ucs_status_t status);

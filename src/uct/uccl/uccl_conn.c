@@ -90,6 +90,7 @@ static ucs_status_t uct_uccl_conn_qp_init(uct_uccl_conn_t *conn,
         goto err_destroy;
     }
 
+    uct_uccl_iface_qp_forget(iface, path->qp->qp_num);
     it = kh_put(uct_uccl_qpn, &iface->qpn_hash, path->qp->qp_num, &ret);
     if (ret <= 0) {
         ucs_error("uccl: QPN 0x%x already known", path->qp->qp_num);
@@ -358,6 +359,7 @@ static void uct_uccl_conn_qp_destroy(uct_uccl_iface_t *iface,
 {
     khiter_t it = kh_get(uct_uccl_qpn, &iface->qpn_hash, path->qp->qp_num);
 
+    uct_uccl_iface_qp_forget(iface, path->qp->qp_num);
     if (it != kh_end(&iface->qpn_hash)) {
         kh_del(uct_uccl_qpn, &iface->qpn_hash, it);
     }
@@ -408,6 +410,7 @@ static void uct_uccl_conn_qp_release(uct_uccl_iface_t *iface,
     *drain       = *path;
     drain->conn  = NULL;
     drain->chain = NULL;
+    uct_uccl_iface_qp_forget(iface, path->qp->qp_num);
     kh_val(&iface->qpn_hash, it) = drain;
 }
 

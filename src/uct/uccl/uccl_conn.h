@@ -224,7 +224,8 @@ struct uct_uccl_conn {
     uint32_t                echo_csn;
     uint8_t                 echo_path;
     uint64_t                echo_time;
-    uint64_t                echo_wait;   /* ns it may have sat in our CQ */
+    uint64_t                echo_since;  /* since when it may have sat in
+                                            our CQ: uct_uccl_iface_rx_since */
     uint64_t                ack_due;     /* ns: send the owed ACK by then */
     uct_uccl_order_t        order;       /* AMs, GET requests: in order
                                             (UC, with sack) */

@@ -118,19 +118,18 @@ uct_uccl_iface_cqe_read(uct_uccl_iface_t *iface, struct ibv_cq_ex *cq,
             ibv_wc_read_completion_wallclock_ns(cq);
 }
 
-/* Up to max completions of the timestamped receive CQ into wcs, their
- * arrival in our time into ts; sets rx_poll_ns to the time they were
- * found. None arrived after that: a timestamp that maps later (by more
- * than the mapping's error) is counted (cqe_ts_bad) and the poll's time
- * used instead. The clock is sampled again here once the latest sample is
- * old: only while completions arrive. < 0: an error. */
+/* Up to max completions of the timestamped receive CQ into wcs, their raw
+ * timestamps into ts (uct_uccl_iface_rx_ts maps one onto our clock); sets
+ * rx_poll_ns to the time they were found. The clock is sampled again here
+ * once the latest sample is old: only while completions arrive. < 0: an
+ * error. */
 int uct_uccl_iface_recv_read_ts(uct_uccl_iface_t *iface, struct ibv_wc *wcs,
                                 uint64_t *ts, int max)
 {
     struct ibv_poll_cq_attr attr = {};
     struct ibv_cq_ex *cq         = iface->recv_cq_ex;
     uint64_t now;
-    int i, n, ret;
+    int n, ret;
 
     ret = ibv_start_poll(cq, &attr);
     if (ret != 0) {
@@ -145,14 +144,6 @@ int uct_uccl_iface_recv_read_ts(uct_uccl_iface_t *iface, struct ibv_wc *wcs,
     now = uct_uccl_now_ns();
     if (ucs_unlikely(uct_uccl_clock_stale(&iface->cq_clock, now))) {
         uct_uccl_iface_clock_sync(iface);
-    }
-    for (i = 0; i < n; ++i) {
-        ts[i] = uct_uccl_clock_map(&iface->cq_clock, ts[i]);
-        if (ucs_unlikely(ts[i] > now)) {
-            iface->stats.cqe_ts_bad += (ts[i] - now >
-                                        UCT_UCCL_CQE_TS_SLACK_NS);
-            ts[i] = now;
-        }
     }
     iface->rx_poll_ns = now;
     return n;

@@ -443,7 +443,8 @@ static void uct_uccl_conn_handle_ack(uct_uccl_iface_t *iface,
         return;
     }
     uct_uccl_rx_ack_in_flush(conn); /* ACKs in the order they came */
-    uct_uccl_tx_handle_ack(conn, ack, iface->rx_cqe_ns, iface->rx_poll_ns);
+    uct_uccl_tx_handle_ack(conn, ack, uct_uccl_iface_rx_cqe_ns(iface),
+                           iface->rx_poll_ns);
 }
 
 void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,

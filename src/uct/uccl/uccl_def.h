@@ -19,6 +19,7 @@
 #define UCT_UCCL_CTL_TX_DEPTH     64
 #define UCT_UCCL_SRQ_BATCH        32     /* SRQ WQEs per chained post */
 #define UCT_UCCL_CQ_BATCH         32     /* completions per poll */
+#define UCT_UCCL_QPN_CACHE        64     /* QPN look-up slots (power of 2) */
 #define UCT_UCCL_SEND_HDR_MAX     48     /* largest SEND header */
 #define UCT_UCCL_INLINE_MAX       128    /* bytes a data WR carries inline
                                             (asked of the device) */

@@ -85,8 +85,7 @@ static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
         }
         for (i = 0; i < n; ++i) {
             if (stamped) {
-                iface->rx_cqe_ns   = ts[i];
-                iface->rx_since_ns = ts[i];
+                iface->rx_tick = ts[i];
             }
             uct_uccl_iface_recv_one(iface, &wcs[i]);
         }

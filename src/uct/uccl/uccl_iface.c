@@ -211,6 +211,7 @@ static ucs_status_t uct_uccl_iface_tables_init(uct_uccl_iface_t *iface)
     ucs_list_head_init(&iface->acks_in);
     ucs_list_head_init(&iface->timers.active);
     kh_init_inplace(uct_uccl_qpn, &iface->qpn_hash);
+    memset(iface->qpn_cache, 0, sizeof(iface->qpn_cache));
     kh_init_inplace(uct_uccl_peers, &iface->peers);
     ucs_ptr_array_init(&iface->conn_ids, "uccl_conn_ids");
     UCS_STATS_NODE_RESET(&iface->stats_node);

@@ -76,6 +76,12 @@ typedef struct uct_uccl_iface_config {
 
 KHASH_MAP_INIT_INT(uct_uccl_qpn, uct_uccl_qp_t*);
 
+/* One slot of the direct-mapped cache in front of qpn_hash */
+typedef struct uct_uccl_qpn_slot {
+    uint32_t                qpn;
+    uct_uccl_qp_t           *path;       /* NULL: empty */
+} uct_uccl_qpn_slot_t;
+
 
 /* A peer's conn as its CONN_REQ names it: a repeated request finds the
  * passive conn that answered the first */
@@ -163,6 +169,9 @@ struct uct_uccl_iface {
     ucs_mpool_t             rx_mp;       /* uct_uccl_rx_desc_t + rx_buf */
     ucs_mpool_t             op_mp;       /* uct_uccl_op_t */
     khash_t(uct_uccl_qpn)   qpn_hash;
+    /* what qpn_hash held for the QPs completions named lately; a slot is
+     * emptied whenever its QP's entry there changes */
+    uct_uccl_qpn_slot_t     qpn_cache[UCT_UCCL_QPN_CACHE];
     khash_t(uct_uccl_peers) peers;       /* passive conns (MAX_PEERS at
                                             most) by the peer's request */
     ucs_ptr_array_t         conn_ids;
@@ -175,12 +184,13 @@ struct uct_uccl_iface {
     ucs_list_link_t         acks_in;     /* conns holding an AM's ACK */
     unsigned                tx_outstanding; /* WRs on the send CQ */
     uint64_t                next_timer;
-    /* the receive completion being handled: */
+    /* the receive completion being handled (its arrival is read with
+     * uct_uccl_iface_rx_cqe_ns and uct_uccl_iface_rx_since): */
     uint64_t                rx_poll_ns;  /* when the poll found it */
-    uint64_t                rx_cqe_ns;   /* when it arrived: its CQE's
-                                            timestamp, or rx_poll_ns */
-    uint64_t                rx_since_ns; /* the earliest it may have: its
-                                            timestamp, or the poll before */
+    uint64_t                rx_cqe_ns;   /* plain CQ: rx_poll_ns */
+    uint64_t                rx_since_ns; /* plain CQ: the poll before */
+    uint64_t                rx_tick;     /* stamped CQ: its timestamp, not
+                                            mapped onto our clock yet */
     ucs_twheel_t            pace_wheel;  /* paced conns wait here */
     /* conn timers (uccl_conn_live.c) */
     struct {
@@ -317,6 +327,90 @@ static inline size_t uct_uccl_conn_chunk_size(const uct_uccl_conn_t *conn)
     }
     return ucs_min(conn->iface->config.chunk_size,
                    conn->remote_rx_buf_size - UCT_UCCL_SEND_HDR_MAX);
+}
+
+static UCS_F_ALWAYS_INLINE uct_uccl_qpn_slot_t *
+uct_uccl_iface_qpn_slot(uct_uccl_iface_t *iface, uint32_t qpn)
+{
+    return &iface->qpn_cache[qpn & (UCT_UCCL_QPN_CACHE - 1)];
+}
+
+/* The path (a conn's, or a draining QP's) a completion's QP number names,
+ * or NULL. A busy conn's few QPs stay in their slots: a completion costs
+ * no hash look-up. */
+static UCS_F_ALWAYS_INLINE uct_uccl_qp_t *
+uct_uccl_iface_qp_find(uct_uccl_iface_t *iface, uint32_t qpn)
+{
+    uct_uccl_qpn_slot_t *slot = uct_uccl_iface_qpn_slot(iface, qpn);
+    khiter_t it;
+
+    if (ucs_likely((slot->path != NULL) && (slot->qpn == qpn))) {
+        return slot->path;
+    }
+    it = kh_get(uct_uccl_qpn, &iface->qpn_hash, qpn);
+    if (it == kh_end(&iface->qpn_hash)) {
+        return NULL;
+    }
+    slot->qpn  = qpn;
+    slot->path = kh_val(&iface->qpn_hash, it);
+    return slot->path;
+}
+
+/* qpn's entry in qpn_hash is about to change: its slot must not keep it */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_iface_qp_forget(uct_uccl_iface_t *iface, uint32_t qpn)
+{
+    uct_uccl_qpn_slot_t *slot = uct_uccl_iface_qpn_slot(iface, qpn);
+
+    if (slot->qpn == qpn) {
+        slot->path = NULL;
+    }
+}
+
+/* A receive completion's timestamp `tick` (stamped CQ), found by the poll
+ * at poll_ns, in our time. Mapped only where it is used: most arrivals'
+ * times are overwritten before an ACK or a sample reads them. None
+ * arrived after the poll: a timestamp that maps later (by more than the
+ * mapping's error) is counted (cqe_ts_bad) and the poll's time used. */
+static UCS_F_ALWAYS_INLINE uint64_t
+uct_uccl_iface_rx_ts(uct_uccl_iface_t *iface, uint64_t tick, uint64_t poll_ns)
+{
+    uint64_t ns = uct_uccl_clock_map(&iface->cq_clock, tick);
+
+    if (ucs_unlikely(ns > poll_ns)) {
+        iface->stats.cqe_ts_bad += (ns - poll_ns > UCT_UCCL_CQE_TS_SLACK_NS);
+        return poll_ns;
+    }
+    return ns;
+}
+
+/* When the receive completion being handled arrived: its timestamp, or
+ * the poll that found it */
+static UCS_F_ALWAYS_INLINE uint64_t
+uct_uccl_iface_rx_cqe_ns(uct_uccl_iface_t *iface)
+{
+    return (iface->recv_cq_ex != NULL) ?
+           uct_uccl_iface_rx_ts(iface, iface->rx_tick, iface->rx_poll_ns) :
+           iface->rx_cqe_ns;
+}
+
+/* The earliest the receive completion being handled may have arrived, kept
+ * for uct_uccl_iface_rx_since_ns: its raw timestamp (stamped CQ) or the
+ * poll before the one that found it */
+static UCS_F_ALWAYS_INLINE uint64_t
+uct_uccl_iface_rx_since(const uct_uccl_iface_t *iface)
+{
+    return (iface->recv_cq_ex != NULL) ? iface->rx_tick : iface->rx_since_ns;
+}
+
+/* A value of uct_uccl_iface_rx_since of a completion found at poll_ns, in
+ * our time */
+static UCS_F_ALWAYS_INLINE uint64_t
+uct_uccl_iface_rx_since_ns(uct_uccl_iface_t *iface, uint64_t since,
+                           uint64_t poll_ns)
+{
+    return (iface->recv_cq_ex != NULL) ?
+           uct_uccl_iface_rx_ts(iface, since, poll_ns) : since;
 }
 
 /* A conn about to have work for its timers (data queued or owed an ACK, a

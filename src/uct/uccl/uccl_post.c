@@ -211,8 +211,8 @@ uct_uccl_qp_t *uct_uccl_path_select_ordered(uct_uccl_conn_t *conn,
  * data and no credit, where a data chunk probing a path still down was
  * lost, resent and, receiver-driven, paid for twice. Skipped when the
  * path, the CQ or the tracker has no room: the scoreboard asks again. */
-static void uct_uccl_path_probe_send(uct_uccl_conn_t *conn,
-                                     const uct_uccl_chunk_t *chunk)
+void uct_uccl_path_probe_send(uct_uccl_conn_t *conn,
+                              const uct_uccl_chunk_t *chunk)
 {
     uct_uccl_qp_t *path = &conn->paths[conn->sel.probe_due - 1];
 
@@ -224,35 +224,7 @@ static void uct_uccl_path_probe_send(uct_uccl_conn_t *conn,
 void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
                          uct_uccl_chunk_t *chunk)
 {
-    chunk->wr.next = NULL;
-    if (path->chain == NULL) {
-        path->chain        = &chunk->wr;
-        path->chain_next   = NULL;
-        *conn->chains_tail = path;
-        conn->chains_tail  = &path->chain_next;
-    } else {
-        path->chain_tail->next = &chunk->wr;
-    }
-    path->chain_tail = &chunk->wr;
-    chunk->flags    |= UCT_UCCL_CHUNK_F_CHAINED;
-    if ((chunk->flags & UCT_UCCL_CHUNK_F_TRACKED) || conn->rc) {
-        /* its ACK, loss or completion will be told to the path's health */
-        uct_uccl_paths_sent(&conn->sel, path->index,
-                            uct_uccl_paths_waiting(&conn->sel, path->index) ?
-                            0 : uct_uccl_now_ns());
-    }
-    ++path->chain_len;
-    path->sent[(path->sent_head + path->outstanding) &
-               conn->iface->config.tx_ring_mask] = chunk;
-    ++path->outstanding;
-    ++chunk->posted;
-    ++conn->iface->tx_outstanding;
-    chunk->path = path->index;
-    if (ucs_unlikely(conn->sel.probe_due != 0) &&
-        (chunk->flags & UCT_UCCL_CHUNK_F_TRACKED) &&
-        uct_uccl_chunk_is_bulk_write(chunk)) {
-        uct_uccl_path_probe_send(conn, chunk);
-    }
+    uct_uccl_path_link(conn, path, chunk);
 }
 
 /* One ibv_post_send per path that has a chain, in the order the chains
@@ -373,29 +345,14 @@ void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
         return;
     }
 
-    wr->imm_data = uct_uccl_imm_to_wire(uct_uccl_imm_pack(chunk->csn,
-                                                          chunk->kind,
-                                                          chunk->last));
-    if ((chunk->kind == UCT_UCCL_KIND_PUT) ||
-        (chunk->kind == UCT_UCCL_KIND_GET_RESP)) {
-        /* RC: the send completion says the data landed; an immediate
-         * would only cost the target a receive WQE and a CQE */
-        wr->opcode              = (conn->rc &&
-                                   (chunk->kind == UCT_UCCL_KIND_PUT)) ?
-                                  IBV_WR_RDMA_WRITE :
-                                  IBV_WR_RDMA_WRITE_WITH_IMM;
-        wr->wr.rdma.remote_addr = chunk->raddr;
-        wr->wr.rdma.rkey        = chunk->rkey;
-        chunk->sge[0].addr      = chunk->laddr;
-        chunk->sge[0].length    = chunk->length;
-        chunk->sge[0].lkey      = chunk->payload_lkey;
-        wr->num_sge             = (chunk->length > 0);
-        if (chunk->length <= conn->max_inline) {
-            wr->send_flags = IBV_SEND_INLINE;
-        }
+    if (uct_uccl_chunk_is_write(chunk)) {
+        uct_uccl_chunk_build_write(conn, chunk);
         return;
     }
 
+    wr->imm_data = uct_uccl_imm_to_wire(uct_uccl_imm_pack(chunk->csn,
+                                                          chunk->kind,
+                                                          chunk->last));
     wr->opcode           = IBV_WR_SEND_WITH_IMM;
     chunk->sge[n].addr   = (uintptr_t)&chunk->hdr;
     chunk->sge[n].length = chunk->hdr_len;

@@ -9,17 +9,32 @@
 #include "uccl_tx.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/datastruct/mpool.inl>
 
 
 
-static void uct_uccl_tracker_acked_cb(void *arg, uint32_t csn,
-                                      uct_uccl_tx_entry_t *e)
+/* The common case is done here: a chunk of an operation, no WR of it left
+ * at the NIC, goes back to its pool, and its operation has one part less
+ * (uct_uccl_chunk_done does the same for every case) */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_tracker_acked_cb(void *arg, uint32_t csn,
+                          uct_uccl_tx_entry_t *e)
 {
     uct_uccl_conn_t *conn   = arg;
     uct_uccl_chunk_t *chunk = e->desc;
+    uct_uccl_op_t *op       = chunk->op;
 
-    chunk->flags &= ~UCT_UCCL_CHUNK_F_TRACKED;
     uct_uccl_paths_acked(&conn->sel, e->path, e->send_time);
+    if (ucs_likely((op != NULL) && (chunk->posted == 0) &&
+                   !(chunk->flags & UCT_UCCL_CHUNK_F_SERVED))) {
+        ucs_mpool_put_inline(chunk); /* its flags start anew in the pool */
+        ucs_assert(op->pending > 0);
+        if (--op->pending == 0) {
+            uct_uccl_op_complete(conn, op);
+        }
+        return;
+    }
+    chunk->flags &= ~UCT_UCCL_CHUNK_F_TRACKED;
     uct_uccl_chunk_done(conn, chunk, UCS_OK);
 }
 
@@ -142,8 +157,9 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack,
     uint64_t rtt;
 
     uct_uccl_paths_ack_time(&conn->sel, now);
-    status = uct_uccl_tracker_ack(&conn->tracker, ack, arrived_ns,
-                                  uct_uccl_tracker_acked_cb, conn, &info);
+    status = uct_uccl_tracker_ack_inline(&conn->tracker, ack, arrived_ns,
+                                         uct_uccl_tracker_acked_cb, conn,
+                                         &info);
     if (status != UCS_OK) {
         ++iface->stats.bad_ack;
         ucs_debug("uccl: conn %u: bogus ACK cum %u (una %u nxt %u)", conn->id,
@@ -457,7 +473,7 @@ typedef struct {
 } uct_uccl_purge_arg_t;
 
 static void uct_uccl_tracker_purge_cb(void *arg, uint32_t csn,
-                                      uct_uccl_tx_entry_t *e)
+                          uct_uccl_tx_entry_t *e)
 {
     const uct_uccl_purge_arg_t *purge = arg;
     uct_uccl_chunk_t *chunk           = e->desc;

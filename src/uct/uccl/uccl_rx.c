@@ -125,14 +125,23 @@ static void uct_uccl_rx_ordered_deliver(uct_uccl_conn_t *conn,
     uct_uccl_rx_desc_put(desc);
 }
 
-/* The cumulative point moved: parked messages it passed go, in order */
-static void uct_uccl_rx_order_release(uct_uccl_conn_t *conn)
+static void uct_uccl_rx_order_deliver_held(uct_uccl_conn_t *conn)
 {
     uct_uccl_rx_desc_t *desc;
 
     while ((desc = uct_uccl_order_pop(&conn->order, conn->sack.cum)) != NULL) {
         --conn->iface->rx_held;
         uct_uccl_rx_ordered_deliver(conn, desc);
+    }
+}
+
+/* The cumulative point moved: parked messages it passed go, in order (a
+ * stream of PUT chunks parks none) */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_rx_order_release(uct_uccl_conn_t *conn)
+{
+    if (conn->order.held > 0) {
+        uct_uccl_rx_order_deliver_held(conn);
     }
 }
 
@@ -276,9 +285,9 @@ typedef enum {
     UCT_UCCL_ACK_REPLY      /* an AM: the user's reply may carry it */
 } uct_uccl_ack_when_t;
 
-static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
-                                unsigned path, uct_uccl_sack_result_t r,
-                                uct_uccl_ack_when_t when)
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn, unsigned path,
+                    uct_uccl_sack_result_t r, uct_uccl_ack_when_t when)
 {
     uct_uccl_iface_t *iface = conn->iface;
     uint64_t now            = iface->rx_poll_ns; /* when it was seen */
@@ -286,7 +295,7 @@ static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
     conn->echo_csn  = csn;
     conn->echo_path = path;
     conn->echo_time = now;
-    conn->echo_wait = now - ucs_min(now, iface->rx_since_ns);
+    conn->echo_since = uct_uccl_iface_rx_since(iface);
     if (!conn->ack_pending) {
         conn->ack_due  = now + iface->config.ack_delay_ns;
         conn->ack_hold = (when == UCT_UCCL_ACK_REPLY) &&
@@ -297,7 +306,9 @@ static void uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn,
         (r == UCT_UCCL_SACK_DUPLICATE) || (when == UCT_UCCL_ACK_NOW)) {
         conn->ack_due = 0;
     }
-    uct_uccl_iface_ack_add(iface, conn);
+    if (!conn->ack_pending) {
+        uct_uccl_iface_ack_add(iface, conn);
+    }
 }
 
 /* The ACK conn holds, handled now (before a later one of the peer's);
@@ -350,7 +361,7 @@ static void uct_uccl_rx_am_ack(uct_uccl_conn_t *via,
     }
     uct_uccl_rx_ack_in_flush(conn);
     conn->ack_in         = ack;
-    conn->ack_in_cqe_ns  = iface->rx_cqe_ns;
+    conn->ack_in_cqe_ns  = uct_uccl_iface_rx_cqe_ns(iface);
     conn->ack_in_seen_ns = iface->rx_poll_ns;
     conn->ack_in_held    = 1;
     ucs_list_add_tail(&iface->acks_in, &conn->ack_in_link);
@@ -363,7 +374,6 @@ static uct_uccl_conn_t *uct_uccl_rx_conn(uct_uccl_iface_t *iface,
                                          uct_uccl_qp_t **path_p)
 {
     uct_uccl_qp_t *path;
-    khiter_t it;
 
     if (ucs_unlikely(wc->status != IBV_WC_SUCCESS)) {
         if (wc->status != IBV_WC_WR_FLUSH_ERR) {
@@ -374,12 +384,11 @@ static uct_uccl_conn_t *uct_uccl_rx_conn(uct_uccl_iface_t *iface,
         return NULL;
     }
 
-    it = kh_get(uct_uccl_qpn, &iface->qpn_hash, wc->qp_num);
-    if (ucs_unlikely(it == kh_end(&iface->qpn_hash))) {
+    path = uct_uccl_iface_qp_find(iface, wc->qp_num);
+    if (ucs_unlikely(path == NULL)) {
         ++iface->stats.unknown_qpn;
         return NULL;
     }
-    path = kh_val(&iface->qpn_hash, it);
     if (ucs_unlikely(path->conn == NULL)) {
         ++iface->stats.unknown_qpn;   /* a QP of a destroyed conn */
         return NULL;

@@ -210,6 +210,7 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_tx_burst_end(uct_uccl_conn_t *conn,
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 {
     size_t bytes   = 0;
+    size_t payload = 0;
     unsigned count = 0;
     uct_uccl_chunk_t *chunk;
     uct_uccl_qp_t *path;
@@ -234,7 +235,7 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 
         path = (conn->rc && (chunk->kind == UCT_UCCL_KIND_AM)) ?
                uct_uccl_path_select_ordered(conn, now) :
-               uct_uccl_path_select(conn, chunk->length, -1, now);
+               uct_uccl_path_next(conn, chunk->length, now);
         if (path == NULL) {
             ++conn->stats.sq_full;
             break;
@@ -248,14 +249,15 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
             uct_uccl_tx_track_uc(conn, chunk, path, now);
         }
 
-        uct_uccl_chunk_build_wr(conn, chunk);
-        uct_uccl_path_chain(conn, path, chunk);
+        uct_uccl_chunk_build(conn, chunk);
+        uct_uccl_path_link(conn, path, chunk);
         uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
-        ++conn->stats.chunks_tx;
-        conn->stats.bytes_tx += chunk->length;
-        bytes                += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
+        payload += chunk->length;
+        bytes   += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
         ++count;
     }
+    conn->stats.chunks_tx += count;
+    conn->stats.bytes_tx  += payload;
     uct_uccl_tx_burst_end(conn, count, now);
     return count;
 }
@@ -382,24 +384,33 @@ uct_uccl_tx_wr_still_tracked(uct_uccl_chunk_t *chunk,
     return 1;
 }
 
+/* The status a CQE gives a WR it completes: its own to the WR it names;
+ * success to those posted before it, unless it is a flush: the QP failed
+ * before them (a NIC may flush an unsignaled WR without a CQE of its own) */
+static UCS_F_ALWAYS_INLINE enum ibv_wc_status
+uct_uccl_tx_wr_status(const uct_uccl_chunk_t *chunk,
+                      const uct_uccl_chunk_t *done, const struct ibv_wc *wc)
+{
+    return ((chunk == done) || (wc->status == IBV_WC_WR_FLUSH_ERR)) ?
+           wc->status : IBV_WC_SUCCESS;
+}
+
 /* Take the WRs a CQE completes off its path: every WR posted before the
- * one it names, and that one. Those before it succeeded, unless it is a
- * flush: the QP failed before them (a NIC may flush an unsignaled WR
- * without a CQE of its own). Done in batches, each with a fresh look-up:
- * completing a chunk may run user callbacks that destroy the conn, and a
- * QP then lives on as a draining copy of its path (or goes). */
+ * one it names, and that one. The common completion is done on the way;
+ * the others in batches, each with a fresh look-up: completing a chunk
+ * may run user callbacks that destroy the conn, and a QP then lives on as
+ * a draining copy of its path (or goes). */
 void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
 {
     uct_uccl_chunk_t *done = (uct_uccl_chunk_t*)wc->wr_id;
     uct_uccl_chunk_t *batch[UCT_UCCL_CQ_BATCH];
     unsigned i, n, found = 0;
-    enum ibv_wc_status status;
+    uct_uccl_chunk_t *chunk;
     uct_uccl_qp_t *path;
-    khiter_t it;
 
     do {
-        it = kh_get(uct_uccl_qpn, &iface->qpn_hash, wc->qp_num);
-        if (ucs_unlikely(it == kh_end(&iface->qpn_hash))) {
+        path = uct_uccl_iface_qp_find(iface, wc->qp_num);
+        if (ucs_unlikely(path == NULL)) {
             if (!found) {   /* its QP is gone: only this WR is known */
                 --iface->tx_outstanding;
                 uct_uccl_tx_wr_complete(iface, done, wc->status, wc->qp_num);
@@ -407,14 +418,17 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
             return;
         }
 
-        path = kh_val(&iface->qpn_hash, it);
-        for (n = 0; (n < UCT_UCCL_CQ_BATCH) && !found &&
-                    (path->outstanding > 0); ++n) {
-            batch[n] = path->sent[path->sent_head++ &
-                                  iface->config.tx_ring_mask];
-            found    = (batch[n] == done);
+        n = 0;
+        while ((n < UCT_UCCL_CQ_BATCH) && !found && (path->outstanding > 0)) {
+            chunk = path->sent[path->sent_head++ & iface->config.tx_ring_mask];
+            found = (chunk == done);
             --path->outstanding;
             --iface->tx_outstanding;
+            if (ucs_unlikely(!uct_uccl_tx_wr_still_tracked(
+                                 chunk, uct_uccl_tx_wr_status(chunk, done,
+                                                              wc)))) {
+                batch[n++] = chunk;
+            }
         }
         if (ucs_unlikely(!found && (path->outstanding == 0))) {
             ucs_error("uccl: qp 0x%x: completion of a WR it does not hold",
@@ -426,13 +440,9 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         }
 
         for (i = 0; i < n; ++i) {
-            status = ((batch[i] == done) ||
-                      (wc->status == IBV_WC_WR_FLUSH_ERR)) ?
-                     wc->status : IBV_WC_SUCCESS;
-            if (ucs_likely(uct_uccl_tx_wr_still_tracked(batch[i], status))) {
-                continue;
-            }
-            uct_uccl_tx_wr_complete(iface, batch[i], status, wc->qp_num);
+            uct_uccl_tx_wr_complete(iface, batch[i],
+                                    uct_uccl_tx_wr_status(batch[i], done, wc),
+                                    wc->qp_num);
         }
     } while (!found);
 }

@@ -10,6 +10,8 @@
 
 #include "uccl_iface.h"
 
+#include <ucs/datastruct/mpool.inl>
+
 
 static inline uint32_t uct_uccl_conn_inflight(uct_uccl_conn_t *conn)
 {
@@ -94,8 +96,133 @@ uct_uccl_put_guard(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
     return &conn->put_guard[(h >> 58) % UCT_UCCL_PUT_GUARD];
 }
 
+/* A PUT chunk or GET reply goes as a WRITE (UC: with the immediate that
+ * names it) to its target */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_chunk_is_write(const uct_uccl_chunk_t *chunk)
+{
+    return ((chunk->kind == UCT_UCCL_KIND_PUT) ||
+            (chunk->kind == UCT_UCCL_KIND_GET_RESP)) &&
+           !(chunk->flags & UCT_UCCL_CHUNK_F_READ);
+}
+
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_chunk_build_write(const uct_uccl_conn_t *conn,
+                           uct_uccl_chunk_t *chunk)
+{
+    struct ibv_send_wr *wr = &chunk->wr;
+
+    /* RC: the send completion says the data landed; an immediate would
+     * only cost the target a receive WQE and a CQE */
+    wr->opcode              = (conn->rc &&
+                               (chunk->kind == UCT_UCCL_KIND_PUT)) ?
+                              IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr->imm_data            = uct_uccl_imm_to_wire(
+                                  uct_uccl_imm_pack(chunk->csn, chunk->kind,
+                                                    chunk->last));
+    /* post_chains signals the end of a chain */
+    wr->send_flags          = (chunk->length <= conn->max_inline) ?
+                              IBV_SEND_INLINE : 0;
+    wr->wr.rdma.remote_addr = chunk->raddr;
+    wr->wr.rdma.rkey        = chunk->rkey;
+    chunk->sge[0].addr      = chunk->laddr;
+    chunk->sge[0].length    = chunk->length;
+    chunk->sge[0].lkey      = chunk->payload_lkey;
+    wr->num_sge             = (chunk->length > 0);
+}
+
+void uct_uccl_path_probe_send(uct_uccl_conn_t *conn,
+                              const uct_uccl_chunk_t *chunk);
+
+/* Chunk's WR joins path's chain of this transmit step (the chain goes out
+ * with uct_uccl_conn_post_chains) */
+static UCS_F_ALWAYS_INLINE void uct_uccl_path_link(uct_uccl_conn_t *conn,
+                                                   uct_uccl_qp_t *path,
+                                                   uct_uccl_chunk_t *chunk)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+
+    chunk->wr.next = NULL;
+    if (path->chain == NULL) {
+        path->chain        = &chunk->wr;
+        path->chain_next   = NULL;
+        *conn->chains_tail = path;
+        conn->chains_tail  = &path->chain_next;
+    } else {
+        path->chain_tail->next = &chunk->wr;
+    }
+    path->chain_tail = &chunk->wr;
+    chunk->flags    |= UCT_UCCL_CHUNK_F_CHAINED;
+    if ((chunk->flags & UCT_UCCL_CHUNK_F_TRACKED) || conn->rc) {
+        /* its ACK, loss or completion will be told to the path's health */
+        uct_uccl_paths_sent(&conn->sel, path->index,
+                            uct_uccl_paths_waiting(&conn->sel, path->index) ?
+                            0 : uct_uccl_now_ns());
+    }
+    ++path->chain_len;
+    path->sent[(path->sent_head + path->outstanding) &
+               iface->config.tx_ring_mask] = chunk;
+    ++path->outstanding;
+    ++chunk->posted;
+    ++iface->tx_outstanding;
+    chunk->path = path->index;
+    if (ucs_unlikely(conn->sel.probe_due != 0) &&
+        (chunk->flags & UCT_UCCL_CHUNK_F_TRACKED) &&
+        uct_uccl_chunk_is_bulk_write(chunk)) {
+        uct_uccl_path_probe_send(conn, chunk);
+    }
+}
+
+static UCS_F_ALWAYS_INLINE uct_uccl_chunk_t *
+uct_uccl_chunk_from(ucs_mpool_t *mp)
+{
+    uct_uccl_chunk_t *chunk = ucs_mpool_get_inline(mp);
+
+    if (ucs_unlikely(chunk == NULL)) {
+        return NULL;
+    }
+
+    chunk->conn      = NULL;
+    chunk->op        = NULL;
+    chunk->flags     = 0;
+    chunk->posted    = 0;
+    chunk->last      = 0;
+    chunk->length    = 0;
+    chunk->hdr_len   = 0;
+    chunk->extra_len = 0;
+    return chunk;
+}
+
+/* a chunk with a seg_size segment (chunk->data) for copied payloads */
+static UCS_F_ALWAYS_INLINE uct_uccl_chunk_t *
+uct_uccl_chunk_get(uct_uccl_iface_t *iface)
+{
+    return uct_uccl_chunk_from(&iface->tx_mp);
+}
+
+/* a chunk whose payload stays in registered memory elsewhere (zero-copy,
+ * GET replies) or that carries only its SEND header */
+static UCS_F_ALWAYS_INLINE uct_uccl_chunk_t *
+uct_uccl_chunk_get_hdr(uct_uccl_iface_t *iface)
+{
+    return uct_uccl_chunk_from(&iface->hdr_mp);
+}
+
+/* The chunk waits in conn's queue for the pump */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
+{
+    chunk->conn    = conn;
+    chunk->barrier = conn->gets_issued;
+    if (conn->fence) {
+        chunk->flags |= UCT_UCCL_CHUNK_F_FENCE;
+        conn->fence   = 0;
+    }
+    ucs_queue_push(&conn->tx_queue, &chunk->queue);
+    ++conn->tx_queued;
+}
+
 /* tx (uccl_tx.c) */
-void uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum);
 void uct_uccl_tx_post_now(uct_uccl_conn_t *conn);
 /* An empty WRITE_WITH_IMM to raddr/rkey, tracked like a chunk and chained
@@ -135,6 +262,31 @@ void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
 void uct_uccl_chunk_build_retx(uct_uccl_chunk_t *chunk, int obsolete);
 int uct_uccl_put_is_obsolete(uct_uccl_conn_t *conn,
                              const uct_uccl_chunk_t *chunk);
+
+/* The path for the next new chunk: the current burst's while it lasts
+ * and has room, else uct_uccl_path_select's choice */
+static UCS_F_ALWAYS_INLINE uct_uccl_qp_t *
+uct_uccl_path_next(uct_uccl_conn_t *conn, size_t length, uint64_t now)
+{
+    uct_uccl_qp_t *path = &conn->paths[conn->sel.last];
+
+    if ((conn->burst_left > 0) && uct_uccl_path_has_room(conn, path)) {
+        --conn->burst_left;
+        return path;
+    }
+    return uct_uccl_path_select(conn, length, -1, now);
+}
+
+/* The WR of a chunk about to be chained */
+static UCS_F_ALWAYS_INLINE void uct_uccl_chunk_build(uct_uccl_conn_t *conn,
+                                                     uct_uccl_chunk_t *chunk)
+{
+    if (ucs_likely(uct_uccl_chunk_is_write(chunk))) {
+        uct_uccl_chunk_build_write(conn, chunk);
+    } else {
+        uct_uccl_chunk_build_wr(conn, chunk);
+    }
+}
 
 /* the UC GET protocol (uccl_get.c) */
 int uct_uccl_get_admit(uct_uccl_conn_t *conn, const uct_uccl_get_req_t *req,

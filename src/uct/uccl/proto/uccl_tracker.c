@@ -7,14 +7,6 @@
 #include <string.h>
 
 
-/* bits [lo, hi) of a word, 0 <= lo < hi <= 64 */
-static inline uint64_t uct_uccl_bits_range(unsigned lo, unsigned hi)
-{
-    uint64_t m = (hi >= 64) ? ~0ull : ((1ull << hi) - 1);
-
-    return m & ~((1ull << lo) - 1);
-}
-
 ucs_status_t uct_uccl_tracker_init(uct_uccl_tracker_t *t,
                                    const uct_uccl_tracker_params_t *params)
 {
@@ -60,166 +52,13 @@ void uct_uccl_tracker_cleanup(uct_uccl_tracker_t *t)
     t->path_acked = NULL;
 }
 
-/* was this hole's transmission overtaken on its path? */
-static inline int uct_uccl_tracker_path_lost(const uct_uccl_tracker_t *t,
-                                             const uct_uccl_tx_entry_t *e)
-{
-    return (int32_t)(e->path_seq - t->path_acked[e->path]) < 0;
-}
-
-static inline void
-uct_uccl_tracker_acked(uct_uccl_tracker_t *t, uint32_t csn,
-                       uct_uccl_tracker_ack_cb_t cb, void *arg,
-                       uct_uccl_ack_info_t *info)
-{
-    uct_uccl_tx_entry_t *e = &t->ent[csn & t->mask];
-
-    /* a first transmission arrived: what its path carried before it and
-     * is still missing was lost (a resend's arrival is ambiguous: its
-     * earlier transmission, on another path, may be the one that came) */
-    if ((e->retries == 0) && !uct_uccl_tracker_path_lost(t, e)) {
-        t->path_acked[e->path] = e->path_seq + 1;
-    }
-    ++info->acked;
-    info->acked_bytes += e->length;
-    t->inflight_bytes -= e->length;
-    cb(arg, csn, e);
-    e->desc = NULL;
-}
-
-/* cumulative part: every chunk of [una, to) not already SACKed is acked */
-static void uct_uccl_tracker_ack_cum(uct_uccl_tracker_t *t, uint32_t to,
-                                     uct_uccl_tracker_ack_cb_t cb, void *arg,
-                                     uct_uccl_ack_info_t *info)
-{
-    uint32_t from = t->una, left = uct_uccl_seq_dist(to, from);
-    unsigned off, n;
-    uint64_t *ring, m, pend;
-
-    if (t->sacked_cnt == 0) {
-        /* nothing SACKed (a clean fabric): every chunk is newly acked */
-        for (; left > 0; --left, from = uct_uccl_seq_add(from, 1)) {
-            uct_uccl_tracker_acked(t, from, cb, arg, info);
-        }
-        return;
-    }
-
-    while (left > 0) {
-        off  = from & 63;
-        n    = (left < 64 - off) ? left : 64 - off;
-        m    = uct_uccl_bits_range(off, off + n);
-        ring = &t->sacked[(from >> 6) & t->word_mask];
-        pend = ~*ring & m;
-        if (ucs_unlikely(pend != m)) {
-            t->sacked_cnt -= __builtin_popcountll(*ring & m);
-            *ring         &= ~m;
-        }
-        while (pend) {
-            uct_uccl_tracker_acked(t, uct_uccl_seq_add(from - off,
-                                                       __builtin_ctzll(pend)),
-                                   cb, arg, info);
-            pend &= pend - 1;
-        }
-        from  = uct_uccl_seq_add(from, n);
-        left -= n;
-    }
-}
-
 ucs_status_t uct_uccl_tracker_ack(uct_uccl_tracker_t *t,
                                   const uct_uccl_ack_t *ack,
                                   uint64_t arrival_ns,
                                   uct_uccl_tracker_ack_cb_t cb, void *arg,
                                   uct_uccl_ack_info_t *info)
 {
-    uint32_t out = uct_uccl_tracker_outstanding(t);
-    uint32_t cum = ack->cum_csn, echo = ack->echo_csn;
-    int32_t d    = uct_uccl_seq_diff(cum, t->una);
-    uint32_t base, csn0, top;
-    uct_uccl_ack_info_t dummy;
-    uct_uccl_tx_entry_t *e;
-    int32_t dlo, dhi;
-    uint64_t word, new, *ring;
-    unsigned j, lo, hi;
-
-    if (info == NULL) {
-        info = &dummy;
-    }
-    memset(info, 0, sizeof(*info));
-
-    if (d > (int32_t)out) {
-        return UCS_ERR_OUT_OF_RANGE;
-    }
-
-    /* RTT from the chunk whose arrival triggered the ACK, before it is
-     * released; a resent chunk gives an ambiguous sample (Karn) */
-    if (uct_uccl_tracker_in_flight(t, echo) &&
-        !(t->sacked[(echo >> 6) & t->word_mask] & (1ull << (echo & 63)))) {
-        e = &t->ent[echo & t->mask];
-        if ((e->retries == 0) && (arrival_ns > e->send_time)) {
-            info->rtt_ns = arrival_ns - e->send_time;
-            if (info->rtt_ns > ack->rx_delay_ns) {
-                info->rtt_ns -= ack->rx_delay_ns;
-            }
-            info->rtt_path   = e->path;
-            info->rx_wait_ns = ack->rx_wait_ns;
-        }
-    }
-
-    if (d > 0) {
-        uct_uccl_tracker_ack_cum(t, cum, cb, arg, info);
-        t->una             = cum;
-        t->dupacks         = 0;
-        info->una_advanced = 1;
-    } else if ((d == 0) && (out > 0)) {
-        ++t->dupacks;
-        info->dupack = 1;
-    }
-
-    base = cum & ~63u;
-    for (j = 0; j < ack->sack_words; ++j) {
-        memcpy(&word, (const char*)ack + sizeof(*ack) + 8 * j, sizeof(word));
-        if (word == 0) {
-            continue;
-        }
-        csn0 = uct_uccl_seq_add(base, 64 * j);
-        dlo  = uct_uccl_seq_diff(t->una, csn0);
-        dhi  = uct_uccl_seq_diff(t->nxt, csn0);
-        if (dlo >= 64) {
-            continue;               /* all before una: already acked */
-        }
-        if (dhi <= 0) {
-            info->bad_bits += __builtin_popcountll(word);
-            continue;
-        }
-        lo = (dlo > 0) ? dlo : 0;
-        hi = (dhi < 64) ? dhi : 64;
-        if (hi < 64) {
-            info->bad_bits += __builtin_popcountll(word &
-                                                   uct_uccl_bits_range(hi, 64));
-        }
-        ring  = &t->sacked[(csn0 >> 6) & t->word_mask];
-        new   = word & uct_uccl_bits_range(lo, hi) & ~*ring;
-        if (new == 0) {
-            continue;
-        }
-        *ring         |= new;
-        t->sacked_cnt += __builtin_popcountll(new);
-        top            = uct_uccl_seq_add(csn0, 64 - __builtin_clzll(new));
-        if (uct_uccl_seq_gt(top, t->high_sacked)) {
-            t->high_sacked = top;
-        }
-        while (new) {
-            uct_uccl_tracker_acked(t, uct_uccl_seq_add(csn0,
-                                                       __builtin_ctzll(new)),
-                                   cb, arg, info);
-            new &= new - 1;
-        }
-    }
-
-    if (uct_uccl_seq_lt(t->high_sacked, t->una)) {
-        t->high_sacked = t->una;
-    }
-    return UCS_OK;
+    return uct_uccl_tracker_ack_inline(t, ack, arrival_ns, cb, arg, info);
 }
 
 /* resend chunks of [una, to) not SACKed that were overtaken on their path
