@@ -157,6 +157,9 @@ ucs_status_t uct_uccl_async_init(uct_uccl_iface_t *iface, double idle)
     iface->async.wake_id   = -1;
     iface->async.last_user = uct_uccl_now_ns();
     iface->async.user_gap  = 0;
+    iface->async.user_exit = iface->async.last_user;
+    iface->async.ops_seen  = uct_uccl_thread_ops;
+    iface->async.busy_seen = uct_uccl_thread_busy_ns;
     if ((async == NULL) || (idle * 1e9 >= (double)UINT64_MAX)) {
         return UCS_OK; /* ASYNC_IDLE=inf: the user drives everything */
     }
@@ -333,12 +336,19 @@ void uct_uccl_async_dispatch(uct_uccl_iface_t *iface)
         __ret; \
     })
 
-/* uct_uccl_async_<op>: the locked version of uct_uccl_<op> */
+/* uct_uccl_async_<op>: the locked version of uct_uccl_<op>, counted as
+ * the user's (uccl_wake.c: a user who calls operations is not away) */
 #define UCT_UCCL_ASYNC_EP_OP(_ret, _op, _params, _args) \
     static _ret uct_uccl_async_##_op _params \
     { \
-        return UCT_UCCL_ASYNC_CALL(uct_uccl_async_ctx(tl_ep->iface), _ret, \
-                                   uct_uccl_##_op _args); \
+        uct_uccl_iface_t *__iface = ucs_derived_of(tl_ep->iface, \
+                                                   uct_uccl_iface_t); \
+        _ret __ret; \
+        UCS_ASYNC_BLOCK(__iface->super.worker->async); \
+        ++uct_uccl_thread_ops; \
+        __ret = uct_uccl_##_op _args; \
+        UCS_ASYNC_UNBLOCK(__iface->super.worker->async); \
+        return __ret; \
     }
 
 UCT_UCCL_ASYNC_EP_OP(ucs_status_t, ep_put_short,
@@ -466,23 +476,19 @@ static unsigned uct_uccl_async_iface_progress(uct_iface_h tl_iface)
 {
     uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
     ucs_async_context_t *async = uct_uccl_async_ctx(tl_iface);
-    uint64_t prev;
     unsigned count;
 
     UCS_ASYNC_BLOCK(async);
     iface->event.armed = 0;
-    prev   = iface->async.last_user;
     count  = iface->async.deferred;
     count += uct_uccl_iface_engine_progress(iface);
-    iface->async.user_gap = iface->async.last_user - prev;
-    if (iface->async.user_gap >= UCT_UCCL_WAKE_AWAY_NS) {
-        uct_uccl_wake_arm(iface);
-    }
+    uct_uccl_wake_user_back(iface);
     /* what the background passes and this run left for UCX: the engine
      * calls no user callback itself, so they may destroy anything */
     while (ucs_unlikely(iface->async.deferred > 0)) {
         uct_uccl_async_dispatch(iface);
     }
+    uct_uccl_wake_user_leaves(iface, count);
     UCS_ASYNC_UNBLOCK(async);
     return count;
 }

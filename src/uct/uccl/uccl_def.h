@@ -165,6 +165,7 @@
     _(send_cqes)     /* data QPs: one per chain */ \
     _(async_passes)  /* engine runs for an idle user */ \
     _(async_wakes)   /* engine runs woken by a peer's solicited WR */ \
+    _(async_arms)    /* CQs armed for a peer's solicited WR */ \
     _(cqe_ts_bad)    /* receive completions stamped after the poll that \
                         found them: the poll's time used */
 

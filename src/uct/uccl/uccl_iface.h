@@ -220,7 +220,11 @@ struct uct_uccl_iface {
                                             -1: none (uccl_wake.c) */
         uint64_t            idle_ns;
         uint64_t            last_user;   /* ns: user's last progress call */
-        uint64_t            user_gap;    /* ns: from the call before */
+        uint64_t            user_gap;    /* ns out of the transport before
+                                            the last progress call */
+        uint64_t            user_exit;   /* ns: the user left progress */
+        unsigned            ops_seen;    /* the thread's operations and */
+        uint64_t            busy_seen;   /* time in uccl at the last call */
         uint8_t             active;      /* in a pass: defer callbacks */
         unsigned            deferred;    /* entries in the three below */
         ucs_queue_head_t    ams;         /* uct_uccl_rx_desc_t, in order */
@@ -539,6 +543,10 @@ ucs_status_t uct_uccl_wake_init(uct_uccl_iface_t *iface,
 void uct_uccl_wake_cleanup(uct_uccl_iface_t *iface);
 void uct_uccl_wake_arm(uct_uccl_iface_t *iface);
 int uct_uccl_wake_user_away(const uct_uccl_iface_t *iface, uint64_t now);
+void uct_uccl_wake_user_back(uct_uccl_iface_t *iface);
+void uct_uccl_wake_user_leaves(uct_uccl_iface_t *iface, unsigned count);
+extern __thread unsigned uct_uccl_thread_ops;
+extern __thread uint64_t uct_uccl_thread_busy_ns;
 void uct_uccl_async_defer_am(uct_uccl_iface_t *iface,
                              uct_uccl_rx_desc_t *desc);
 void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op);

@@ -5,13 +5,14 @@
  * what a NIC would: it serves a peer's GETs and ACKs its chunks. The
  * background pass (uccl_async.c) runs only once per ASYNC_IDLE, so a user
  * who calls progress rarely would keep a peer's GET waiting for that long.
- * While the user is away (its progress calls further apart than
- * UCT_UCCL_WAKE_AWAY_NS, or none for that long), the receive and control
- * CQs are therefore armed for solicited completions, and every WR a peer
- * must act on ends its chain solicited (uccl_post.c, uccl_io.c): its
- * arrival wakes the async thread on the completion channel, and the thread
- * runs a pass at once. A user who calls progress more often arms nothing,
- * and its peers' solicited WRs cost nothing.
+ * While the user is away (out of the transport for UCT_UCCL_WAKE_AWAY_NS
+ * between two progress calls with no operation between them, or for that
+ * long since its last call), the receive and control CQs are therefore
+ * armed for solicited completions, and every WR a peer must act on ends
+ * its chain solicited (uccl_post.c, uccl_io.c): its arrival wakes the
+ * async thread on the completion channel, and the thread runs a pass at
+ * once. A user who spins in progress or keeps calling operations arms
+ * nothing, and its peers' solicited WRs cost nothing.
  *
  * The channel is also what the user's event fd watches (uccl_event.c).
  * While the user sleeps on it, its CQs are armed for every completion and
@@ -34,13 +35,48 @@ void uct_uccl_wake_arm(uct_uccl_iface_t *iface)
     }
     uct_uccl_event_drain_cqs(iface);
     (void)uct_uccl_event_req_notify(iface, 1);
+    ++iface->stats.async_arms;
 }
 
-/* The user calls progress rarely, or has not called it for a while */
+/* The user stays out of the transport for long (it calls progress rarely
+ * and nothing else), or has been out for a while */
 int uct_uccl_wake_user_away(const uct_uccl_iface_t *iface, uint64_t now)
 {
     return (iface->async.user_gap >= UCT_UCCL_WAKE_AWAY_NS) ||
-           ((now - iface->async.last_user) >= UCT_UCCL_WAKE_AWAY_NS);
+           ((now - iface->async.user_exit) >= UCT_UCCL_WAKE_AWAY_NS);
+}
+
+/* What the user's thread did inside uccl, over all its ifaces: a user
+ * who progresses another iface (one that copies a megabyte, say) or calls
+ * an operation is busy with the transport, not away from it */
+__thread unsigned uct_uccl_thread_ops;
+__thread uint64_t uct_uccl_thread_busy_ns;
+
+/* The user's progress call, after the engine ran: how long the thread
+ * was out of the transport since this iface's previous call (0 if it
+ * called an operation meanwhile); away, it leaves the CQs armed */
+void uct_uccl_wake_user_back(uct_uccl_iface_t *iface)
+{
+    uint64_t out  = iface->async.last_user - iface->async.user_exit;
+    uint64_t busy = uct_uccl_thread_busy_ns - iface->async.busy_seen;
+
+    iface->async.user_gap = ((uct_uccl_thread_ops == iface->async.ops_seen) &&
+                             (out > busy)) ? out - busy : 0;
+    if (iface->async.user_gap >= UCT_UCCL_WAKE_AWAY_NS) {
+        uct_uccl_wake_arm(iface);
+    }
+}
+
+/* The user's progress call ends: one that did work took its time, which
+ * the thread spent inside the transport */
+void uct_uccl_wake_user_leaves(uct_uccl_iface_t *iface, unsigned count)
+{
+    uint64_t now = (count > 0) ? uct_uccl_now_ns() : iface->async.last_user;
+
+    uct_uccl_thread_busy_ns += now - iface->async.last_user;
+    iface->async.user_exit   = now;
+    iface->async.ops_seen    = uct_uccl_thread_ops;
+    iface->async.busy_seen   = uct_uccl_thread_busy_ns;
 }
 
 /* A solicited completion (or one the user armed for) woke the async
