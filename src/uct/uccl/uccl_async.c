@@ -341,14 +341,9 @@ void uct_uccl_async_dispatch(uct_uccl_iface_t *iface)
 #define UCT_UCCL_ASYNC_EP_OP(_ret, _op, _params, _args) \
     static _ret uct_uccl_async_##_op _params \
     { \
-        uct_uccl_iface_t *__iface = ucs_derived_of(tl_ep->iface, \
-                                                   uct_uccl_iface_t); \
-        _ret __ret; \
-        UCS_ASYNC_BLOCK(__iface->super.worker->async); \
-        ++uct_uccl_thread_ops; \
-        __ret = uct_uccl_##_op _args; \
-        UCS_ASYNC_UNBLOCK(__iface->super.worker->async); \
-        return __ret; \
+        return UCT_UCCL_ASYNC_CALL(uct_uccl_async_ctx(tl_ep->iface), _ret, \
+                                   (++uct_uccl_thread_ops, \
+                                    uct_uccl_##_op _args)); \
     }
 
 UCT_UCCL_ASYNC_EP_OP(ucs_status_t, ep_put_short,

@@ -44,10 +44,10 @@
                                             idle: one that pauses between
                                             messages is not taken off and
                                             put back each time */
-#define UCT_UCCL_WAKE_AWAY_NS     100000ull /* a user whose progress calls
-                                            are further apart than this
-                                            has its peers' requests wake
-                                            the async thread */
+#define UCT_UCCL_WAKE_AWAY_NS     100000ull /* a user out of the transport
+                                            for longer than this has its
+                                            peers' requests wake the
+                                            async thread */
 #define UCT_UCCL_IDLE_WHEEL_RES   1e-3   /* s: how late an idle passive
                                             conn's deadline may be seen */
 #define UCT_UCCL_CQE_TS_SLACK_NS  50000ull /* a completion timestamp that

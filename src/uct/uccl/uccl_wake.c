@@ -104,18 +104,16 @@ static void uct_uccl_wake_handler(int fd, ucs_event_set_types_t events,
 }
 
 /* The completion channel on the async thread's epoll, edge triggered (the
- * handler takes its notifications). Only with the thread-spinlock async
- * context, whose lock the handler can try without blocking its thread. */
+ * handler takes its notifications). The caller's async context is the
+ * thread-spinlock one, whose lock the handler can try without blocking
+ * its thread. */
 ucs_status_t uct_uccl_wake_init(uct_uccl_iface_t *iface,
                                 ucs_async_context_t *async)
 {
     int fd = iface->event.chan->fd;
     ucs_status_t status;
 
-    iface->async.wake_id = -1;
-    if (async->mode != UCS_ASYNC_MODE_THREAD_SPINLOCK) {
-        return UCS_OK;
-    }
+    ucs_assert(async->mode == UCS_ASYNC_MODE_THREAD_SPINLOCK);
     status = ucs_async_set_event_handler(async->mode, fd,
                                          UCS_EVENT_SET_EVREAD |
                                          UCS_EVENT_SET_EDGE_TRIGGERED,
