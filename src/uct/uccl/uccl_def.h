@@ -108,7 +108,8 @@
  * on the other paths (uccl_repair.c) */
 #define UCT_UCCL_RC_TIMEOUT           14
 #define UCT_UCCL_RC_RETRY_CNT         7
-#define UCT_UCCL_RC_RETRY_NS          ((4096ull << UCT_UCCL_RC_TIMEOUT) * \
+#define UCT_UCCL_RC_ACK_TIMEOUT_NS    (4096ull << UCT_UCCL_RC_TIMEOUT)
+#define UCT_UCCL_RC_RETRY_NS          (UCT_UCCL_RC_ACK_TIMEOUT_NS * \
                                        (UCT_UCCL_RC_RETRY_CNT + 1))
 
 /* Path health (uccl_path.h): a path down loses every chunk of its bursts,
@@ -186,6 +187,7 @@
     _(timeouts) \
     _(rc_path_fails) /* RC: paths retired, their QP failed */ \
     _(rc_redo)       /* RC: chunks sent again after their QP failed */ \
+    _(rc_path_resets) /* RC: paths given a new QP pair */ \
     _(dup_rx) \
     _(acks_tx) \
     _(acks_rx) \
