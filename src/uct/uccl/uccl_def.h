@@ -111,6 +111,9 @@
 #define UCT_UCCL_RC_ACK_TIMEOUT_NS    (4096ull << UCT_UCCL_RC_TIMEOUT)
 #define UCT_UCCL_RC_RETRY_NS          (UCT_UCCL_RC_ACK_TIMEOUT_NS * \
                                        (UCT_UCCL_RC_RETRY_CNT + 1))
+/* RC path reset (uccl_reset.c): unanswered this long, the asker stops its
+ * old QP itself when that is safe (its control route may be down too) */
+#define UCT_UCCL_RESET_ALONE_NS       10000000ull
 
 /* Path health (uccl_path.h): a path down loses every chunk of its bursts,
  * a path merely lossy rarely loses this many in a row with no ACK between */

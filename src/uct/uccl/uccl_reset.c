@@ -17,6 +17,12 @@
  * again every CONN_RETRY until the next step is seen, for CONN_TIMEOUT at
  * most; the path stays retired if the reset gives up. When both sides ask
  * at once, the passive side drops its own request and answers.
+ *
+ * The control QPs' own route may be down too. An asker unanswered for
+ * RESET_ALONE_NS stops its old QP itself when nothing it holds is an RDMA
+ * WRITE: a READ's late response dies at a QP in ERR, and an AM the peer
+ * gets twice is dropped by its number; a late WRITE could land on what a
+ * newer one wrote, so WRITEs wait for the peer's answer or the NIC.
  */
 #include "uccl_tx.h"
 
@@ -80,6 +86,22 @@ static void uct_uccl_reset_stop_old(uct_uccl_conn_t *conn, unsigned p)
         ucs_diag("uccl: conn %u: QP 0x%x to ERR failed: %m", conn->id,
                  conn->paths[p].qp->qp_num);
     }
+}
+
+/* Does the old QP of `path` hold an RDMA WRITE? */
+static int uct_uccl_reset_holds_write(const uct_uccl_conn_t *conn,
+                                      const uct_uccl_qp_t *path)
+{
+    unsigned mask = conn->iface->config.tx_ring_mask;
+    unsigned i;
+
+    for (i = 0; i < path->outstanding; ++i) {
+        if (uct_uccl_chunk_is_rc_write(path->sent[(path->sent_head + i) &
+                                                  mask])) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* May p stop? The conn keeps a path to send on. */
@@ -244,6 +266,13 @@ void uct_uccl_reset_timers(uct_uccl_conn_t *conn, uint64_t now)
                      p);
             uct_uccl_reset_give_up(conn, path);
             continue;
+        }
+        if ((path->reset == UCT_UCCL_RESET_ASKED) &&
+            (now - path->reset_start >= UCT_UCCL_RESET_ALONE_NS) &&
+            !uct_uccl_paths_retired(&conn->sel, p) &&
+            uct_uccl_reset_may_stop(conn, p) &&
+            !uct_uccl_reset_holds_write(conn, path)) {
+            uct_uccl_reset_stop_old(conn, p);
         }
         if (now < path->reset_next_try) {
             continue;
