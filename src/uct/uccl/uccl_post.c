@@ -147,14 +147,20 @@ found:
  * out (a window that holds few chunks posts none that late). A queue
  * every path shares delays all alike and overtakes nothing. Out for the
  * NIC's ACK timeout, it stalled by the NIC's own measure (a conn that
- * sends nothing else sees nothing overtake it). */
+ * sends nothing else sees nothing overtake it). Times are those of the
+ * latest poll that emptied the send CQ: a process that was off the CPU
+ * finds its completions there, late, not stalled. */
 static int uct_uccl_path_stalled_rc(uct_uccl_conn_t *conn,
                                     uct_uccl_qp_t *path, uint64_t now)
 {
+    uint64_t seen = conn->iface->tx_drained_ns;
     const uct_uccl_chunk_t *oldest;
 
     oldest = path->sent[path->sent_head & conn->iface->config.tx_ring_mask];
-    if (now - oldest->sent_ns > UCT_UCCL_RC_ACK_TIMEOUT_NS) {
+    if (seen < oldest->sent_ns) {
+        return 0;
+    }
+    if (seen - oldest->sent_ns > UCT_UCCL_RC_ACK_TIMEOUT_NS) {
         return 1;
     }
     if (conn->rc_done_sent <= oldest->sent_ns) {
@@ -166,7 +172,8 @@ static int uct_uccl_path_stalled_rc(uct_uccl_conn_t *conn,
     }
     return (conn->rc_done_sent > oldest->sent_ns +
                                  UCT_UCCL_PATH_STALL_MIN_NS) ||
-           (now - path->overtaken_at > UCT_UCCL_PATH_STALL_MIN_NS);
+           ((seen > path->overtaken_at) &&
+            (seen - path->overtaken_at > UCT_UCCL_PATH_STALL_MIN_NS));
 }
 
 /* RC: a stalled path is parked: it keeps only the chunks the NIC holds,
