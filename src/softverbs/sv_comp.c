@@ -63,14 +63,15 @@ void sv_comp_send(sv_qp_t *qp, const sv_swqe_t *w, enum ibv_wc_status st,
     sv_port_t *port = qp->port;
     sv_cqe_t cqe;
 
+    if (ts < qp->sq_last_ts) {
+        ts = qp->sq_last_ts;      /* one SQ completes in order */
+    }
+    qp->sq_last_ts = ts;          /* unsignaled ones too: a later CQE
+                                     retires them, so it comes no sooner */
     if ((st == IBV_WC_SUCCESS) && !(w->flags & IBV_SEND_SIGNALED) &&
         !qp->sq_sig_all) {
         return;            /* retired by the next completion polled */
     }
-    if (ts < qp->sq_last_ts) {
-        ts = qp->sq_last_ts;      /* one SQ completes in order */
-    }
-    qp->sq_last_ts = ts;
     memset(&cqe, 0, sizeof(cqe));
     cqe.ts         = ts;
     cqe.status     = st;

@@ -474,6 +474,123 @@ out:
 }
 
 /* ---------------------------------------------------------------------- */
+/* An unsignaled WR completes before the signaled one after it             */
+
+#define SVT_UNSIG_ROUNDS 200
+#define SVT_UNSIG_DEPTH  64
+
+static void svt_unsig_wr(struct ibv_mr *mr, uint32_t imm, uint64_t wr_id,
+                         int flags, struct ibv_send_wr *next_wr,
+                         struct ibv_send_wr *wr, struct ibv_sge *sge)
+{
+    svt_sge(sge, mr, 0, 64);
+    *wr = (struct ibv_send_wr){
+        .wr_id = wr_id, .sg_list = sge, .num_sge = 1,
+        .opcode = IBV_WR_SEND_WITH_IMM, .send_flags = flags,
+        .imm_data = htonl(imm), .next = next_wr };
+}
+
+static void svt_unsig_repost(svt_t *t, struct ibv_qp *qp, struct ibv_mr *mr,
+                             uint64_t wr_id)
+{
+    struct ibv_sge sge;
+    struct ibv_recv_wr rwr = { .wr_id = wr_id, .sg_list = &sge,
+                               .num_sge = 1 };
+
+    svt_sge(&sge, mr, 0, 64);
+    svt_post_recv(t, qp, &rwr);
+}
+
+/* On QP A an unsignaled SEND and a signaled one; once the signaled one
+ * completed, a SEND on QP B. An RC completion retires every WR before it
+ * on its QP, so by then A's unsignaled SEND arrived too: at the target it
+ * comes before B's, however often the lossy fabric made A's NIC resend
+ * (the completion of the signaled SEND used to ignore the unsignaled one's
+ * resends, and B's SEND overtook it). */
+void svt_unsig_order(svt_t *t)
+{
+    struct ibv_send_wr wr[2];
+    struct ibv_sge sge[2];
+    struct ibv_qp *qa, *qb;
+    struct ibv_wc wc[16];
+    svt_info_t mine, peer;
+    struct ibv_mr *mr;
+    struct ibv_cq *cq;
+    unsigned got = 0, i;
+    uint32_t imm, last_a = 0;
+    int n, j, seen_a = 0;
+
+    svt_open(t);
+    cq = svt_cq(t, 4 * SVT_UNSIG_DEPTH);
+    mr = svt_mr(t, 4096, IBV_ACCESS_LOCAL_WRITE);
+    qa = svt_qp(t, IBV_QPT_RC, cq, cq, NULL, SVT_UNSIG_DEPTH, 1, 0);
+    qb = svt_qp(t, IBV_QPT_RC, cq, cq, NULL, SVT_UNSIG_DEPTH, 1, 0);
+    svt_info_init(t, &mine);
+    mine.qpn[0] = qa->qp_num;
+    mine.qpn[1] = qb->qp_num;
+    svt_xchg(t, &mine, &peer, sizeof(mine));
+    svt_connect_rc(t, qa, &peer, peer.qpn[0], 10, 7);
+    svt_connect_rc(t, qb, &peer, peer.qpn[1], 10, 7);
+    if (t->role == 1) {
+        for (i = 0; i < SVT_UNSIG_DEPTH; ++i) {
+            svt_unsig_repost(t, qa, mr, 0);
+            svt_unsig_repost(t, qb, mr, 1);
+        }
+    }
+    svt_barrier(t);
+
+    if (t->role == 0) {
+        for (i = 0; i < SVT_UNSIG_ROUNDS; ++i) {
+            /* two doorbells: a loss of the first is found by the NIC's
+             * timer, not by the second's NAK */
+            svt_unsig_wr(mr, 2 * i, 0, 0, NULL, &wr[0], &sge[0]);
+            svt_post_send(t, qa, &wr[0]);
+            svt_unsig_wr(mr, 2 * i + 1, i, IBV_SEND_SIGNALED, NULL, &wr[1],
+                         &sge[1]);
+            svt_post_send(t, qa, &wr[1]);
+            svt_poll_n(t, cq, wc, 1, 10000, "signaled SEND on A");
+            svt_check_wc(t, &wc[0], IBV_WC_SUCCESS, IBV_WC_SEND, i, qa, -1,
+                         "signaled SEND on A");
+            svt_unsig_wr(mr, i, i, IBV_SEND_SIGNALED, NULL, &wr[0], &sge[0]);
+            svt_post_send(t, qb, &wr[0]);
+            svt_poll_n(t, cq, wc, 1, 10000, "SEND on B");
+        }
+        SVT_LOG(t, "%u rounds sent", SVT_UNSIG_ROUNDS);
+    } else {
+        while (got < 3 * SVT_UNSIG_ROUNDS) {
+            n = svt_poll_some(t, cq, wc, 16, 10000);
+            SVT_CHECK(t, n > 0, "stuck after %u of %u messages", got,
+                      3 * SVT_UNSIG_ROUNDS);
+            for (j = 0; j < n; ++j, ++got) {
+                svt_check_wc(t, &wc[j], IBV_WC_SUCCESS, IBV_WC_RECV, ~0ull,
+                             NULL, -1, "a SEND");
+                imm = ntohl(wc[j].imm_data);
+                if (wc[j].qp_num == qa->qp_num) {
+                    if (!(imm & 1)) {
+                        last_a = imm / 2;
+                        seen_a = 1;
+                    }
+                    svt_unsig_repost(t, qa, mr, 0);
+                    continue;
+                }
+                SVT_CHECK(t, seen_a && (last_a >= imm), "B's SEND %u arrived "
+                          "before A's unsignaled SEND %u (the last from A: "
+                          "%u)", imm, imm, last_a);
+                svt_unsig_repost(t, qb, mr, 1);
+            }
+        }
+        SVT_LOG(t, "%u rounds: every SEND on B after A's unsignaled one",
+                SVT_UNSIG_ROUNDS);
+    }
+    svt_barrier(t);
+    SVT_CHECK(t, ibv_destroy_qp(qa) == 0, "ibv_destroy_qp");
+    SVT_CHECK(t, ibv_destroy_qp(qb) == 0, "ibv_destroy_qp");
+    svt_mr_free(mr);
+    SVT_CHECK(t, ibv_destroy_cq(cq) == 0, "ibv_destroy_cq");
+    svt_close(t);
+}
+
+/* ---------------------------------------------------------------------- */
 /* ibv_qp.state belongs to the user                                        */
 
 /* An error completion (requester) and a remote error (responder) move the

@@ -48,6 +48,10 @@ sv_verbs(sv_killed_peer killed_peer)
 # and the stalled ones flush at once when moved to ERR
 sv_verbs(sv_stalled_path stalled_path SOFTVERBS_LINK_GBPS=10
          SOFTVERBS_PATHS=8 SOFTVERBS_PATH_DOWN=3:0-100000000)
+# a signaled RC completion retires the unsignaled WRs before it: it comes
+# no sooner than their resends on a lossy fabric
+sv_verbs(sv_unsig_order unsig_order SOFTVERBS_LINK_GBPS=10
+         SOFTVERBS_LOSS=0.2)
 # errors move QPs to ERR inside; ibv_qp.state follows only modify/query
 sv_verbs(sv_qp_state qp_state)
 # a local fault (unmapped source) is the requester's, not the responder's
