@@ -127,6 +127,14 @@ flt_verify(fault_uc_path_down_verify data "-n 100 -S 31" UCX_UCCL_MODE=uc
            SOFTVERBS_PATH_DOWN=2:0-100000000 SOFTVERBS_PATH_LOSS=5:0.2
            UCX_UCCL_STATS_DUMP=y UCCL_EXPECT_CLIENT_COUNTERS=retx
            UCCL_EXPECT_SV_COUNTERS=msg_drops)
+# UC chunks grow on a clean conn and shrink at its first resend: one path
+# of 32 loses 5% of its packets, so a conn goes clean for RTOs between
+# losses; every byte checked, and the client's conns grew their chunks and
+# cut them back (UCX_UCCL_UC_CHUNK_MAX)
+flt_verify(fault_uc_chunk_adapt_verify data "-n 300 -S 33" UCX_UCCL_MODE=uc
+           SOFTVERBS_PATH_LOSS=5:0.05 UCX_UCCL_STATS_DUMP=y
+           "UCCL_EXPECT_CLIENT_COUNTERS=retx chunk_grows chunk_shrinks"
+           UCCL_EXPECT_SV_COUNTERS=msg_drops)
 # RC: a path down for 1 s mid-transfer (the run takes ~3 s at 1 Gbit/s)
 # outlasts the NIC's retries: the QPs on it fail, their paths are retired
 # and what they carried goes again on the others, every byte checked
