@@ -181,6 +181,15 @@ add_test(NAME fault_uc_chain_counters
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 1048576 100 chains)
 flt_env(fault_uc_chain_counters)
 
+# a client whose chunks grow to 256 KiB, a server whose receive buffers
+# hold 64 KiB: the client's resends must fit them (a larger SEND would
+# break the server's QP)
+math(EXPR FLT_PORT "${FLT_PORT} + 1")
+add_test(NAME fault_uc_chunk_peer_small
+         COMMAND ${UCCL_SRCDIR}/test/fault/uccl_chunk_peer.sh ${FLT_PORT}
+                 1048576 200)
+flt_env(fault_uc_chunk_peer_small SOFTVERBS_PATH_LOSS=5:0.05)
+
 # in a ping-pong of 1 MiB PUTs, a lost last chunk is found by the empty
 # WRITE that ends its chain, not by the tail probe (probes that only
 # resent what had arrived, on a loaded machine, do not count)
