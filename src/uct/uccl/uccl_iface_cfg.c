@@ -268,7 +268,8 @@ uct_uccl_iface_config_check(const uct_uccl_iface_config_t *config)
         (config->cc.window < 1) || (config->cc.pace_res <= 0) ||
         (config->path_burst < 1)) {
         ucs_error("uccl: invalid configuration (NUM_PATHS 1..%d, CHUNK_SIZE "
-                  "auto or 1k..2g, UC_CHUNK_MAX up to 2g, SEG_SIZE >= 256, TX_QUEUE_LEN >= 2, "
+                  "auto or 1k..2g, UC_CHUNK_MAX up to 2g, SEG_SIZE >= 256, "
+                  "TX_QUEUE_LEN >= 2, "
                   "SRQ_SIZE >= %d, CQ_SIZE and RX_MAX_BUFS >= SRQ_SIZE, "
                   "SACK_WINDOW power of 2 in 64..%d, CC_WINDOW >= 1, "
                   "CC_PACE_RES > 0)",
