@@ -470,6 +470,56 @@ static inline void sv_cq_set_head(sv_cq_t *cq, uint64_t head)
     }
 }
 
+/* Keep `s`, not due yet, off the ring (sorted by ts, after equal ones) */
+static void sv_cq_hold(sv_cq_t *cq, const sv_cqe_t *s)
+{
+    uint32_t j;
+
+    for (j = cq->held_n++; (j > 0) && (cq->held[j - 1].ts > s->ts); --j) {
+        cq->held[j] = cq->held[j - 1];
+    }
+    cq->held[j] = *s;
+}
+
+/* The held entries due at `now`, oldest first, up to max */
+static int sv_cq_take_held(sv_cq_t *cq, int max, sv_cqe_t *out,
+                           uint64_t now)
+{
+    uint32_t n = 0;
+
+    while ((n < cq->held_n) && ((int)n < max) && (cq->held[n].ts <= now)) {
+        out[n] = cq->held[n];
+        ++n;
+    }
+    cq->held_n -= n;
+    memmove(cq->held, cq->held + n, cq->held_n * sizeof(*cq->held));
+    return n;
+}
+
+/* A full window whose head is not due: its entries not due go to the
+ * held list, as a NIC's CQ has no entry yet for a WR it still resends,
+ * and holds none of the later ones behind it */
+static void sv_cq_hold_head(sv_cq_t *cq, uint64_t head, uint64_t now)
+{
+    uint32_t mask = cq->size - 1, i;
+    sv_cqe_t *s;
+
+    for (i = 0; (i < SV_CQ_SCAN) && (cq->held_n < SV_CQ_HELD); ++i) {
+        s = &cq->ring[(head + i) & mask];
+        if (SV_LOAD(&s->seq) != head + i + 1) {
+            break;
+        }
+        if (s->taken) {
+            continue;
+        }
+        if (s->ts <= now) {
+            break;
+        }
+        sv_cq_hold(cq, s);
+        s->taken = 1;
+    }
+}
+
 static int sv_cq_take_ring(sv_cq_t *cq, int max, sv_cqe_t *out)
 {
     uint32_t mask = cq->size - 1, cand[SV_CQ_SCAN], ci, tmp;
@@ -477,6 +527,15 @@ static int sv_cq_take_ring(sv_cq_t *cq, int max, sv_cqe_t *out)
     uint64_t head = cq->head, now = 0;
     int got = 0, n, i, j;
 
+    if (cq->held_n > 0) {
+        /* older than anything on the ring (their QPs' later completions
+         * are due no earlier) */
+        now  = sv_now_ns();
+        got  = sv_cq_take_held(cq, max, out, now);
+        if (got == max) {
+            return got;
+        }
+    }
     if (sv_model_timed()) {
         /* paths and queues reorder: even visible entries go by arrival;
          * an empty queue needs no clock (a busy poller reads it often).
@@ -534,6 +593,10 @@ scan:
         out[got++] = *s;
         s->taken   = 1;
     }
+    if ((got < max) && (SV_LOAD(&ring[(head + SV_CQ_SCAN - 1) & mask].seq) ==
+                        head + SV_CQ_SCAN)) {
+        sv_cq_hold_head(cq, head, now);
+    }
     tmp = 0;
     while (tmp < SV_CQ_SCAN) {
         s = &ring[head & mask];
@@ -548,6 +611,46 @@ scan:
     }
     sv_cq_set_head(cq, head);
     return got;
+}
+
+/*
+ * The owner moved `qpn` to ERR: a NIC flushes every WR the QP still has
+ * out at once, also one it keeps resending (whose completion the model
+ * put at the end of its retries). Such completions, already in the ring
+ * but not due yet, are due now and report a flush.
+ */
+void sv_cq_flush_qp(sv_cq_t *cq, uint32_t qpn, uint64_t now)
+{
+    uint32_t mask = cq->size - 1, n, j;
+    sv_cqe_t held[SV_CQ_HELD], *s;
+    uint64_t i;
+
+    pthread_spin_lock(&cq->lock);
+    for (i = cq->head; SV_LOAD(&cq->ring[i & mask].seq) == i + 1; ++i) {
+        s = &cq->ring[i & mask];
+        if (s->taken || (s->qp_num != qpn) || (s->ts <= now)) {
+            continue;
+        }
+        s->ts         = now;
+        s->status     = IBV_WC_WR_FLUSH_ERR;
+        s->vendor_err = 0x100 + IBV_WC_WR_FLUSH_ERR;
+    }
+    for (n = 0, j = 0; j < cq->held_n; ++j) {
+        if ((cq->held[j].qp_num == qpn) && (cq->held[j].ts > now)) {
+            held[n]            = cq->held[j];
+            held[n].ts         = now;
+            held[n].status     = IBV_WC_WR_FLUSH_ERR;
+            held[n].vendor_err = 0x100 + IBV_WC_WR_FLUSH_ERR;
+            ++n;
+        } else if (n > 0) {
+            cq->held[j - n] = cq->held[j];
+        }
+    }
+    cq->held_n -= n;
+    for (j = 0; j < n; ++j) {
+        sv_cq_hold(cq, &held[j]);
+    }
+    pthread_spin_unlock(&cq->lock);
 }
 
 /* A send completion: the oldest of the WRs it retires is the one it names

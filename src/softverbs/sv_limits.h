@@ -43,6 +43,8 @@
 #define SV_FABRIC_LOCK_S     10          /* give up on a stuck fabric lock */
 #define SV_PEER_CHECK_NS     (10ull * 1000 * 1000) /* liveness cache */
 #define SV_CQ_SCAN           64          /* reorder window of ibv_poll_cq */
+#define SV_CQ_HELD           256         /* completions not due yet taken
+                                            off a full window (sv_cq.c) */
 #define SV_CQ_BATCH          16          /* completions taken off a ring at
                                             once (ibv_poll_cq, ibv_cq_ex) */
 #define SV_RC_TIMEOUT_MIN_NS 8192        /* attr.timeout 0/1 floor */

@@ -618,6 +618,30 @@ static int sv_model_pkt(const sv_model_route_t *rt, uint64_t seq,
                             bytes, now_ps, t_ps) != 0;
 }
 
+/* A packet the retransmission timer sends at a time still ahead (*t_ps):
+ * it crosses the links as if idle and reserves no time on them. A link's
+ * clock serves packets in the order they are modelled, and a reservation
+ * that far ahead would hold up everything its sender sends meanwhile. */
+static int sv_model_pkt_ahead(const sv_model_route_t *rt, uint64_t seq,
+                              uint32_t bytes, uint64_t *t_ps,
+                              uint64_t *sent_ps)
+{
+    const sv_model_cfg_t *cfg = rt->cfg;
+
+    *t_ps   += sv_model_ser_ps(cfg->port_ps_per_byte[rt->sport], bytes);
+    *sent_ps = *t_ps;
+    if (cfg->nwindows && sv_model_path_down(cfg, rt->path, *t_ps)) {
+        return 1;
+    }
+    *t_ps += sv_model_ser_ps(cfg->path_ps_per_byte[rt->path], bytes) +
+             cfg->path_delay_ps[rt->path];
+    if (sv_model_loss_draw(rt, seq)) {
+        return 1;
+    }
+    *t_ps += sv_model_ser_ps(cfg->port_ps_per_byte[rt->dport], bytes);
+    return 0;
+}
+
 static inline uint64_t sv_model_ps(const sv_model_cfg_t *cfg, uint64_t now_ns)
 {
     return (now_ns > cfg->epoch_ns) ? (now_ns - cfg->epoch_ns) * 1000 : 0;
@@ -740,11 +764,13 @@ static int64_t sv_model_xmit_loss(const sv_model_route_t *rt, uint64_t seq,
     return lost;
 }
 
-int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
-                          uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
-                          uint64_t npkts, uint64_t len, uint32_t mtu,
-                          uint32_t hdr, uint64_t now_ns, sv_msg_fate_t *fate,
-                          sv_model_acct_t *acct)
+static int64_t sv_model_xmit_pkts(unsigned src_port, unsigned dst_port,
+                                  uint32_t src_qpn, uint32_t dst_qpn,
+                                  uint64_t first, uint64_t npkts,
+                                  uint64_t len, uint32_t mtu, uint32_t hdr,
+                                  uint64_t now_ns, int ahead,
+                                  sv_msg_fate_t *fate,
+                                  sv_model_acct_t *acct)
 {
     uint64_t seq, i, t, t0, ns, pay, bytes = 0, rx_bytes = 0, drops = 0;
     uint64_t sent, sent_max;
@@ -770,7 +796,8 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
         pay    = ((i + 1 < npkts) ? mtu : len - i * mtu) + hdr;
         bytes += pay;
         t      = t0;
-        drop   = sv_model_pkt(&rt, seq, pay, &t, &sent);
+        drop   = ahead ? sv_model_pkt_ahead(&rt, seq, pay, &t, &sent) :
+                         sv_model_pkt(&rt, seq, pay, &t, &sent);
         ns     = sv_model_ns(rt.cfg, t);
         if (sent > sent_max) {
             sent_max = sent;
@@ -796,6 +823,26 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
     }
     sv_model_account(&rt, 0, npkts - first, bytes, drops, rx_bytes, acct);
     return lost;
+}
+
+int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
+                          uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
+                          uint64_t npkts, uint64_t len, uint32_t mtu,
+                          uint32_t hdr, uint64_t now_ns, sv_msg_fate_t *fate,
+                          sv_model_acct_t *acct)
+{
+    return sv_model_xmit_pkts(src_port, dst_port, src_qpn, dst_qpn, first,
+                              npkts, len, mtu, hdr, now_ns, 0, fate, acct);
+}
+
+int64_t sv_model_resend_msg(unsigned src_port, unsigned dst_port,
+                            uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
+                            uint64_t npkts, uint64_t len, uint32_t mtu,
+                            uint32_t hdr, uint64_t at_ns, sv_msg_fate_t *fate,
+                            sv_model_acct_t *acct)
+{
+    return sv_model_xmit_pkts(src_port, dst_port, src_qpn, dst_qpn, first,
+                              npkts, len, mtu, hdr, at_ns, 1, fate, acct);
 }
 
 uint64_t sv_model_idle_ns(unsigned src_port, unsigned dst_port,

@@ -86,6 +86,14 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
                           uint32_t hdr, uint64_t now_ns, sv_msg_fate_t *fate,
                           sv_model_acct_t *acct);
 
+/* The same, resent by RC's retransmission timer at `at_ns`, still ahead:
+ * on idle links, reserving no time on them (sv_model_pkt_ahead) */
+int64_t sv_model_resend_msg(unsigned src_port, unsigned dst_port,
+                            uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
+                            uint64_t npkts, uint64_t len, uint32_t mtu,
+                            uint32_t hdr, uint64_t at_ns, sv_msg_fate_t *fate,
+                            sv_model_acct_t *acct);
+
 /* How long a packet of `bytes` takes from src_port to dst_port on an idle
  * fabric: the path's propagation delay plus one serialization time per
  * rate-limited hop; 0 when the model has no rates or delays. What an ACK

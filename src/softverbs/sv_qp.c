@@ -339,6 +339,22 @@ static void sv_qp_reset(sv_qp_t *qp)
     SV_STORE(&qp->shm->err_event, 0);
 }
 
+/* The owner moves its QP to ERR: what it has out completes now, flushed
+ * (sv_cq_flush_qp), and so do the WRs not executed yet */
+static void sv_qp_flush_due(sv_qp_t *qp)
+{
+    uint64_t now = sv_now_ns();
+
+    pthread_spin_lock(&qp->sq_lock);
+    if (qp->scq != NULL) {
+        sv_cq_flush_qp(qp->scq, qp->qp.qp_num, now);
+    }
+    if (qp->sq_last_ts > now) {
+        qp->sq_last_ts = now;
+    }
+    pthread_spin_unlock(&qp->sq_lock);
+}
+
 int sv_qp_modify(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
 {
     sv_qp_t *qp = sv_qp_of(ibqp);
@@ -441,6 +457,7 @@ int sv_qp_modify(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
     if (next != cur || (mask & IBV_QP_STATE)) {
         qp->attr.qp_state = next;
         if (next == IBV_QPS_ERR) {
+            sv_qp_flush_due(qp);
             sv_qp_to_err(qp, 0);
         } else {
             SV_STORE(&e->state, next);

@@ -59,6 +59,7 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
     sv_port_stats_t *st = sv_port_stats(qp->port->index);
     uint64_t mtu = qp->mtu, npkts, t = t0, t_nak, first = 0;
     unsigned retries = 0;
+    int timer = 0;     /* the retransmission timer sends at t */
     sv_msg_fate_t fate;
     int64_t lost;
 
@@ -79,9 +80,9 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
         out->ack = sv_model_idle_ns(dport, sport, dqpn, sqpn, SV_ACK_BYTES);
     }
     for (;;) {
-        lost = sv_model_xmit_msg(sport, dport, sqpn, dqpn, first, npkts, len,
-                                 (uint32_t)mtu, SV_PKT_HDR, t, &fate,
-                                 &qp->acct);
+        lost = (timer ? sv_model_resend_msg : sv_model_xmit_msg)(
+                       sport, dport, sqpn, dqpn, first, npkts, len,
+                       (uint32_t)mtu, SV_PKT_HDR, t, &fate, &qp->acct);
         out->ts   = fate.last_ns;
         out->sent = fate.sent_ns;
         if (lost < 0) {
@@ -103,7 +104,8 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
              * (the QP keeps the pipe full) draws the NAK, not the timer. */
             t_nak = fate.last_ns;
         }
-        if (t_nak != 0) {
+        timer = (t_nak == 0);
+        if (!timer) {
             t = t_nak + out->ack;
         } else {
             t = fate.last_ns + qp->timeout_ns;

@@ -143,6 +143,11 @@ typedef struct sv_cq {
     uint64_t           stall_head;  /* reserved slot not published ... */
     uint64_t           stall_ns;    /* ... since then */
     uint64_t           empty_polls;
+    /* entries not due yet (an RC WR's while its NIC retries) moved off the
+     * ring's head, so that what completes after them is not held behind
+     * it: sorted by ts, ring order among equal ones */
+    uint32_t           held_n;
+    sv_cqe_t           held[SV_CQ_HELD];
 } sv_cq_t;
 
 /* A receive WQE as its owner posted it: private, never read back from
@@ -345,6 +350,7 @@ void sv_cq_ack_events(struct ibv_cq *cq, unsigned n);
 void sv_cq_signal(pid_t pid, uint32_t chan_id, uint32_t cq_idx,
                   uint32_t token);
 void sv_cq_heal(sv_cq_t *cq);
+void sv_cq_flush_qp(sv_cq_t *cq, uint32_t qpn, uint64_t now);
 
 /* sv_srq.c */
 struct ibv_srq *sv_srq_create(struct ibv_pd *pd,

@@ -466,12 +466,11 @@ static void ci_server(const ci_opts_t *o)
         }
     }
 
-    /* every client is done: let them go, then leave */
+    /* every client is done */
     for (i = 0; i < o->clients; ++i) {
         if (c[i].pong_req != NULL) {
             ci_wait(c[i].pong_req, "pong", o->timeout);
         }
-        ci_sock_io(c[i].fd, &go, 1, 1, o->timeout);
     }
     t_sum = t_first_fin - t_go;
     printf("clients %u\nrun_s %.3f\nlast_fin_s %.3f\n", o->clients, t_sum,
@@ -504,8 +503,14 @@ static void ci_server(const ci_opts_t *o)
         }
         free(slots[i].buf);
     }
+    /* our eps go before the clients may leave: a transport without error
+     * handling fails fatally on a WR to a peer that is gone (rc_verbs'
+     * flow-control grants, for one) */
     for (i = 0; i < o->clients; ++i) {
         ci_ep_close(c[i].ep, 1.0);
+    }
+    for (i = 0; i < o->clients; ++i) {
+        ci_sock_io(c[i].fd, &go, 1, 1, o->timeout);
         close(c[i].fd);
     }
     free(slots);

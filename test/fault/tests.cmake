@@ -135,21 +135,23 @@ flt_verify(fault_uc_chunk_adapt_verify data "-n 300 -S 33" UCX_UCCL_MODE=uc
            SOFTVERBS_PATH_LOSS=5:0.05 UCX_UCCL_STATS_DUMP=y
            "UCCL_EXPECT_CLIENT_COUNTERS=retx chunk_grows chunk_shrinks"
            UCCL_EXPECT_SV_COUNTERS=msg_drops)
-# RC: a path down for 1 s mid-transfer (the run takes ~3 s at 1 Gbit/s)
-# outlasts the NIC's retries: the QPs on it fail, their paths are retired
-# and what they carried goes again on the others, every byte checked
+# RC: a path down for 1 s mid-transfer (the run takes ~3 s at 1 Gbit/s):
+# the QPs whose WRs stall there get new QP pairs (uccl_reset.c) before
+# their NIC gives up, and what the old ones held goes again on the other
+# paths, every byte checked
 flt_verify(fault_rc_path_down_verify data "-n 500 -S 32" UCX_UCCL_MODE=rc
            SOFTVERBS_LINK_GBPS=1 SOFTVERBS_PATH_DOWN=2:800-1800
            UCX_UCCL_STATS_DUMP=y
-           "UCCL_EXPECT_CLIENT_COUNTERS=rc_path_fails rc_redo"
+           "UCCL_EXPECT_CLIENT_COUNTERS=rc_path_resets rc_redo"
            UCCL_EXPECT_SV_COUNTERS=rc_timeouts)
-# uct_order with a path down for the whole run (its QPs fail at their
-# first use, not the control QPs'): what a failed QP held goes again in
-# the order the target must see (AMs after PUTs, fences, GETs)
+# uct_order with a path down for the whole run (its QPs stall at their
+# first use, not the control QPs'; new pairs may hash to it again): what
+# an old QP held goes again in the order the target must see (AMs after
+# PUTs, fences, GETs)
 flt_verify(fault_rc_path_down_order order "-n 400 -S 5" UCX_UCCL_MODE=rc
            SOFTVERBS_LINK_GBPS=2 SOFTVERBS_PATH_DOWN=2:0-100000000
            UCX_UCCL_STATS_DUMP=y
-           "UCCL_EXPECT_CLIENT_COUNTERS=rc_path_fails rc_redo")
+           "UCCL_EXPECT_CLIENT_COUNTERS=rc_path_resets rc_redo")
 
 # a hostile peer (raw verbs, uccl's wire format wrongly on purpose): the
 # victim drops and counts what is wrong and its honest traffic goes on

@@ -168,6 +168,7 @@ void svt_rate(svt_t *t);
 void svt_reorder(svt_t *t);
 void svt_bad_keys(svt_t *t);
 void svt_killed_peer(svt_t *t);
+void svt_stalled_path(svt_t *t);
 void svt_doorbell(svt_t *t);
 void svt_qp_state_field(svt_t *t);
 void svt_unmapped_src(svt_t *t);

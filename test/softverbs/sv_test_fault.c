@@ -350,6 +350,130 @@ void svt_killed_peer(svt_t *t)
 }
 
 /* ---------------------------------------------------------------------- */
+/* A path down                                                             */
+
+#define SVT_STALL_QPS    32    /* some hash to the dead path, most do not */
+#define SVT_STALL_MSGS   400   /* more than the CQ's reorder window */
+#define SVT_STALL_MS     200   /* far below the NIC's ~0.54 s of retries */
+
+static void svt_stall_write(svt_t *t, struct ibv_qp *qp, struct ibv_mr *mr,
+                            const svt_info_t *peer, uint64_t wr_id)
+{
+    struct ibv_sge sge = { .addr = (uintptr_t)mr->addr, .length = 4096,
+                           .lkey = mr->lkey };
+    struct ibv_send_wr wr = {
+        .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+        .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+        .wr.rdma = { .remote_addr = peer->addr, .rkey = peer->rkey } };
+
+    svt_post_send(t, qp, &wr);
+}
+
+/* RC QPs whose core path is down (SOFTVERBS_PATH_DOWN) resend until their
+ * NIC gives up. Meanwhile they hold up neither the sender's link nor the
+ * CQ they share with healthy QPs: the healthy QPs' completions, many more
+ * than the CQ's reorder window, come at once. Moved to ERR, they complete
+ * what they hold at once, flushed, as a NIC does. */
+void svt_stalled_path(svt_t *t)
+{
+    struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+    struct ibv_qp *qp[SVT_STALL_QPS];
+    int stuck[SVT_STALL_QPS], healthy[SVT_STALL_QPS];
+    unsigned nstuck = 0, nhealthy = 0, done = 0, i;
+    struct ibv_wc wc[64];
+    svt_info_t mine, peer;
+    struct ibv_mr *mr;
+    struct ibv_cq *cq;
+    uint64_t t0;
+    int n, j;
+
+    svt_open(t);
+    cq = svt_cq(t, 1024);
+    mr = svt_mr(t, MB, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    svt_info_init(t, &mine);
+    for (i = 0; i < SVT_STALL_QPS; ++i) {
+        qp[i]       = svt_qp(t, IBV_QPT_RC, cq, cq, NULL, 64, 1, 0);
+        mine.qpn[i] = qp[i]->qp_num;
+    }
+    mine.rkey = mr->rkey;
+    mine.addr = (uintptr_t)mr->addr;
+    svt_xchg(t, &mine, &peer, sizeof(mine));
+    for (i = 0; i < SVT_STALL_QPS; ++i) {
+        svt_connect_rc(t, qp[i], &peer, peer.qpn[i], 14, 7);
+    }
+    svt_barrier(t);
+    if (t->role == 1) {
+        svt_barrier(t);   /* the target's NIC answers until the end */
+        goto out;
+    }
+
+    /* one WRITE per QP: those on the dead path stay out */
+    memset(stuck, 1, sizeof(stuck));
+    for (i = 0; i < SVT_STALL_QPS; ++i) {
+        svt_stall_write(t, qp[i], mr, &peer, i);
+    }
+    t0 = svt_now_ns();
+    while ((svt_now_ns() - t0) < 50000000ull) {
+        n = svt_poll_some(t, cq, wc, 64, 10);
+        for (j = 0; j < n; ++j) {
+            svt_check_wc(t, &wc[j], IBV_WC_SUCCESS, -1, ~0ull, NULL, -1,
+                         "WRITE on a path that is up");
+            stuck[wc[j].wr_id] = 0;
+        }
+    }
+    for (i = 0; i < SVT_STALL_QPS; ++i) {
+        if (stuck[i]) {
+            stuck[nstuck++] = i;
+        } else {
+            healthy[nhealthy++] = i;
+        }
+    }
+    SVT_CHECK(t, (nstuck > 0) && (nhealthy > 0), "%u of %u QPs on the dead "
+              "path: the test needs some of each", nstuck, SVT_STALL_QPS);
+
+    /* many WRITEs on the healthy QPs after them */
+    t0 = svt_now_ns();
+    for (i = 0; i < SVT_STALL_MSGS; ++i) {
+        svt_stall_write(t, qp[healthy[i % nhealthy]], mr, &peer, 1000 + i);
+        if ((i % 32) == 31) {
+            svt_poll_n(t, cq, wc, 32, SVT_STALL_MS, "WRITEs behind a stalled "
+                       "QP's (link or CQ held up)");
+            done += 32;
+        }
+    }
+    svt_poll_n(t, cq, wc, SVT_STALL_MSGS - done, SVT_STALL_MS,
+               "WRITEs behind a stalled QP's");
+    SVT_LOG(t, "%u QPs of %u on the dead path; %u WRITEs on the others "
+            "took %.1f ms", nstuck, SVT_STALL_QPS, SVT_STALL_MSGS,
+            (svt_now_ns() - t0) / 1e6);
+
+    /* to ERR: what the stalled QPs hold is flushed at once */
+    t0 = svt_now_ns();
+    for (i = 0; i < nstuck; ++i) {
+        SVT_CHECK(t, ibv_modify_qp(qp[stuck[i]], &err, IBV_QP_STATE) == 0,
+                  "ibv_modify_qp(ERR)");
+    }
+    svt_poll_n(t, cq, wc, nstuck, SVT_STALL_MS, "flush of the stalled WRs");
+    for (i = 0; i < nstuck; ++i) {
+        svt_check_wc(t, &wc[i], IBV_WC_WR_FLUSH_ERR, -1, ~0ull, NULL, -1,
+                     "a stalled WR after ibv_modify_qp(ERR)");
+    }
+    SVT_LOG(t, "flushed %.1f ms after ibv_modify_qp(ERR)",
+            (svt_now_ns() - t0) / 1e6);
+    SVT_CHECK(t, svt_poll(t, cq, wc, 1, 700) == 0, "a completion after the "
+              "flush (the NIC's give-up must not follow it)");
+    svt_barrier(t);
+
+out:
+    for (i = 0; i < SVT_STALL_QPS; ++i) {
+        SVT_CHECK(t, ibv_destroy_qp(qp[i]) == 0, "ibv_destroy_qp");
+    }
+    svt_mr_free(mr);
+    SVT_CHECK(t, ibv_destroy_cq(cq) == 0, "ibv_destroy_cq");
+    svt_close(t);
+}
+
+/* ---------------------------------------------------------------------- */
 /* ibv_qp.state belongs to the user                                        */
 
 /* An error completion (requester) and a remote error (responder) move the

@@ -44,6 +44,10 @@ sv_verbs(sv_rate rate SOFTVERBS_LINK_GBPS=1 SVT_RATE_MSGS=64)
 sv_verbs(sv_reorder reorder SOFTVERBS_PATHS=8 SOFTVERBS_DELAY_US=2
          SOFTVERBS_PATH_SKEW_US=50)
 sv_verbs(sv_killed_peer killed_peer)
+# RC QPs on a core path that is down resend; the others go on at once,
+# and the stalled ones flush at once when moved to ERR
+sv_verbs(sv_stalled_path stalled_path SOFTVERBS_LINK_GBPS=10
+         SOFTVERBS_PATHS=8 SOFTVERBS_PATH_DOWN=3:0-100000000)
 # errors move QPs to ERR inside; ibv_qp.state follows only modify/query
 sv_verbs(sv_qp_state qp_state)
 # a local fault (unmapped source) is the requester's, not the responder's

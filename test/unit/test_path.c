@@ -425,7 +425,7 @@ static void test_stall(void)
 /* RC: a retired path is never chosen, probed nor brought back by a
  * completion or an ACK, and counts among the parked (the choice stays
  * correct with many out); a path parked for a stall comes back with the
- * first completion on it, without a probe */
+ * first completion on it, without a probe; a new QP pair restores any */
 static void test_retire_rc(void)
 {
     uct_uccl_path_params_t p = health_params(ut_seed);
@@ -483,6 +483,28 @@ static void test_retire_rc(void)
     }
     UT_EQ(ps.nparked, p.max_parked);
     UT_TRUE(uct_uccl_paths_usable(&ps) > 0);
+
+    /* a new QP pair restores a retired path: chosen again, its losses
+     * and penalty gone, the counts right */
+    uct_uccl_paths_loss(&ps, 2, now);
+    uct_uccl_paths_restore(&ps, 2, now);
+    UT_TRUE(!uct_uccl_paths_retired(&ps, 2) && !uct_uccl_paths_parked(&ps, 2));
+    UT_EQ(ps.nretired, 1);
+    UT_EQ(ps.nparked, p.max_parked - 1);
+    UT_EQ(ps.path[2].loss_run, 0);
+    UT_EQ(ps.path[2].penalty_ns, 0);
+    uct_uccl_paths_restore(&ps, 2, now); /* restoring a usable one: no-op */
+    UT_EQ(ps.nparked, p.max_parked - 1);
+    for (i = 0; i < N; ++i) {
+        uct_uccl_paths_restore(&ps, i, now);
+    }
+    UT_EQ(ps.nparked, 0);
+    UT_EQ(ps.nretired, 0);
+    for (i = 0; i < 4000; ++i) {
+        now += 100;
+        UT_TRUE(select_checked(&ps, now) < N);
+    }
+    UT_TRUE(ps.path[2].chosen > 0);
     uct_uccl_paths_cleanup(&ps);
 }
 

@@ -604,6 +604,47 @@ static void test_credit(void)
            "rejected; 200 mixed batches; an ACK's grant needs its flag\n");
 }
 
+/* PATH_RESET: each step with its QPN rule, the path and QPN bounds */
+static void test_path_reset(uint8_t *buf)
+{
+    uct_uccl_path_reset_t *r = (void*)buf;
+
+    memset(buf, 0, sizeof(*r));
+    uct_uccl_wire_hdr_init(&r->hdr, UCT_UCCL_CTL_PATH_RESET, sizeof(*r));
+    r->dst_conn_id = 3;
+    r->token       = 0x1234;
+    r->src_conn_id = 4;
+    r->path        = UCT_UCCL_WIRE_MAX_PATHS - 1;
+    r->step        = UCT_UCCL_PATH_RESET_REQUEST;
+    r->gen         = 7;
+    r->qpn         = 0xffffff;
+    ctl_truncations(buf, sizeof(*r));
+    r->step = UCT_UCCL_PATH_RESET_REPLY;
+    UT_EQ(ctl_check(buf, sizeof(*r)), UCS_OK);
+    r->qpn = 0;                        /* a REPLY names its QP */
+    UT_TRUE(ctl_check(buf, sizeof(*r)) != UCS_OK);
+    r->step = UCT_UCCL_PATH_RESET_CONFIRM;
+    UT_EQ(ctl_check(buf, sizeof(*r)), UCS_OK);
+    r->qpn = 5;                        /* a CONFIRM names none */
+    UT_TRUE(ctl_check(buf, sizeof(*r)) != UCS_OK);
+    r->step = UCT_UCCL_PATH_RESET_REQUEST;
+    r->qpn  = 1u << 24;
+    UT_TRUE(ctl_check(buf, sizeof(*r)) != UCS_OK);
+    r->qpn  = 5;
+    r->path = UCT_UCCL_WIRE_MAX_PATHS;
+    UT_TRUE(ctl_check(buf, sizeof(*r)) != UCS_OK);
+    r->path = 0;
+    r->step = UCT_UCCL_PATH_RESET_LAST;
+    UT_TRUE(ctl_check(buf, sizeof(*r)) != UCS_OK);
+    r->step = UCT_UCCL_PATH_RESET_REQUEST;
+    r->rsvd = 1;
+    UT_TRUE(ctl_check(buf, sizeof(*r)) != UCS_OK);
+    r->rsvd = 0;
+    UT_EQ(ctl_check(buf, sizeof(*r)), UCS_OK);
+    UT_TRUE(!strcmp(uct_uccl_wire_ctl_name(UCT_UCCL_CTL_PATH_RESET),
+                    "PATH_RESET"));
+}
+
 static void test_small_ctl(void)
 {
     uint8_t buf[BUF_MAX];
@@ -630,6 +671,8 @@ static void test_small_ctl(void)
     ctl_truncations(buf, sizeof(*k));
     k->flags = 2;
     UT_TRUE(ctl_check(buf, sizeof(*k)) != UCS_OK);
+
+    test_path_reset(buf);
 
     UT_TRUE(!strcmp(uct_uccl_wire_ctl_name(UCT_UCCL_CTL_ACK_BATCH),
                     "ACK_BATCH"));

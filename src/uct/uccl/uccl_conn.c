@@ -43,14 +43,14 @@ void uct_uccl_conn_ah_attr(uct_uccl_iface_t *iface,
     }
 }
 
-static ucs_status_t uct_uccl_conn_qp_init(uct_uccl_conn_t *conn,
-                                          uct_uccl_qp_t *path)
+/* A data QP of the conn's type in INIT, on the iface's SRQ and CQs */
+static ucs_status_t uct_uccl_conn_ibqp_create(uct_uccl_conn_t *conn,
+                                              struct ibv_qp **qp_p)
 {
     uct_uccl_iface_t *iface         = conn->iface;
     struct ibv_qp_init_attr qp_init = {};
     struct ibv_qp_attr attr         = {};
-    khiter_t it;
-    int ret;
+    struct ibv_qp *qp;
 
     qp_init.send_cq          = iface->send_cq;
     qp_init.recv_cq          = iface->recv_cq;
@@ -60,18 +60,11 @@ static ucs_status_t uct_uccl_conn_qp_init(uct_uccl_conn_t *conn,
     qp_init.cap.max_send_sge = 3;
     qp_init.cap.max_inline_data = UCT_UCCL_INLINE_MAX;
     qp_init.sq_sig_all       = 0;     /* the last WR of each chain */
-    path->sent = ucs_malloc((iface->config.tx_ring_mask + 1) *
-                            sizeof(*path->sent), "uccl_path_sent");
-    if (path->sent == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    path->qp = ibv_create_qp(iface->md->pd, &qp_init);
-    if (path->qp == NULL) {
+    qp = ibv_create_qp(iface->md->pd, &qp_init);
+    if (qp == NULL) {
         /* the caller decides: fewer paths, or no conn */
         ucs_debug("uccl: cannot create a %s data QP: %m",
                   conn->rc ? "RC" : "UC");
-        ucs_free(path->sent);
-        path->sent = NULL;
         return UCS_ERR_NO_RESOURCE;
     }
     /* the device may grant less inline room than asked: the least of
@@ -84,40 +77,137 @@ static ucs_status_t uct_uccl_conn_qp_init(uct_uccl_conn_t *conn,
     attr.port_num        = iface->port_num;
     attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                            (conn->rc ? IBV_ACCESS_REMOTE_READ : 0);
-    if (ibv_modify_qp(path->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
                       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
-        ucs_error("uccl: data QP 0x%x to INIT failed: %m", path->qp->qp_num);
-        goto err_destroy;
+        ucs_error("uccl: data QP 0x%x to INIT failed: %m", qp->qp_num);
+        ibv_destroy_qp(qp);
+        return UCS_ERR_IO_ERROR;
     }
+    *qp_p = qp;
+    return UCS_OK;
+}
 
-    uct_uccl_iface_qp_forget(iface, path->qp->qp_num);
-    it = kh_put(uct_uccl_qpn, &iface->qpn_hash, path->qp->qp_num, &ret);
+/* completions and arrivals on `qp` belong to `path` */
+static ucs_status_t uct_uccl_conn_qpn_add(uct_uccl_iface_t *iface,
+                                          struct ibv_qp *qp,
+                                          uct_uccl_qp_t *path)
+{
+    khiter_t it;
+    int ret;
+
+    uct_uccl_iface_qp_forget(iface, qp->qp_num);
+    it = kh_put(uct_uccl_qpn, &iface->qpn_hash, qp->qp_num, &ret);
     if (ret <= 0) {
-        ucs_error("uccl: QPN 0x%x already known", path->qp->qp_num);
-        goto err_destroy;
+        ucs_error("uccl: QPN 0x%x already known", qp->qp_num);
+        return UCS_ERR_ALREADY_EXISTS;
     }
     kh_val(&iface->qpn_hash, it) = path;
+    return UCS_OK;
+}
+
+/* The QP, its QPN's entry and its share of the QP budget */
+static void uct_uccl_conn_ibqp_drop(uct_uccl_iface_t *iface,
+                                    struct ibv_qp *qp)
+{
+    khiter_t it = kh_get(uct_uccl_qpn, &iface->qpn_hash, qp->qp_num);
+
+    uct_uccl_iface_qp_forget(iface, qp->qp_num);
+    if (it != kh_end(&iface->qpn_hash)) {
+        kh_del(uct_uccl_qpn, &iface->qpn_hash, it);
+    }
+    ibv_destroy_qp(qp);
+    uct_uccl_budget_give(iface->md->budget, 1);
+}
+
+static ucs_status_t uct_uccl_conn_qp_init(uct_uccl_conn_t *conn,
+                                          uct_uccl_qp_t *path)
+{
+    ucs_status_t status;
+
+    path->sent = ucs_malloc((conn->iface->config.tx_ring_mask + 1) *
+                            sizeof(*path->sent), "uccl_path_sent");
+    if (path->sent == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    status = uct_uccl_conn_ibqp_create(conn, &path->qp);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+    status = uct_uccl_conn_qpn_add(conn->iface, path->qp, path);
+    if (status != UCS_OK) {
+        status = UCS_ERR_IO_ERROR;
+        goto err_destroy;
+    }
     return UCS_OK;
 
 err_destroy:
     ibv_destroy_qp(path->qp);
     path->qp = NULL;
+err_free:
     ucs_free(path->sent);
     path->sent = NULL;
-    return UCS_ERR_IO_ERROR;
+    return status;
 }
 
-ucs_status_t uct_uccl_conn_qp_connect(uct_uccl_conn_t *conn,
-                                      uct_uccl_qp_t *path,
-                                      enum ibv_mtu mtu)
+/* RC path reset: a new QP for `path`, in INIT, known by its QPN */
+ucs_status_t uct_uccl_conn_qp_next_create(uct_uccl_conn_t *conn,
+                                          uct_uccl_qp_t *path)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    ucs_status_t status;
+
+    ucs_assert(path->next_qp == NULL);
+    if (uct_uccl_budget_take(iface->md->budget, 1) == 0) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    status = uct_uccl_conn_ibqp_create(conn, &path->next_qp);
+    if (status != UCS_OK) {
+        goto err_give;
+    }
+    status = uct_uccl_conn_qpn_add(iface, path->next_qp, path);
+    if (status != UCS_OK) {
+        goto err_destroy;
+    }
+    return UCS_OK;
+
+err_destroy:
+    ibv_destroy_qp(path->next_qp);
+    path->next_qp = NULL;
+err_give:
+    uct_uccl_budget_give(iface->md->budget, 1);
+    return status;
+}
+
+void uct_uccl_conn_qp_next_drop(uct_uccl_conn_t *conn, uct_uccl_qp_t *path)
+{
+    if (path->next_qp != NULL) {
+        uct_uccl_conn_ibqp_drop(conn->iface, path->next_qp);
+        path->next_qp = NULL;
+    }
+}
+
+/* The new QP takes the old one's place; the old one has nothing out */
+void uct_uccl_conn_qp_swap(uct_uccl_conn_t *conn, uct_uccl_qp_t *path)
+{
+    ucs_assert((path->outstanding == 0) && (path->chain == NULL));
+    uct_uccl_conn_ibqp_drop(conn->iface, path->qp);
+    path->qp            = path->next_qp;
+    path->remote_qpn    = path->next_remote_qpn;
+    path->next_qp       = NULL;
+}
+
+/* `qp` to RTR and RTS, paired with the peer's `remote_qpn` */
+ucs_status_t uct_uccl_conn_ibqp_connect(uct_uccl_conn_t *conn,
+                                        struct ibv_qp *qp,
+                                        uint32_t remote_qpn)
 {
     uct_uccl_iface_t *iface = conn->iface;
     struct ibv_qp_attr attr = {};
     int mask;
 
     attr.qp_state    = IBV_QPS_RTR;
-    attr.path_mtu    = mtu;
-    attr.dest_qp_num = path->remote_qpn;
+    attr.path_mtu    = conn->path_mtu;
+    attr.dest_qp_num = remote_qpn;
     attr.rq_psn      = conn->remote_psn;
     uct_uccl_conn_ah_attr(iface, &conn->remote_dev, &attr.ah_attr);
     mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
@@ -128,8 +218,8 @@ ucs_status_t uct_uccl_conn_qp_connect(uct_uccl_conn_t *conn,
         attr.min_rnr_timer      = 1;
         mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
     }
-    if (ibv_modify_qp(path->qp, &attr, mask)) {
-        ucs_error("uccl: data QP 0x%x to RTR failed: %m", path->qp->qp_num);
+    if (ibv_modify_qp(qp, &attr, mask)) {
+        ucs_error("uccl: data QP 0x%x to RTR failed: %m", qp->qp_num);
         return UCS_ERR_IO_ERROR;
     }
 
@@ -146,8 +236,8 @@ ucs_status_t uct_uccl_conn_qp_connect(uct_uccl_conn_t *conn,
         mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                 IBV_QP_MAX_QP_RD_ATOMIC;
     }
-    if (ibv_modify_qp(path->qp, &attr, mask)) {
-        ucs_error("uccl: data QP 0x%x to RTS failed: %m", path->qp->qp_num);
+    if (ibv_modify_qp(qp, &attr, mask)) {
+        ucs_error("uccl: data QP 0x%x to RTS failed: %m", qp->qp_num);
         return UCS_ERR_IO_ERROR;
     }
     return UCS_OK;
@@ -359,15 +449,8 @@ err_free:
 static void uct_uccl_conn_qp_destroy(uct_uccl_iface_t *iface,
                                      uct_uccl_qp_t *path)
 {
-    khiter_t it = kh_get(uct_uccl_qpn, &iface->qpn_hash, path->qp->qp_num);
-
-    uct_uccl_iface_qp_forget(iface, path->qp->qp_num);
-    if (it != kh_end(&iface->qpn_hash)) {
-        kh_del(uct_uccl_qpn, &iface->qpn_hash, it);
-    }
-    ibv_destroy_qp(path->qp);
+    uct_uccl_conn_ibqp_drop(iface, path->qp);
     ucs_free(path->sent);
-    uct_uccl_budget_give(iface->md->budget, 1);
 }
 
 /* The peer granted fewer paths than we made (its QP budget): the others
@@ -460,6 +543,7 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
 
     for (i = 0; i < conn->num_paths; ++i) {
         path = &conn->paths[i];
+        uct_uccl_conn_qp_next_drop(conn, path);
         if (path->qp != NULL) {
             uct_uccl_conn_qp_release(iface, path);
         }

@@ -37,6 +37,16 @@ typedef struct uct_uccl_ctl_src {
 KHASH_MAP_INIT_INT64(uct_uccl_gets, uct_uccl_op_t*);
 
 
+/* A path's part in an RC path reset (uccl_reset.c) */
+typedef enum {
+    UCT_UCCL_RESET_NONE,
+    UCT_UCCL_RESET_ASKED,   /* we asked; our new QP waits for the peer's */
+    UCT_UCCL_RESET_OFFERED, /* we answered; our new QP is paired and
+                               waits for the asker's confirmation */
+    UCT_UCCL_RESET_READY    /* both new QPs paired: ours takes the path
+                               once the old one has nothing out */
+} uct_uccl_reset_state_t;
+
 typedef struct uct_uccl_qp {
     uct_uccl_conn_t         *conn;       /* NULL: conn gone, QP draining */
     struct ibv_qp           *qp;
@@ -51,6 +61,17 @@ typedef struct uct_uccl_qp {
     struct ibv_send_wr      *chain_tail;
     unsigned                chain_len;
     struct uct_uccl_qp      *chain_next; /* next path in posting order */
+    /* RC: the QP pair being replaced (uccl_reset.c) */
+    struct ibv_qp           *next_qp;    /* the new QP, until swapped in */
+    uint32_t                next_remote_qpn;
+    uint32_t                reset_gen_tx; /* our latest reset of the path */
+    uint32_t                reset_gen_rx; /* the peer's latest, answered */
+    uint8_t                 reset;       /* uct_uccl_reset_state_t */
+    uint64_t                reset_start;
+    uint64_t                reset_next_try;
+    uint64_t                overtaken_sent; /* RC: the post time of the
+                                               oldest WR when ... */
+    uint64_t                overtaken_at;   /* ... a later one completed */
 } uct_uccl_qp_t;
 
 
@@ -178,6 +199,8 @@ struct uct_uccl_conn {
     uint64_t                rc_done_sent; /* RC: the latest post time of a
                                              completed chunk */
     uint32_t                rc_outstanding;
+    uint32_t                rc_resets;   /* RC: paths being reset */
+    enum ibv_mtu            path_mtu;    /* agreed with the peer */
     uint32_t                rc_writes;   /* RC: WRITEs posted, not done */
     uint16_t                ord_path;    /* the path small messages (RC:
                                             AMs) take ... */
@@ -326,8 +349,20 @@ uint64_t uct_uccl_conn_random_token(void);
 void uct_uccl_conn_ah_attr(uct_uccl_iface_t *iface,
                            const uct_uccl_device_addr_t *dev,
                            struct ibv_ah_attr *ah_attr);
-ucs_status_t uct_uccl_conn_qp_connect(uct_uccl_conn_t *conn,
-                                      uct_uccl_qp_t *path, enum ibv_mtu mtu);
+ucs_status_t uct_uccl_conn_ibqp_connect(uct_uccl_conn_t *conn,
+                                        struct ibv_qp *qp,
+                                        uint32_t remote_qpn);
+ucs_status_t uct_uccl_conn_qp_next_create(uct_uccl_conn_t *conn,
+                                          uct_uccl_qp_t *path);
+void uct_uccl_conn_qp_next_drop(uct_uccl_conn_t *conn, uct_uccl_qp_t *path);
+void uct_uccl_conn_qp_swap(uct_uccl_conn_t *conn, uct_uccl_qp_t *path);
+
+/* RC path reset (uccl_reset.c) */
+void uct_uccl_reset_start(uct_uccl_conn_t *conn, unsigned p, uint64_t now);
+void uct_uccl_reset_timers(uct_uccl_conn_t *conn, uint64_t now);
+void uct_uccl_conn_handle_path_reset(uct_uccl_iface_t *iface,
+                                     const uct_uccl_path_reset_t *pkt,
+                                     const uct_uccl_ctl_src_t *src);
 ucs_status_t uct_uccl_conn_paths_trim(uct_uccl_conn_t *conn,
                                       unsigned num_paths);
 ucs_status_t uct_uccl_conn_send_pkt(uct_uccl_conn_t *conn,

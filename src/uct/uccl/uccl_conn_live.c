@@ -212,7 +212,7 @@ static int uct_uccl_conn_timer_busy(uct_uccl_conn_t *conn)
         return !conn->passive;
     case UCT_UCCL_CONN_CONNECTED:
         return (conn->ka_start != 0) || !uct_uccl_tx_is_flushed(conn) ||
-               (conn->credit.wait_ns != 0);
+               (conn->credit.wait_ns != 0) || (conn->rc_resets > 0);
     default:
         return conn->passive;
     }

@@ -131,9 +131,11 @@ static ucs_status_t uct_uccl_conn_apply_peer(uct_uccl_conn_t *conn,
         conn->rc_am_csn = uct_uccl_seq_add(pkt->init_csn, UCT_UCCL_SEQ_MASK);
     }
 
+    conn->path_mtu = mtu;
     for (i = 0; i < conn->num_paths; ++i) {
         conn->paths[i].remote_qpn = pkt->qpn[i] & 0xffffff;
-        status = uct_uccl_conn_qp_connect(conn, &conn->paths[i], mtu);
+        status = uct_uccl_conn_ibqp_connect(conn, conn->paths[i].qp,
+                                            conn->paths[i].remote_qpn);
         if (status != UCS_OK) {
             return status;
         }
@@ -496,6 +498,9 @@ void uct_uccl_conn_handle_ctl(uct_uccl_iface_t *iface, const void *pkt,
         break;
     case UCT_UCCL_CTL_KEEPALIVE:
         uct_uccl_conn_handle_keepalive(iface, pkt, src);
+        break;
+    case UCT_UCCL_CTL_PATH_RESET:
+        uct_uccl_conn_handle_path_reset(iface, pkt, src);
         break;
     default:
         /* wire_ctl_check accepts no other type */

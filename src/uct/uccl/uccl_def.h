@@ -108,8 +108,12 @@
  * on the other paths (uccl_repair.c) */
 #define UCT_UCCL_RC_TIMEOUT           14
 #define UCT_UCCL_RC_RETRY_CNT         7
-#define UCT_UCCL_RC_RETRY_NS          ((4096ull << UCT_UCCL_RC_TIMEOUT) * \
+#define UCT_UCCL_RC_ACK_TIMEOUT_NS    (4096ull << UCT_UCCL_RC_TIMEOUT)
+#define UCT_UCCL_RC_RETRY_NS          (UCT_UCCL_RC_ACK_TIMEOUT_NS * \
                                        (UCT_UCCL_RC_RETRY_CNT + 1))
+/* RC path reset (uccl_reset.c): unanswered this long, the asker stops its
+ * old QP itself when that is safe (its control route may be down too) */
+#define UCT_UCCL_RESET_ALONE_NS       10000000ull
 
 /* Path health (uccl_path.h): a path down loses every chunk of its bursts,
  * a path merely lossy rarely loses this many in a row with no ACK between */
@@ -188,6 +192,7 @@
     _(timeouts) \
     _(rc_path_fails) /* RC: paths retired, their QP failed */ \
     _(rc_redo)       /* RC: chunks sent again after their QP failed */ \
+    _(rc_path_resets) /* RC: paths given a new QP pair */ \
     _(dup_rx) \
     _(acks_tx) \
     _(acks_rx) \

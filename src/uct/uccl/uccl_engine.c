@@ -38,6 +38,7 @@ static unsigned uct_uccl_iface_poll_send(uct_uccl_iface_t *iface)
         return 0;
     }
     iface->stats.send_cqes += n;
+    iface->tx_drained       = (n < UCT_UCCL_CQ_BATCH);
     for (i = 0; i < n; ++i) {
         uct_uccl_tx_completion(iface, &wcs[i]);
     }
@@ -130,6 +131,10 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
 
     /* read after the polls: what they did stamped conns with later times */
     now = uct_uccl_now_ns();
+    if (iface->tx_drained) {
+        iface->tx_drained    = 0;
+        iface->tx_drained_ns = now;
+    }
     if (!iface->async.active) {
         iface->async.last_user = now;
     }

@@ -184,6 +184,9 @@ struct uct_uccl_iface {
     ucs_list_link_t         ack_list;    /* conns owing an ACK */
     ucs_list_link_t         acks_in;     /* conns holding an AM's ACK */
     unsigned                tx_outstanding; /* WRs on the send CQ */
+    int                     tx_drained;  /* the last send CQ poll emptied
+                                            it ... */
+    uint64_t                tx_drained_ns; /* ... the latest pass it did */
     uint64_t                next_timer;
     /* the receive completion being handled (its arrival is read with
      * uct_uccl_iface_rx_cqe_ns and uct_uccl_iface_rx_since): */

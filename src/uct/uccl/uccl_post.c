@@ -141,30 +141,60 @@ found:
     return path;
 }
 
-/* RC: a path whose oldest WR was overtaken by the completion of a chunk
- * posted STALL_MIN_NS after it stalled: its NIC retries there (the path
- * lost its packets). It is parked: it keeps only the chunks the NIC
- * holds, until they complete (it is back) or fail (it is retired). A
- * queue every path shares delays all alike and overtakes nothing. */
+/* RC: has the path's oldest WR stalled? Its NIC retries there (the path
+ * lost its packets) when a chunk posted STALL_MIN_NS after it completed,
+ * or when one posted after it completed and STALL_MIN_NS later it is still
+ * out (a window that holds few chunks posts none that late). A queue
+ * every path shares delays all alike and overtakes nothing. Out for the
+ * NIC's ACK timeout, it stalled by the NIC's own measure (a conn that
+ * sends nothing else sees nothing overtake it). Times are those of the
+ * latest poll that emptied the send CQ: a process that was off the CPU
+ * finds its completions there, late, not stalled. */
+static int uct_uccl_path_stalled_rc(uct_uccl_conn_t *conn,
+                                    uct_uccl_qp_t *path, uint64_t now)
+{
+    uint64_t seen = conn->iface->tx_drained_ns;
+    const uct_uccl_chunk_t *oldest;
+
+    oldest = path->sent[path->sent_head & conn->iface->config.tx_ring_mask];
+    if (seen < oldest->sent_ns) {
+        return 0;
+    }
+    if (seen - oldest->sent_ns > UCT_UCCL_RC_ACK_TIMEOUT_NS) {
+        return 1;
+    }
+    if (conn->rc_done_sent <= oldest->sent_ns) {
+        return 0;
+    }
+    if (path->overtaken_sent != oldest->sent_ns) {
+        path->overtaken_sent = oldest->sent_ns;
+        path->overtaken_at   = now;
+    }
+    return (conn->rc_done_sent > oldest->sent_ns +
+                                 UCT_UCCL_PATH_STALL_MIN_NS) ||
+           ((seen > path->overtaken_at) &&
+            (seen - path->overtaken_at > UCT_UCCL_PATH_STALL_MIN_NS));
+}
+
+/* RC: a stalled path is parked: it keeps only the chunks the NIC holds,
+ * until they complete (it is back) or fail (it is retired), and asks for
+ * a new QP pair (uccl_reset.c), which ends the NIC's retries */
 static void uct_uccl_path_health_rc(uct_uccl_conn_t *conn, uint64_t now)
 {
-    unsigned mask = conn->iface->config.tx_ring_mask;
-    const uct_uccl_chunk_t *oldest;
     uct_uccl_qp_t *path;
     unsigned i;
 
     for (i = 0; i < conn->num_paths; ++i) {
         path = &conn->paths[i];
         if ((path->outstanding == 0) ||
-            uct_uccl_paths_parked(&conn->sel, i)) {
+            uct_uccl_paths_parked(&conn->sel, i) ||
+            !uct_uccl_path_stalled_rc(conn, path, now)) {
             continue;
         }
-        oldest = path->sent[path->sent_head & mask];
-        if ((conn->rc_done_sent > oldest->sent_ns +
-                                  UCT_UCCL_PATH_STALL_MIN_NS) &&
-            !uct_uccl_paths_park_rc(&conn->sel, i, now)) {
+        if (!uct_uccl_paths_park_rc(&conn->sel, i, now)) {
             return; /* as many parked as may be */
         }
+        uct_uccl_reset_start(conn, i, now);
     }
 }
 

@@ -318,8 +318,11 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
     }
     if (conn->rc) {
         /* the NIC retransmits, errors come as completions; a path that
-         * stalls takes no more chunks */
+         * stalls takes no more chunks and gets a new QP pair */
         uct_uccl_path_health(conn, now, conn->rc_outstanding);
+        if (ucs_unlikely(conn->rc_resets > 0)) {
+            uct_uccl_reset_timers(conn, now);
+        }
         return;
     }
 
@@ -463,6 +466,7 @@ ucs_status_t uct_uccl_tx_rc_failed(uct_uccl_conn_t *conn,
         ucs_diag("uccl: conn %u: path %u failed (qp 0x%x), %u of %u left",
                  conn->id, p, conn->paths[p].qp->qp_num,
                  uct_uccl_paths_usable(sel), conn->num_paths);
+        uct_uccl_reset_start(conn, p, now);
     }
     uct_uccl_tx_rc_redo(conn, chunk);
     return UCS_OK;

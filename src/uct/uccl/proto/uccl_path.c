@@ -143,6 +143,22 @@ void uct_uccl_paths_retire(uct_uccl_paths_t *ps, unsigned p)
     uct_uccl_paths_probe_next(ps);
 }
 
+void uct_uccl_paths_restore(uct_uccl_paths_t *ps, unsigned p, uint64_t now)
+{
+    uct_uccl_path_t *path = &ps->path[p];
+
+    ps->nretired    -= path->retired;
+    ps->nparked     -= path->parked;
+    path->retired    = 0;
+    path->parked     = 0;
+    path->probes     = 0;
+    path->loss_run   = 0;
+    path->unacked    = 0;
+    path->penalty_ns = 0;
+    path->wait_since = now;
+    uct_uccl_paths_probe_next(ps);
+}
+
 void uct_uccl_paths_loss(uct_uccl_paths_t *ps, unsigned p, uint64_t now)
 {
     uct_uccl_path_t *path = &ps->path[p];

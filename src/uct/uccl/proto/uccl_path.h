@@ -274,6 +274,10 @@ void uct_uccl_paths_unpark(uct_uccl_paths_t *ps, unsigned p);
 /* p is out for good: never chosen, probed nor unparked again */
 void uct_uccl_paths_retire(uct_uccl_paths_t *ps, unsigned p);
 
+/* p has a new route (RC: a new QP pair): neither retired nor parked, its
+ * losses and penalty forgotten */
+void uct_uccl_paths_restore(uct_uccl_paths_t *ps, unsigned p, uint64_t now);
+
 /* paths that may take chunks (neither parked nor retired) */
 static UCS_F_ALWAYS_INLINE unsigned
 uct_uccl_paths_usable(const uct_uccl_paths_t *ps)

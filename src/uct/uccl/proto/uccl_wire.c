@@ -16,6 +16,7 @@ static const char *uct_uccl_ctl_names[UCT_UCCL_CTL_LAST] = {
     [UCT_UCCL_CTL_DISCONNECT] = "DISCONNECT",
     [UCT_UCCL_CTL_KEEPALIVE]  = "KEEPALIVE",
     [UCT_UCCL_CTL_CREDIT]     = "CREDIT",
+    [UCT_UCCL_CTL_PATH_RESET] = "PATH_RESET",
 };
 
 /* fixed part of each control type; 0 = not a valid type */
@@ -27,6 +28,7 @@ static const uint16_t uct_uccl_ctl_min_size[UCT_UCCL_CTL_LAST] = {
     [UCT_UCCL_CTL_DISCONNECT] = sizeof(uct_uccl_disconnect_t),
     [UCT_UCCL_CTL_KEEPALIVE]  = sizeof(uct_uccl_keepalive_t),
     [UCT_UCCL_CTL_CREDIT]     = sizeof(uct_uccl_credit_t),
+    [UCT_UCCL_CTL_PATH_RESET] = sizeof(uct_uccl_path_reset_t),
 };
 
 const char *uct_uccl_wire_ctl_name(unsigned type)
@@ -282,6 +284,20 @@ static ucs_status_t uct_uccl_wire_batch_check(const uct_uccl_ack_batch_t *b)
     return ((const char*)rec == end) ? UCS_OK : UCS_ERR_INVALID_PARAM;
 }
 
+static ucs_status_t uct_uccl_wire_path_reset_check(const void *pkt)
+{
+    const uct_uccl_path_reset_t *r = pkt;
+
+    if ((r->hdr.length != sizeof(*r)) || r->rsvd ||
+        (r->step >= UCT_UCCL_PATH_RESET_LAST) ||
+        (r->path >= UCT_UCCL_WIRE_MAX_PATHS) ||
+        !uct_uccl_wire_seq_ok(r->qpn) ||
+        ((r->step == UCT_UCCL_PATH_RESET_CONFIRM) != (r->qpn == 0))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
 ucs_status_t uct_uccl_wire_ctl_check(const void *pkt, size_t len)
 {
     const uct_uccl_ctl_hdr_t *hdr = pkt;
@@ -313,6 +329,8 @@ ucs_status_t uct_uccl_wire_ctl_check(const void *pkt, size_t len)
         return ((k->hdr.length == sizeof(*k)) &&
                 !(k->flags & ~UCT_UCCL_KEEPALIVE_REPLY)) ?
                UCS_OK : UCS_ERR_INVALID_PARAM;
+    case UCT_UCCL_CTL_PATH_RESET:
+        return uct_uccl_wire_path_reset_check(pkt);
     default:
         return UCS_ERR_INVALID_PARAM;
     }

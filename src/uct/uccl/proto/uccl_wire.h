@@ -235,6 +235,7 @@ typedef enum {
     UCT_UCCL_CTL_DISCONNECT = 5,
     UCT_UCCL_CTL_KEEPALIVE  = 6, /* liveness probe; echoed with REPLY flag */
     UCT_UCCL_CTL_CREDIT     = 7, /* receiver-driven cc: request and grant */
+    UCT_UCCL_CTL_PATH_RESET = 8, /* RC: a new QP pair for a failed path */
     UCT_UCCL_CTL_LAST
 } uct_uccl_ctl_type_t;
 
@@ -386,6 +387,36 @@ typedef struct UCS_S_PACKED uct_uccl_keepalive {
     uint64_t ts_ns;        /* sender's clock, echoed in the reply */
 } uct_uccl_keepalive_t;
 
+/*
+ * PATH_RESET (RC): one path's QP pair is replaced by a new pair, which the
+ * fabric hashes to another route. The side whose QP failed or stalled
+ * asks (REQUEST, `qpn` its new QP); the other moves its old QP of the path
+ * to ERR, so nothing the old pair carries lands any more, pairs a new QP
+ * with `qpn` and answers (REPLY, `qpn` that QP); the asker moves its own
+ * old QP to ERR, pairs its new one and confirms (CONFIRM, `qpn` 0), after
+ * which the answerer sends on the new pair. REQUEST and REPLY are repeated
+ * until the next step is seen; `gen` numbers the asker's resets of the
+ * path, so repeats are recognised.
+ */
+typedef enum {
+    UCT_UCCL_PATH_RESET_REQUEST = 0,
+    UCT_UCCL_PATH_RESET_REPLY   = 1,
+    UCT_UCCL_PATH_RESET_CONFIRM = 2,
+    UCT_UCCL_PATH_RESET_LAST
+} uct_uccl_path_reset_step_t;
+
+typedef struct UCS_S_PACKED uct_uccl_path_reset {
+    uct_uccl_ctl_hdr_t hdr;
+    uint32_t dst_conn_id;
+    uint64_t token;        /* the receiver's conn token */
+    uint32_t src_conn_id;
+    uint16_t path;         /* < the conn's number of paths */
+    uint8_t  step;         /* uct_uccl_path_reset_step_t */
+    uint8_t  rsvd;         /* zero */
+    uint32_t gen;          /* the asker's reset of this path */
+    uint32_t qpn;          /* 24-bit; 0 in a CONFIRM */
+} uct_uccl_path_reset_t;
+
 _Static_assert(sizeof(uct_uccl_ctl_hdr_t) == 4, "ctl hdr size");
 _Static_assert(sizeof(uct_uccl_conn_pkt_t) == 96, "conn pkt size");
 _Static_assert(sizeof(uct_uccl_conn_pkt_t) +
@@ -411,6 +442,7 @@ _Static_assert(sizeof(uct_uccl_ack_batch_t) == 8, "ack batch size");
 _Static_assert(sizeof(uct_uccl_disconnect_t) == 24, "disconnect size");
 _Static_assert(sizeof(uct_uccl_keepalive_t) == 32, "keepalive size");
 _Static_assert(sizeof(uct_uccl_credit_t) == 32, "credit size");
+_Static_assert(sizeof(uct_uccl_path_reset_t) == 32, "path reset size");
 
 static inline size_t uct_uccl_wire_conn_size(unsigned num_paths)
 {
