@@ -392,6 +392,8 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     conn->token          = uct_uccl_conn_random_token();
     conn->chains         = NULL;
     conn->chains_tail    = &conn->chains;
+    conn->chunk_cur      = iface->config.chunk_size;
+    conn->chunk_grow_at  = 0;
     ucs_queue_head_init(&conn->tx_queue);
     ucs_queue_head_init(&conn->pending_q);
     ucs_list_head_init(&conn->ops);

@@ -221,6 +221,9 @@ struct uct_uccl_conn {
     uint8_t                 probes;      /* tail probes since last_progress */
     uint64_t                probe_time;  /* ns: the last tail probe */
     uint64_t                lossy_until; /* ns: mark every chain's tail */
+    uint32_t                chunk_cur;   /* new chunks' size (UC: grows
+                                            while nothing is resent) */
+    uint64_t                chunk_grow_at; /* ns: it may double then */
     uint64_t                next_op_id;
     ucs_list_link_t         ops;         /* outstanding ops with comp */
     ucs_list_link_t         flushes;     /* flush ops waiting */

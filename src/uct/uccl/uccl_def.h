@@ -184,6 +184,8 @@
     _(retx_direct)   /* resent as the original WRITE: no earlier copy \
                         can land */ \
     _(tail_marks)    /* empty WRITEs ending a chain */ \
+    _(chunk_grows)   /* chunk size doubled: nothing resent for an RTO */ \
+    _(chunk_shrinks) /* chunk size back to CHUNK_SIZE: a resend */ \
     _(fast_retx) \
     _(tail_probes)   /* resends when ACKs stalled */ \
     _(probe_marks)   /* empty WRITEs sent instead */ \

@@ -317,7 +317,7 @@ uct_uccl_ep_zcopy_chunks(uct_uccl_conn_t *conn, uct_uccl_op_t *op, int read,
 static inline unsigned uct_uccl_ep_nchunks(uct_uccl_conn_t *conn,
                                            size_t length)
 {
-    return ucs_max(ucs_div_round_up(length, uct_uccl_conn_chunk_size(conn)),
+    return ucs_max(ucs_div_round_up(length, uct_uccl_conn_chunk_base(conn)),
                    1);
 }
 

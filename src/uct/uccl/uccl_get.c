@@ -39,11 +39,12 @@ ucs_status_t uct_uccl_get_done_send(uct_uccl_conn_t *conn, uint64_t op_id,
     return UCS_OK;
 }
 
-/* Reply chunks a GET request asks us for */
+/* Reply chunks a GET request asks us for, at most (uct_uccl_get_admit
+ * reserves them, uct_uccl_get_serve releases as many) */
 static uint32_t uct_uccl_get_nchunks(const uct_uccl_conn_t *conn,
                                      const uct_uccl_get_req_t *req)
 {
-    size_t chunk_size = uct_uccl_conn_chunk_size(conn);
+    size_t chunk_size = uct_uccl_conn_chunk_base(conn);
 
     if (req->flags & UCT_UCCL_GET_F_SEND) {
         return 1;

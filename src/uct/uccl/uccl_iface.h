@@ -43,6 +43,7 @@ typedef struct uct_uccl_iface_config {
     unsigned                num_paths;
     int                     mode;            /* uct_uccl_mode_cfg_t */
     size_t                  chunk_size;
+    size_t                  uc_chunk_max;
     size_t                  seg_size;
     unsigned                tx_queue_len;    /* per data QP */
     unsigned                srq_size;
@@ -238,6 +239,8 @@ struct uct_uccl_iface {
     struct {
         unsigned            num_paths;
         size_t              chunk_size;
+        size_t              chunk_max;   /* UC: a clean conn's chunks grow
+                                            to this; RC: chunk_size */
         size_t              seg_size;
         size_t              rx_buf_size;
         size_t              rx_pad;      /* uct_uccl_rx_desc_t.pad */
@@ -324,16 +327,31 @@ int uct_uccl_iface_is_reachable(const uct_iface_h tl_iface,
                                 const uct_device_addr_t *dev_addr,
                                 const uct_iface_addr_t *iface_addr);
 
-/* The largest chunk of conn's: ours, or in UC mode less if the peer's
- * receive buffers hold less (a lost chunk is resent there as a SEND, its
- * header before it); an RC chunk never arrives as a SEND */
-static inline size_t uct_uccl_conn_chunk_size(const uct_uccl_conn_t *conn)
+/* The largest chunk the peer's receive buffers hold in UC mode: a lost
+ * chunk may be resent there as a SEND, its header before it; an RC chunk
+ * never arrives as a SEND */
+static inline size_t uct_uccl_conn_chunk_fit(const uct_uccl_conn_t *conn,
+                                             size_t size)
 {
     if (conn->rc) {
-        return conn->iface->config.chunk_size;
+        return size;
     }
-    return ucs_min(conn->iface->config.chunk_size,
-                   conn->remote_rx_buf_size - UCT_UCCL_SEND_HDR_MAX);
+    return ucs_min(size, conn->remote_rx_buf_size - UCT_UCCL_SEND_HDR_MAX);
+}
+
+/* The size new chunks of conn's are cut to now (UC: grown while clean,
+ * uct_uccl_conn_chunk_grow) */
+static inline size_t uct_uccl_conn_chunk_size(const uct_uccl_conn_t *conn)
+{
+    return uct_uccl_conn_chunk_fit(conn, conn->chunk_cur);
+}
+
+/* The iface's chunk size for conn, never larger than chunk_size: room
+ * checks and reservations made before chunks are cut count with it, so
+ * that a conn whose chunks shrink in between never needs more */
+static inline size_t uct_uccl_conn_chunk_base(const uct_uccl_conn_t *conn)
+{
+    return uct_uccl_conn_chunk_fit(conn, conn->iface->config.chunk_size);
 }
 
 static UCS_F_ALWAYS_INLINE uct_uccl_qpn_slot_t *

@@ -53,6 +53,17 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      ucs_offsetof(uct_uccl_iface_config_t, chunk_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"UC_CHUNK_MAX", "256k",
+     "UC mode: a connection's chunks double, up to this size, each\n"
+     "retransmission timeout in which it resent nothing, and go back to\n"
+     "CHUNK_SIZE at its next resend: on a clean fabric a larger chunk costs\n"
+     "fewer work requests, completions and ACKs per message, and a lossy\n"
+     "one keeps resending small ones. Every receive buffer holds one (a\n"
+     "lost chunk may be resent into it): SRQ_SIZE buffers of this size. A\n"
+     "value up to CHUNK_SIZE (or auto) keeps the chunks at CHUNK_SIZE.",
+     ucs_offsetof(uct_uccl_iface_config_t, uc_chunk_max),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
     {"SEG_SIZE", "64k",
      "Largest active message and bcopy operation (bytes copied into a\n"
      "registered buffer). Every receive buffer holds one (UC: a chunk, which\n"
@@ -245,6 +256,8 @@ uct_uccl_iface_config_check(const uct_uccl_iface_config_t *config)
         ((config->chunk_size != UCS_MEMUNITS_AUTO) &&
          ((config->chunk_size < 1024) ||
           (config->chunk_size > UINT32_MAX / 2))) ||
+        ((config->uc_chunk_max != UCS_MEMUNITS_AUTO) &&
+         (config->uc_chunk_max > UINT32_MAX / 2)) ||
         (config->seg_size < 256) ||
         (config->tx_queue_len < 2) ||
         (config->srq_size < 2 * UCT_UCCL_SRQ_BATCH) ||
@@ -255,7 +268,8 @@ uct_uccl_iface_config_check(const uct_uccl_iface_config_t *config)
         (config->cc.window < 1) || (config->cc.pace_res <= 0) ||
         (config->path_burst < 1)) {
         ucs_error("uccl: invalid configuration (NUM_PATHS 1..%d, CHUNK_SIZE "
-                  "auto or 1k..2g, SEG_SIZE >= 256, TX_QUEUE_LEN >= 2, "
+                  "auto or 1k..2g, UC_CHUNK_MAX up to 2g, SEG_SIZE >= 256, "
+                  "TX_QUEUE_LEN >= 2, "
                   "SRQ_SIZE >= %d, CQ_SIZE and RX_MAX_BUFS >= SRQ_SIZE, "
                   "SACK_WINDOW power of 2 in 64..%d, CC_WINDOW >= 1, "
                   "CC_PACE_RES > 0)",
@@ -341,6 +355,19 @@ static size_t uct_uccl_iface_chunk_size(const uct_uccl_iface_t *iface,
     return iface->rc_mode ? UCT_UCCL_CHUNK_RC : UCT_UCCL_CHUNK_UC;
 }
 
+/* The largest chunk a conn cuts: in UC mode UC_CHUNK_MAX when larger
+ * (auto: no growth), in RC mode the chunk size (the NIC's go-back-N
+ * resends what follows a loss, and uccl does not see it to shrink) */
+static size_t uct_uccl_iface_chunk_max(const uct_uccl_iface_t *iface,
+                                       const uct_uccl_iface_config_t *config,
+                                       size_t chunk_size)
+{
+    if (iface->rc_mode || (config->uc_chunk_max == UCS_MEMUNITS_AUTO)) {
+        return chunk_size;
+    }
+    return ucs_max(chunk_size, config->uc_chunk_max);
+}
+
 /* What arrives as a SEND into a receive buffer: an AM or a GET bcopy
  * reply of at most a segment after its header, and in UC mode a lost
  * WRITE chunk resent with its header (uct_uccl_chunk_build_retx). An RC
@@ -349,7 +376,7 @@ static size_t uct_uccl_iface_rx_buf_size(const uct_uccl_iface_t *iface)
 {
     const ucs_typeof(iface->config) *c = &iface->config;
 
-    return (iface->rc_mode ? c->seg_size : c->chunk_size) +
+    return (iface->rc_mode ? c->seg_size : c->chunk_max) +
            UCT_UCCL_SEND_HDR_MAX;
 }
 
@@ -362,6 +389,7 @@ void uct_uccl_iface_config_set(uct_uccl_iface_t *iface,
 
     c->num_paths    = config->num_paths;
     c->chunk_size   = uct_uccl_iface_chunk_size(iface, config);
+    c->chunk_max    = uct_uccl_iface_chunk_max(iface, config, c->chunk_size);
     c->seg_size     = ucs_min(config->seg_size, c->chunk_size);
     c->rx_buf_size  = uct_uccl_iface_rx_buf_size(iface);
     c->tx_queue_len = ucs_min(config->tx_queue_len, md->caps.max_qp_wr);

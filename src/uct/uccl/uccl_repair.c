@@ -104,6 +104,7 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
     uct_uccl_cc_on_resend(&conn->cc, chunk->length, now);
     e->path          = path->index;
     conn->lossy_until = now + UCT_UCCL_LOSSY_RTOS * conn->rto.rto_ns;
+    uct_uccl_conn_chunk_shrink(conn);
     ++conn->stats.retx;
     conn->stats.retx_bytes += chunk->length;
     return UCS_OK;
@@ -199,6 +200,7 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack,
     if (info.una_advanced) {
         uct_uccl_rto_on_ack(&conn->rto, now,
                             uct_uccl_tracker_outstanding(&conn->tracker));
+        uct_uccl_conn_chunk_grow(conn, now);
     }
     if (ack->flags & UCT_UCCL_ACK_F_BUSY) {
         /* alive, but its user holds what it took: what it refused goes

@@ -19,6 +19,35 @@ static inline uint32_t uct_uccl_conn_inflight(uct_uccl_conn_t *conn)
                       uct_uccl_tracker_outstanding(&conn->tracker);
 }
 
+/* UC: an ACK that moved una, with nothing resent for an RTO (since the
+ * last doubling, or since the lossy time a resend began): new chunks may
+ * be twice as large, up to the iface's chunk_max. A chunk already cut
+ * keeps its size. */
+static UCS_F_ALWAYS_INLINE void uct_uccl_conn_chunk_grow(uct_uccl_conn_t *conn,
+                                                         uint64_t now)
+{
+    size_t max = conn->iface->config.chunk_max;
+
+    if (ucs_likely(conn->chunk_cur >= max) || (now < conn->chunk_grow_at)) {
+        return;
+    }
+    conn->chunk_cur     = ucs_min(2 * (size_t)conn->chunk_cur, max);
+    conn->chunk_grow_at = now + conn->rto.rto_ns;
+    ++conn->stats.chunk_grows;
+}
+
+/* UC: a resend, so the fabric loses: new chunks are CHUNK_SIZE again (a
+ * loss costs a whole chunk, and a large one is more likely to be hit),
+ * and may grow only once the lossy time is over */
+static inline void uct_uccl_conn_chunk_shrink(uct_uccl_conn_t *conn)
+{
+    conn->chunk_grow_at = conn->lossy_until;
+    if (conn->chunk_cur > conn->iface->config.chunk_size) {
+        conn->chunk_cur = conn->iface->config.chunk_size;
+        ++conn->stats.chunk_shrinks;
+    }
+}
+
 /* Chunks conn may put in flight to its peer iface now: while no conn
  * contends for room there, what the dest's window has left (a conn alone
  * there is held by its own window first, the same); else only the conn
