@@ -132,6 +132,7 @@ flt_verify(fault_uc_path_down_verify data "-n 100 -S 31" UCX_UCCL_MODE=uc
 # losses; every byte checked, and the client's conns grew their chunks and
 # cut them back (UCX_UCCL_UC_CHUNK_MAX)
 flt_verify(fault_uc_chunk_adapt_verify data "-n 300 -S 33" UCX_UCCL_MODE=uc
+           UCX_UCCL_UC_CHUNK_MAX=256k
            SOFTVERBS_PATH_LOSS=5:0.05 UCX_UCCL_STATS_DUMP=y
            "UCCL_EXPECT_CLIENT_COUNTERS=retx chunk_grows chunk_shrinks"
            UCCL_EXPECT_SV_COUNTERS=msg_drops)

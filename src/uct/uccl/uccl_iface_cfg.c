@@ -53,14 +53,15 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      ucs_offsetof(uct_uccl_iface_config_t, chunk_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"UC_CHUNK_MAX", "256k",
+    {"UC_CHUNK_MAX", "auto",
      "UC mode: a connection's chunks double, up to this size, each\n"
      "retransmission timeout in which it resent nothing, and go back to\n"
      "CHUNK_SIZE at its next resend: on a clean fabric a larger chunk costs\n"
      "fewer work requests, completions and ACKs per message, and a lossy\n"
      "one keeps resending small ones. Every receive buffer holds one (a\n"
-     "lost chunk may be resent into it): SRQ_SIZE buffers of this size. A\n"
-     "value up to CHUNK_SIZE (or auto) keeps the chunks at CHUNK_SIZE.",
+     "lost chunk may be resent into it): SRQ_SIZE buffers of this size, 4x\n"
+     "the memory at 256k. A value up to CHUNK_SIZE (or auto, the default)\n"
+     "keeps the chunks at CHUNK_SIZE.",
      ucs_offsetof(uct_uccl_iface_config_t, uc_chunk_max),
      UCS_CONFIG_TYPE_MEMUNITS},
 
