@@ -692,6 +692,7 @@ typedef struct {
     uint64_t      delivered;
     uint64_t      window_delivered; /* after the warm-up */
     uint64_t      last_req;
+    uint64_t      asleep_until; /* descheduled: takes and sends nothing */
     uct_uccl_cc_request_t told;
 } sim_flow_t;
 
@@ -700,6 +701,9 @@ typedef struct {
     int      pacer;            /* the receiver's pacer on */
     int      grants;           /* the receiver grants at all */
     double   loss;             /* credit and request messages lost */
+    double   sleep;            /* chance per step that a sender sleeps */
+    uint64_t max_sleep;        /* for up to this long (ns) */
+    uint64_t max_out;          /* the pacer's; 0: its default */
     uint64_t backlog;          /* per sender; 0: unlimited */
     uint64_t duration;
 } sim_cfg_t;
@@ -708,6 +712,8 @@ typedef struct {
     double   goodput;          /* of the link rate, after the warm-up */
     double   fairness;         /* min / max delivered, after it */
     uint64_t max_queue;        /* bytes waiting at the link, after it */
+    uint64_t max_unsched;      /* of them, most sent without a grant */
+    uint64_t max_out;          /* most granted and not arrived, ever */
     int      done;             /* every byte delivered */
     uint64_t requests;
 } sim_result_t;
@@ -752,6 +758,13 @@ static void sim_sender(const sim_cfg_t *cfg, sim_flow_t *f, uint64_t now,
     sim_msg_t *in, m;
     uint32_t len;
 
+    if (now < f->asleep_until) {
+        return;
+    }
+    if ((cfg->sleep > 0) && (ut_rand_below(1000000) < cfg->sleep * 1e6)) {
+        f->asleep_until = now + ut_rand_below(cfg->max_sleep);
+        return;
+    }
     while ((in = sim_peek(&f->ctl, now)) != NULL) {
         if (in->has_credit) { /* credit first, then the ACK */
             uct_uccl_cc_on_credit(&f->tx, in->granted, now);
@@ -826,7 +839,8 @@ static void sim_run(const sim_cfg_t *cfg, sim_result_t *res)
 {
     static sim_flow_t f[SIM_MAX_SENDERS];
     const uint64_t prop = 2 * CC_US, dt = 200, warm = 2000 * CC_US;
-    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS};
+    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS,
+                                          .max_out  = cfg->max_out};
     uct_uccl_cc_eqds_sender_t *out[SIM_MAX_SENDERS];
     uct_uccl_cc_eqds_pacer_t pacer;
     uct_uccl_cc_params_t p;
@@ -862,6 +876,9 @@ static void sim_run(const sim_cfg_t *cfg, sim_result_t *res)
             continue;
         }
         n = uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, SIM_MAX_SENDERS);
+        /* never more granted and not arrived than the pacer's bound */
+        UT_TRUE(pacer.out <= pacer.max_out);
+        res->max_out = (pacer.out > res->max_out) ? pacer.out : res->max_out;
         for (k = 0; k < n; ++k) {
             if (!sim_lost(cfg)) {
                 sim_credit(out[k]->arg, now + prop, NULL);
@@ -905,6 +922,27 @@ static void test_sim(void)
     /* once the speculative burst has drained, grants of one chunk at the
      * link rate keep at most one chunk waiting at the link */
     UT_TRUE(r.max_queue <= 2 * CC_CHUNK);
+
+    /* the senders' CPUs are busy: each sleeps now and then for up to
+     * 200 us (two chunks take 105 us at the link) and then uses every grant it got meanwhile at once. The rate
+     * alone lets those grants pile up and land together; the bound on
+     * grants not arrived keeps the queue within it */
+    cfg.sleep     = 0.0005;
+    cfg.max_sleep = 200 * CC_US;
+    cfg.max_out   = UCT_UCCL_CC_EQDS_MAX_OUT_NONE;
+    sim_run(&cfg, &r);
+    printf("  sim, senders asleep up to 200 us, pacer rate only: goodput "
+           "%.3f, queue <= %" PRIu64 " B\n", r.goodput, r.max_queue);
+    UT_TRUE(r.max_queue > UCT_UCCL_CC_EQDS_MAX_OUT_QUANTA * CC_CHUNK);
+    cfg.max_out = 0;
+    sim_run(&cfg, &r);
+    printf("  sim, the same with the pacer's bound: goodput %.3f, queue <= "
+           "%" PRIu64 " B, granted and not arrived <= %" PRIu64 " B\n",
+           r.goodput, r.max_queue, r.max_out);
+    UT_TRUE(r.max_queue <= UCT_UCCL_CC_EQDS_MAX_OUT_QUANTA * CC_CHUNK);
+    UT_TRUE(r.max_out <= UCT_UCCL_CC_EQDS_MAX_OUT_QUANTA * CC_CHUNK);
+    UT_TRUE(r.goodput >= 0.85);
+    cfg.sleep = 0;
 
     /* finite flows, 10% of the credit and request messages lost: all
      * delivered (the next grant, ACK or answer to a repeated request
