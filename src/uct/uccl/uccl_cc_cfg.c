@@ -201,7 +201,9 @@ ucs_config_field_t uct_uccl_cc_config_table[] = {
      "eqds: most bytes the receiver's pacer has granted that did not arrive\n"
      "yet, over all its senders: what its port's buffer can absorb if they\n"
      "all land at once (a sender using its grants late), so it never\n"
-     "tail-drops (0: two quanta; at least one quantum).",
+     "tail-drops (0: two quanta, or four bandwidth-delay products of\n"
+     "CC_LINK_RATE and CC_BASE_RTT where that is more; at least one\n"
+     "quantum).",
      UCT_UCCL_CC_CFG_FIELD(eqds.inflight), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"CC_EQDS_RATE", "0",
@@ -271,6 +273,23 @@ int uct_uccl_cc_config_rx_driven(const uct_uccl_cc_config_t *config)
     return (ops != NULL) && (ops->rx_credit != NULL);
 }
 
+/* The default bound of grants not arrived: two quanta, or MAX_OUT_BDPS
+ * bandwidth-delay products of CC_LINK_RATE and CC_BASE_RTT where that is
+ * more (a fast link needs more on its way to stay busy) */
+static uint64_t uct_uccl_cc_cfg_max_out(const uct_uccl_cc_config_t *config,
+                                        uint32_t quantum)
+{
+    uint64_t bps = uct_uccl_cc_cfg_bps(config->link_rate);
+    uint64_t rtt = uct_uccl_cc_cfg_ns(config->base_rtt);
+    uint64_t bdp;
+
+    bps = (bps != 0) ? bps : UCT_UCCL_CC_DEF_LINK_BPS;
+    rtt = (rtt != 0) ? rtt : UCT_UCCL_CC_DEF_BASE_RTT_NS;
+    bdp = (uint64_t)((double)bps * rtt / 8e9);
+    return ucs_max((uint64_t)UCT_UCCL_CC_EQDS_MAX_OUT_QUANTA * quantum,
+                   UCT_UCCL_CC_EQDS_MAX_OUT_BDPS * bdp);
+}
+
 ucs_status_t
 uct_uccl_cc_config_pacer(const uct_uccl_cc_config_t *config,
                          uint32_t chunk_size,
@@ -290,7 +309,9 @@ uct_uccl_cc_config_pacer(const uct_uccl_cc_config_t *config,
     params->max_burst = (config->eqds.burst != 0) ?
                         ucs_min(config->eqds.burst, UINT32_MAX) :
                         2 * params->quantum;
-    params->max_out   = config->eqds.inflight;
+    params->max_out   = (config->eqds.inflight != 0) ?
+                        config->eqds.inflight :
+                        uct_uccl_cc_cfg_max_out(config, params->quantum);
     status = uct_uccl_cc_eqds_pacer_init(&trial, params, 0);
     if (status != UCS_OK) {
         ucs_error("uccl: congestion control '%s' refuses its pacer's "
