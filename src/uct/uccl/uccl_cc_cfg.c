@@ -199,11 +199,11 @@ ucs_config_field_t uct_uccl_cc_config_table[] = {
 
     {"CC_EQDS_INFLIGHT", "0",
      "eqds: most bytes the receiver's pacer has granted that did not arrive\n"
-     "yet, over all its senders: what its port's buffer can absorb if they\n"
-     "all land at once (a sender using its grants late), so it never\n"
-     "tail-drops (0: two quanta, or four bandwidth-delay products of\n"
-     "CC_LINK_RATE and CC_BASE_RTT where that is more; at least one\n"
-     "quantum).",
+     "yet, over all its senders: set it to what the receiving port's buffer\n"
+     "holds, and grants that senders use late (busy CPUs) cannot land at\n"
+     "once and overflow it. It also caps what is on its way over the whole\n"
+     "fabric: where the bottleneck is elsewhere (slow core paths) a small\n"
+     "bound leaves it idle (0: no bound; at least one quantum; RC: none).",
      UCT_UCCL_CC_CFG_FIELD(eqds.inflight), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"CC_EQDS_RATE", "0",
@@ -273,23 +273,6 @@ int uct_uccl_cc_config_rx_driven(const uct_uccl_cc_config_t *config)
     return (ops != NULL) && (ops->rx_credit != NULL);
 }
 
-/* The default bound of grants not arrived: two quanta, or MAX_OUT_BDPS
- * bandwidth-delay products of CC_LINK_RATE and CC_BASE_RTT where that is
- * more (a fast link needs more on its way to stay busy) */
-static uint64_t uct_uccl_cc_cfg_max_out(const uct_uccl_cc_config_t *config,
-                                        uint32_t quantum)
-{
-    uint64_t bps = uct_uccl_cc_cfg_bps(config->link_rate);
-    uint64_t rtt = uct_uccl_cc_cfg_ns(config->base_rtt);
-    uint64_t bdp;
-
-    bps = (bps != 0) ? bps : UCT_UCCL_CC_DEF_LINK_BPS;
-    rtt = (rtt != 0) ? rtt : UCT_UCCL_CC_DEF_BASE_RTT_NS;
-    bdp = (uint64_t)((double)bps * rtt / 8e9);
-    return ucs_max((uint64_t)UCT_UCCL_CC_EQDS_MAX_OUT_QUANTA * quantum,
-                   UCT_UCCL_CC_EQDS_MAX_OUT_BDPS * bdp);
-}
-
 ucs_status_t
 uct_uccl_cc_config_pacer(const uct_uccl_cc_config_t *config,
                          uint32_t chunk_size,
@@ -310,8 +293,7 @@ uct_uccl_cc_config_pacer(const uct_uccl_cc_config_t *config,
                         ucs_min(config->eqds.burst, UINT32_MAX) :
                         2 * params->quantum;
     params->max_out   = (config->eqds.inflight != 0) ?
-                        config->eqds.inflight :
-                        uct_uccl_cc_cfg_max_out(config, params->quantum);
+                        config->eqds.inflight : UCT_UCCL_CC_EQDS_MAX_OUT_NONE;
     status = uct_uccl_cc_eqds_pacer_init(&trial, params, 0);
     if (status != UCS_OK) {
         ucs_error("uccl: congestion control '%s' refuses its pacer's "

@@ -53,9 +53,10 @@ ucs_status_t uct_uccl_credit_init(uct_uccl_iface_t *iface,
     if (status != UCS_OK) {
         return status;
     }
-    if (iface->rc_mode) {
+    if (iface->rc_mode && (params.max_out != UCT_UCCL_CC_EQDS_MAX_OUT_NONE)) {
         /* RC: a READ's data and the NIC's resends reach this port unseen
          * by its CPU, so arrivals cannot be counted: no bound */
+        ucs_debug("uccl: RC mode: UCX_UCCL_CC_EQDS_INFLIGHT ignored");
         params.max_out = UCT_UCCL_CC_EQDS_MAX_OUT_NONE;
     }
     return uct_uccl_cc_eqds_pacer_init(&iface->credit.pacer, &params,

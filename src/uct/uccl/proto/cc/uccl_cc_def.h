@@ -62,9 +62,6 @@
 /* granted and not arrived, in quanta: two chunks, one arriving while the
  * next is on its way, which a port buffer of two chunks absorbs */
 #define UCT_UCCL_CC_EQDS_MAX_OUT_QUANTA  2u
-/* ... or this many BDPs of the link, if more: grants must cover one
- * round trip and the senders' scheduling delays to keep it busy */
-#define UCT_UCCL_CC_EQDS_MAX_OUT_BDPS    4u
 /* grants not arrived for this long are forgotten: a count that went
  * wrong (an arrival the owner did not see, a loss no one reported) must
  * not stop the grants for good */
