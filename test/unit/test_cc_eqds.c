@@ -924,9 +924,10 @@ static void test_sim(void)
     UT_TRUE(r.max_queue <= 2 * CC_CHUNK);
 
     /* the senders' CPUs are busy: each sleeps now and then for up to
-     * 200 us (two chunks take 105 us at the link) and then uses every grant it got meanwhile at once. The rate
-     * alone lets those grants pile up and land together; the bound on
-     * grants not arrived keeps the queue within it */
+     * 200 us (two chunks take 105 us at the link) and then uses every
+     * grant it got meanwhile at once. The rate alone lets those grants
+     * pile up and land together; the bound on grants not arrived keeps
+     * the queue within it */
     cfg.sleep     = 0.0005;
     cfg.max_sleep = 200 * CC_US;
     cfg.max_out   = UCT_UCCL_CC_EQDS_MAX_OUT_NONE;
