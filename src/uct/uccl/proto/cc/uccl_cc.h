@@ -294,8 +294,7 @@ static inline int uct_uccl_cc_tx_request(uct_uccl_cc_t *cc,
                                          uint64_t backlog_bytes,
                                          uct_uccl_cc_request_t *req)
 {
-    req->want = 0;
-    req->spec = 0;
+    *req = (uct_uccl_cc_request_t){0};
     if (cc->ops->tx_request == NULL) {
         return 0;
     }
