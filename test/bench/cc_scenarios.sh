@@ -30,7 +30,9 @@
 # not the two shared cores, is the bottleneck: the receiver takes 125 MB/s.
 #
 # eqds grants at the receiving link's rate: it is told the modelled one
-# (UCX_UCCL_CC_LINK_RATE); the other algorithms run with their defaults.
+# (UCX_UCCL_CC_LINK_RATE), and in incast_buf its port's buffer
+# (UCX_UCCL_CC_EQDS_INFLIGHT=CC_BUF: grants not arrived stay within it);
+# the other algorithms run with their defaults.
 # eqds_small is eqds sized for these buffers (128 KiB: 2 default chunks)
 # and for the scheduling delays of processes sharing the cores (a grant
 # used late lands on top of the next ones): 8 KiB chunks and quanta,
@@ -266,7 +268,9 @@ for s in $scenarios; do
     case $s in
     incast|incast_buf)
         e="SOFTVERBS_LINK_GBPS=$link"
-        [ "$s" = incast_buf ] && e="$e SOFTVERBS_BUF_BYTES=$buf"
+        # eqds is told its port's buffer, as it is told the link rate
+        [ "$s" = incast_buf ] &&
+            e="$e SOFTVERBS_BUF_BYTES=$buf UCX_UCCL_CC_EQDS_INFLIGHT=$buf"
         for c in $configs; do incast "$s" "$c" "$nbulk" $e; done
         if [ "$s" = incast ]; then
             header "## Incast, lossless ($e)" | tee -a "$md"

@@ -301,7 +301,8 @@ static void test_sender_requests(void)
     UT_EQ(cc.inflight_bytes, 0);
     UT_EQ(st(&cc).credit_bytes, 0);
     /* granted what it asked, it sends it all; the last request says
-     * nothing is left; drained, it gets a fresh speculative chunk */
+     * nothing is left; drained, it gets speculative credit again, for
+     * small messages only now that the peer grants */
     uct_uccl_cc_on_credit(&cc, w, now);
     UT_EQ(st(&cc).credit_bytes, 1 << 20);
     while (uct_uccl_cc_can_send(&cc, CC_CHUNK, now)) {
@@ -315,12 +316,97 @@ static void test_sender_requests(void)
     cc_ack(&cc, cc.inflight_bytes - CC_CHUNK, 10 * CC_US, 0, now);
     UT_EQ(st(&cc).credit_bytes, 0);   /* one chunk still in flight */
     cc_ack(&cc, CC_CHUNK, 10 * CC_US, 0, now);
-    UT_EQ(st(&cc).credit_bytes, CC_CHUNK);
-    UT_TRUE(uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
+    UT_EQ(st(&cc).credit_bytes, UCT_UCCL_CC_EQDS_RESPEC_BYTES);
+    UT_TRUE(!uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
+    UT_TRUE(uct_uccl_cc_can_send(&cc, UCT_UCCL_CC_EQDS_RESPEC_BYTES, now));
     check_conserved(&cc, 17 * CC_CHUNK);
     uct_uccl_cc_cleanup(&cc);
     printf("  requests: want = sent + backlog - speculative, monotonic, "
-           "capped; speculative again only when drained\n");
+           "capped; speculative again only when drained, and small once "
+           "the peer grants\n");
+}
+
+/* The pacer's count of grants not arrived: up with grants, down with
+ * arrivals and reported losses (never below 0), bounded by what the
+ * sender tells it holds; grants stop at max_out */
+static void test_receiver_out(void)
+{
+    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS};
+    uct_uccl_cc_eqds_sender_t *out[4];
+    uct_uccl_cc_eqds_pacer_t pacer;
+    uct_uccl_cc_request_t req = {0};
+    uct_uccl_cc_params_t p;
+    uct_uccl_cc_t rx;
+    uint64_t now = CC_T0;
+
+    cc_params(&p);
+    UT_EQ(uct_uccl_cc_init(&rx, "eqds", &p), UCS_OK);
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now), UCS_OK);
+    UT_EQ(pacer.max_out, UCT_UCCL_CC_EQDS_MAX_OUT_QUANTA * pacer.quantum);
+    uct_uccl_cc_rx_attach(&rx, &pacer, &rx);
+    req.want = 10 * CC_CHUNK;
+    req.held = UINT32_MAX;
+    uct_uccl_cc_rx_on_request(&rx, &req, now);
+    /* however late the tick, no more than max_out on its way */
+    now += 1000 * CC_US;
+    uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 4);
+    UT_EQ(pacer.out, pacer.max_out);
+    UT_EQ(uct_uccl_cc_rx_credit(&rx, now), pacer.max_out);
+    /* waits for arrivals, or for its counts to go stale */
+    UT_EQ(uct_uccl_cc_eqds_pacer_next_ns(&pacer),
+          now + UCT_UCCL_CC_EQDS_OUT_STALE_NS);
+    now += UCT_UCCL_CC_EQDS_OUT_STALE_NS - 1;
+    uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 4);
+    UT_EQ(uct_uccl_cc_rx_credit(&rx, now), pacer.max_out);
+    /* an arrival lets one more go */
+    uct_uccl_cc_rx_on_data(&rx, CC_CHUNK, now);
+    UT_EQ(pacer.out, pacer.max_out - CC_CHUNK);
+    UT_TRUE(uct_uccl_cc_eqds_pacer_next_ns(&pacer) > 0);
+    uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 4);
+    UT_EQ(pacer.out, pacer.max_out);
+    /* a loss the sender reports counts as gone, once */
+    req.lost = CC_CHUNK;
+    uct_uccl_cc_rx_on_request(&rx, &req, now);
+    uct_uccl_cc_rx_on_request(&rx, &req, now);
+    UT_EQ(pacer.out, pacer.max_out - CC_CHUNK);
+    /* what the sender holds bounds the count: here 1000 bytes, and it
+     * had not seen the last 10000 granted yet */
+    req.held = 1000;
+    req.seen = (uint32_t)(uct_uccl_cc_rx_credit(&rx, now) - 10000);
+    uct_uccl_cc_rx_on_request(&rx, &req, now);
+    UT_EQ(pacer.out, 11000);
+    /* a seen ahead of the grant (a lie) counts as nothing granted since */
+    req.held = 10;
+    req.seen = uct_uccl_cc_rx_credit(&rx, now) + 5;
+    uct_uccl_cc_rx_on_request(&rx, &req, now);
+    UT_EQ(pacer.out, 10);
+    /* never below 0: more arrived than was granted (speculative) */
+    uct_uccl_cc_rx_on_data(&rx, 10 * CC_CHUNK, now);
+    UT_EQ(pacer.out, 0);
+    /* grants that never arrive are forgotten after OUT_STALE_NS, once */
+    uct_uccl_cc_eqds_pacer_tick(&pacer, now + 1000 * CC_US, out, 4);
+    UT_EQ(pacer.out, pacer.max_out);
+    now += UCT_UCCL_CC_EQDS_OUT_STALE_NS + 1000 * CC_US;
+    uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 4);
+    UT_EQ(pacer.forgot, 1);
+    UT_EQ(pacer.out, pacer.max_out); /* granted again, counted anew */
+    uct_uccl_cc_rx_on_data(&rx, CC_CHUNK, now);
+    UT_EQ(pacer.out, pacer.max_out - CC_CHUNK);
+    uct_uccl_cc_rx_on_data(&rx, 10 * CC_CHUNK, now);
+    UT_EQ(pacer.out, 0);
+    /* leaving takes the sender's count with it */
+    uct_uccl_cc_eqds_pacer_tick(&pacer, now + 1000 * CC_US, out, 4);
+    UT_TRUE(pacer.out > 0);
+    uct_uccl_cc_cleanup(&rx);
+    UT_EQ(pacer.out, 0);
+    uct_uccl_cc_eqds_pacer_cleanup(&pacer);
+
+    /* max_out below a quantum is refused */
+    pp.max_out = pacer.quantum - 1;
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now),
+          UCS_ERR_INVALID_PARAM);
+    printf("  receiver: grants not arrived <= max_out; arrivals, reported "
+           "losses and the sender's holdings bring the count down\n");
 }
 
 static void test_receiver(void)
@@ -375,6 +461,7 @@ static void test_receiver(void)
     uct_uccl_cc_cleanup(&rx);
     UT_EQ(pacer.num_senders, 0);
     uct_uccl_cc_eqds_pacer_cleanup(&pacer);
+    test_receiver_out();
 
     /* the other algorithms do not grant */
     UT_EQ(uct_uccl_cc_init(&rx, "swift", &p), UCS_OK);
@@ -399,6 +486,17 @@ static double pacer_ns(const uct_uccl_cc_eqds_pacer_t *pacer, double bytes)
 
 /* One sender that always wants more, ticks at random times: the grants
  * between any two ticks fit the rate, plus one burst and one quantum */
+/* everything granted arrived at once: the tests of the rate and of the
+ * round robin leave the bound on bytes on their way out of it */
+static void arrive_all(uct_uccl_cc_eqds_sender_t *s, unsigned n)
+{
+    unsigned i;
+
+    for (i = 0; i < n; ++i) {
+        uct_uccl_cc_eqds_pacer_arrived(&s[i], s[i].out);
+    }
+}
+
 static void test_pacer_rate(void)
 {
     uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS};
@@ -418,6 +516,7 @@ static void test_pacer_rate(void)
         now += (ut_rand_below(10) == 0) ? ut_rand_below(200000) :
                                           ut_rand_below(8000);
         uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 1);
+        arrive_all(&s, 1);
         t[i] = now;
         g[i] = s.granted;
         UT_TRUE(uct_uccl_cc_eqds_pacer_next_ns(&pacer) > 0);
@@ -435,6 +534,7 @@ static void test_pacer_rate(void)
     for (i = 0; i < 1000; ++i) {
         now += CC_US;
         uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 1);
+        arrive_all(&s, 1);
     }
     UT_TRUE((double)(s.granted - g[0]) >=
             1000 * CC_US * pacer.rate_bps / 8e9 - slack);
@@ -466,6 +566,7 @@ static void test_pacer_fair(void)
         now += ut_rand_below(20000);
         n    = uct_uccl_cc_eqds_pacer_tick(&pacer, now, out,
                                            1 + ut_rand_below(NS + 1));
+        arrive_all(s, NS + 1);
         memset(seen, 0, sizeof(seen));
         for (i = 0; i < n; ++i) {  /* each listed once */
             UT_TRUE(!seen[out[i] - s]);
@@ -491,6 +592,7 @@ static void test_pacer_fair(void)
     for (k = 0; k < 200; ++k) {
         now += 5 * CC_US;
         uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, NS + 1);
+        arrive_all(s, NS + 1);
     }
     hi = s[NS].granted - 5000;
     UT_TRUE(hi + pacer.quantum >= s[0].granted - lo);
@@ -503,6 +605,7 @@ static void test_pacer_fair(void)
     for (k = 0; k < 20; ++k) {
         now += 20 * CC_US;
         n = uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, NS + 1);
+        arrive_all(s, NS + 1);
         for (i = 0; i < n; ++i) {
             seen[out[i] - s] = 1;
         }
@@ -528,6 +631,7 @@ static void test_pacer_misc(void)
     now += 1000000 * CC_US;
     uct_uccl_cc_eqds_pacer_demand(&s, 1ull << 40);
     uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 1);
+    arrive_all(&s, 1);
     UT_TRUE(s.granted <= UCT_UCCL_CC_EQDS_MAX_BURST + pacer.quantum);
     UT_TRUE(s.granted >= UCT_UCCL_CC_EQDS_MAX_BURST);
     /* unscheduled bytes push the next grant back by their time */
@@ -588,6 +692,7 @@ typedef struct {
     uint64_t      delivered;
     uint64_t      window_delivered; /* after the warm-up */
     uint64_t      last_req;
+    uint64_t      asleep_until; /* descheduled: takes and sends nothing */
     uct_uccl_cc_request_t told;
 } sim_flow_t;
 
@@ -596,6 +701,9 @@ typedef struct {
     int      pacer;            /* the receiver's pacer on */
     int      grants;           /* the receiver grants at all */
     double   loss;             /* credit and request messages lost */
+    double   sleep;            /* chance per step that a sender sleeps */
+    uint64_t max_sleep;        /* for up to this long (ns) */
+    uint64_t max_out;          /* the pacer's; 0: its default */
     uint64_t backlog;          /* per sender; 0: unlimited */
     uint64_t duration;
 } sim_cfg_t;
@@ -604,6 +712,8 @@ typedef struct {
     double   goodput;          /* of the link rate, after the warm-up */
     double   fairness;         /* min / max delivered, after it */
     uint64_t max_queue;        /* bytes waiting at the link, after it */
+    uint64_t max_unsched;      /* of them, most sent without a grant */
+    uint64_t max_out;          /* most granted and not arrived, ever */
     int      done;             /* every byte delivered */
     uint64_t requests;
 } sim_result_t;
@@ -648,6 +758,13 @@ static void sim_sender(const sim_cfg_t *cfg, sim_flow_t *f, uint64_t now,
     sim_msg_t *in, m;
     uint32_t len;
 
+    if (now < f->asleep_until) {
+        return;
+    }
+    if ((cfg->sleep > 0) && (ut_rand_below(1000000) < cfg->sleep * 1e6)) {
+        f->asleep_until = now + ut_rand_below(cfg->max_sleep);
+        return;
+    }
     while ((in = sim_peek(&f->ctl, now)) != NULL) {
         if (in->has_credit) { /* credit first, then the ACK */
             uct_uccl_cc_on_credit(&f->tx, in->granted, now);
@@ -722,7 +839,8 @@ static void sim_run(const sim_cfg_t *cfg, sim_result_t *res)
 {
     static sim_flow_t f[SIM_MAX_SENDERS];
     const uint64_t prop = 2 * CC_US, dt = 200, warm = 2000 * CC_US;
-    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS};
+    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS,
+                                          .max_out  = cfg->max_out};
     uct_uccl_cc_eqds_sender_t *out[SIM_MAX_SENDERS];
     uct_uccl_cc_eqds_pacer_t pacer;
     uct_uccl_cc_params_t p;
@@ -758,6 +876,9 @@ static void sim_run(const sim_cfg_t *cfg, sim_result_t *res)
             continue;
         }
         n = uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, SIM_MAX_SENDERS);
+        /* never more granted and not arrived than the pacer's bound */
+        UT_TRUE(pacer.out <= pacer.max_out);
+        res->max_out = (pacer.out > res->max_out) ? pacer.out : res->max_out;
         for (k = 0; k < n; ++k) {
             if (!sim_lost(cfg)) {
                 sim_credit(out[k]->arg, now + prop, NULL);
@@ -801,6 +922,28 @@ static void test_sim(void)
     /* once the speculative burst has drained, grants of one chunk at the
      * link rate keep at most one chunk waiting at the link */
     UT_TRUE(r.max_queue <= 2 * CC_CHUNK);
+
+    /* the senders' CPUs are busy: each sleeps now and then for up to
+     * 200 us (two chunks take 105 us at the link) and then uses every
+     * grant it got meanwhile at once. The rate alone lets those grants
+     * pile up and land together; the bound on grants not arrived keeps
+     * the queue within it */
+    cfg.sleep     = 0.0005;
+    cfg.max_sleep = 200 * CC_US;
+    cfg.max_out   = UCT_UCCL_CC_EQDS_MAX_OUT_NONE;
+    sim_run(&cfg, &r);
+    printf("  sim, senders asleep up to 200 us, pacer rate only: goodput "
+           "%.3f, queue <= %" PRIu64 " B\n", r.goodput, r.max_queue);
+    UT_TRUE(r.max_queue > UCT_UCCL_CC_EQDS_MAX_OUT_QUANTA * CC_CHUNK);
+    cfg.max_out = 0;
+    sim_run(&cfg, &r);
+    printf("  sim, the same with the pacer's bound: goodput %.3f, queue <= "
+           "%" PRIu64 " B, granted and not arrived <= %" PRIu64 " B\n",
+           r.goodput, r.max_queue, r.max_out);
+    UT_TRUE(r.max_queue <= UCT_UCCL_CC_EQDS_MAX_OUT_QUANTA * CC_CHUNK);
+    UT_TRUE(r.max_out <= UCT_UCCL_CC_EQDS_MAX_OUT_QUANTA * CC_CHUNK);
+    UT_TRUE(r.goodput >= 0.85);
+    cfg.sleep = 0;
 
     /* finite flows, 10% of the credit and request messages lost: all
      * delivered (the next grant, ACK or answer to a repeated request

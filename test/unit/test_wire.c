@@ -499,6 +499,9 @@ static size_t build_credit(void *rec, uint32_t flags, uint32_t conn)
     if (flags & UCT_UCCL_CREDIT_F_REQUEST) {
         c->want = (uint32_t)ut_rand();
         c->spec = (uint32_t)ut_rand();
+        c->lost = (uint32_t)ut_rand();
+        c->held = (uint32_t)ut_rand();
+        c->seen = (uint32_t)ut_rand();
     }
     if (flags & UCT_UCCL_CREDIT_F_GRANT) {
         c->grant = (uint32_t)ut_rand();
@@ -545,6 +548,10 @@ static void test_credit(void)
     CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->flags |= 0x4);
     CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->want = 1);
     CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->spec = 1);
+    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->lost = 1);
+    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->held = 1);
+    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->seen = 1);
+    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_REQUEST, c->reserved = 1);
     CREDIT_GARBLE(UCT_UCCL_CREDIT_F_REQUEST, c->grant = 1);
     CREDIT_GARBLE(UCT_UCCL_CREDIT_F_REQUEST, c->hdr.length = sizeof(*c) + 8);
     CREDIT_GARBLE(UCT_UCCL_CREDIT_F_REQUEST, c->hdr.length = sizeof(*c) - 4);

@@ -197,6 +197,15 @@ ucs_config_field_t uct_uccl_cc_config_table[] = {
      "buffer (0: two quanta).",
      UCT_UCCL_CC_CFG_FIELD(eqds.burst), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"CC_EQDS_INFLIGHT", "0",
+     "eqds: most bytes the receiver's pacer has granted that did not arrive\n"
+     "yet, over all its senders: set it to what the receiving port's buffer\n"
+     "holds, and grants that senders use late (busy CPUs) cannot land at\n"
+     "once and overflow it. It also caps what is on its way over the whole\n"
+     "fabric: where the bottleneck is elsewhere (slow core paths) a small\n"
+     "bound leaves it idle (0: no bound; at least one quantum; RC: none).",
+     UCT_UCCL_CC_CFG_FIELD(eqds.inflight), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"CC_EQDS_RATE", "0",
      "eqds: share of CC_LINK_RATE the receiver's pacer grants, in (0, 1]\n"
      "(0: 0.95, room for the headers).",
@@ -283,12 +292,15 @@ uct_uccl_cc_config_pacer(const uct_uccl_cc_config_t *config,
     params->max_burst = (config->eqds.burst != 0) ?
                         ucs_min(config->eqds.burst, UINT32_MAX) :
                         2 * params->quantum;
+    params->max_out   = (config->eqds.inflight != 0) ?
+                        config->eqds.inflight : UCT_UCCL_CC_EQDS_MAX_OUT_NONE;
     status = uct_uccl_cc_eqds_pacer_init(&trial, params, 0);
     if (status != UCS_OK) {
         ucs_error("uccl: congestion control '%s' refuses its pacer's "
-                  "UCX_UCCL_CC_EQDS_QUANTUM %zu, CC_EQDS_BURST %zu or "
-                  "CC_EQDS_RATE %g: %s", config->name, config->eqds.quantum,
-                  config->eqds.burst, config->eqds.rate_frac,
+                  "UCX_UCCL_CC_EQDS_QUANTUM %zu, CC_EQDS_BURST %zu, "
+                  "CC_EQDS_INFLIGHT %zu or CC_EQDS_RATE %g: %s",
+                  config->name, config->eqds.quantum, config->eqds.burst,
+                  config->eqds.inflight, config->eqds.rate_frac,
                   ucs_status_string(status));
     }
     return status;

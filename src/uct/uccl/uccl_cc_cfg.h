@@ -54,6 +54,7 @@ typedef struct uct_uccl_cc_config {
         size_t   demand_cap;
         size_t   quantum;     /* bytes; 0: one chunk */
         size_t   burst;       /* bytes; 0: two quanta */
+        size_t   inflight;    /* bytes granted, not arrived; 0: two quanta */
         double   rate_frac;
     } eqds;
 } uct_uccl_cc_config_t;

@@ -132,9 +132,11 @@ typedef struct uct_uccl_conn_stats {
 typedef struct uct_uccl_conn_credit {
     uint32_t                want;        /* the last request sent */
     uint32_t                spec;
+    uint32_t                lost;
     uint32_t                grant;       /* the peer's newest grant */
     uint32_t                rx_want;     /* the peer's last request */
     uint32_t                rx_spec;
+    uint32_t                rx_lost;
     uint64_t                req_ns;      /* the last request went then */
     uint64_t                heard_ns;    /* ... or a new grant came */
     uint64_t                retry_ns;    /* unheard this long: ask again */

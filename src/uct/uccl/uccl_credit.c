@@ -53,6 +53,12 @@ ucs_status_t uct_uccl_credit_init(uct_uccl_iface_t *iface,
     if (status != UCS_OK) {
         return status;
     }
+    if (iface->rc_mode && (params.max_out != UCT_UCCL_CC_EQDS_MAX_OUT_NONE)) {
+        /* RC: a READ's data and the NIC's resends reach this port unseen
+         * by its CPU, so arrivals cannot be counted: no bound */
+        ucs_debug("uccl: RC mode: UCX_UCCL_CC_EQDS_INFLIGHT ignored");
+        params.max_out = UCT_UCCL_CC_EQDS_MAX_OUT_NONE;
+    }
     return uct_uccl_cc_eqds_pacer_init(&iface->credit.pacer, &params,
                                        uct_uccl_now_ns());
 }
@@ -114,6 +120,9 @@ size_t uct_uccl_credit_pack(uct_uccl_conn_t *conn, uct_uccl_credit_t *rec,
         rec->flags |= UCT_UCCL_CREDIT_F_REQUEST;
         rec->want   = req->want;
         rec->spec   = req->spec;
+        rec->lost   = req->lost;
+        rec->held   = req->held;
+        rec->seen   = req->seen;
     }
     if (uct_uccl_cc_rx_driven(&conn->cc)) {
         rec->flags |= UCT_UCCL_CREDIT_F_GRANT;
@@ -173,11 +182,22 @@ static uint64_t uct_uccl_credit_backlog(uct_uccl_conn_t *conn)
     return ucs_min(bytes, cap);
 }
 
+/* Did the cc judge bytes lost that the peer did not hear of? Its pacer
+ * counts them as on their way until it does. */
+static int uct_uccl_credit_lost_news(uct_uccl_conn_t *conn)
+{
+    uct_uccl_cc_stats_t stats;
+
+    uct_uccl_cc_query(&conn->cc, &stats);
+    return (uint32_t)stats.gone_bytes != conn->credit.lost;
+}
+
 /* Chunks wait (the pump left some queued, or a resend waits for credit).
  * The peer must hear of what the credit does not cover: ask when what it
  * still means to grant (the last request's want less its grant so far)
- * falls short of that, or when nothing was heard from it for too long;
- * never with the last control buffers, which the ACKs need more. */
+ * falls short of that, or when nothing was heard from it for too long, or
+ * when it did not hear of resends yet; never with the last control
+ * buffers, which the ACKs need more. */
 void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
 {
     uct_uccl_conn_credit_t *cr = &conn->credit;
@@ -194,9 +214,10 @@ void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
     backlog = uct_uccl_credit_backlog(conn);
     credit  = (cc->cwnd_bytes > cc->inflight_bytes) ?
               cc->cwnd_bytes - cc->inflight_bytes : 0;
-    if ((backlog <= credit) ||
-        ((pending > 0) && ((uint64_t)pending >= backlog - credit) &&
-         (now - cr->heard_ns < cr->retry_ns))) {
+    if (((backlog <= credit) ||
+         ((pending > 0) && ((uint64_t)pending >= backlog - credit) &&
+          (now - cr->heard_ns < cr->retry_ns))) &&
+        !uct_uccl_credit_lost_news(conn)) {
         return; /* covered, or asked for already */
     }
 
@@ -207,12 +228,14 @@ void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
         return; /* the next pump tries again */
     }
     uct_uccl_credit_sent(conn, &rec);
-    if ((req.want == cr->want) && (req.spec == cr->spec)) {
+    if ((req.want == cr->want) && (req.spec == cr->spec) &&
+        (req.lost == cr->lost)) {
         /* unanswered: the next time later */
         cr->retry_ns = ucs_min(2 * cr->retry_ns, UCT_UCCL_CREDIT_RETRY_MAX_NS);
     }
     cr->want     = req.want;
     cr->spec     = req.spec;
+    cr->lost     = req.lost;
     cr->req_ns   = now;
     cr->heard_ns = now;
 }
@@ -336,12 +359,17 @@ void uct_uccl_conn_handle_credit(uct_uccl_iface_t *iface,
         }
         req.want = rec->want;
         req.spec = rec->spec;
+        req.lost = rec->lost;
+        req.held = rec->held;
+        req.seen = rec->seen;
         uct_uccl_cc_rx_on_request(&conn->cc, &req, now);
         if ((rec->want == conn->credit.rx_want) &&
-            (rec->spec == conn->credit.rx_spec)) {
+            (rec->spec == conn->credit.rx_spec) &&
+            (rec->lost == conn->credit.rx_lost)) {
             uct_uccl_credit_owe(conn); /* asked again: a grant was lost */
         }
         conn->credit.rx_want = rec->want;
         conn->credit.rx_spec = rec->spec;
+        conn->credit.rx_lost = rec->lost;
     }
 }

@@ -56,6 +56,12 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
         return UCS_ERR_NO_RESOURCE;
     }
     now = uct_uccl_now_ns();
+    if (!e->gone) {
+        /* told first: a receiver that counts it as on its way may hold
+         * back the credit its resend waits for */
+        e->gone = 1;
+        uct_uccl_cc_on_gone(&conn->cc, e->length, now);
+    }
     if (!uct_uccl_credit_may_resend(conn, chunk->length, now)) {
         return UCS_ERR_NO_RESOURCE; /* the credit it asked for brings it */
     }
@@ -102,6 +108,7 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
     }
     uct_uccl_path_chain(conn, path, chunk);
     uct_uccl_cc_on_resend(&conn->cc, chunk->length, now);
+    e->gone          = 0;
     e->path          = path->index;
     conn->lossy_until = now + UCT_UCCL_LOSSY_RTOS * conn->rto.rto_ns;
     uct_uccl_conn_chunk_shrink(conn);

@@ -40,7 +40,9 @@ typedef struct uct_uccl_tx_entry {
     uint8_t  retries;     /* resends so far (saturates at 255) */
     uint8_t  doubt;       /* a transmission was superseded before it was
                              proven lost: it may still land */
-    uint8_t  rsvd[4];
+    uint8_t  gone;        /* its last transmission was judged lost and
+                             the cc told so (uct_uccl_cc_on_gone) */
+    uint8_t  rsvd[3];
 } uct_uccl_tx_entry_t;
 
 typedef struct uct_uccl_tracker_params {
@@ -154,6 +156,7 @@ uct_uccl_tracker_add(uct_uccl_tracker_t *t, uint32_t length, unsigned path,
     e->path_seq        = t->path_sent[path]++;
     e->retries         = 0;
     e->doubt           = 0;
+    e->gone            = 0;
     t->nxt             = uct_uccl_seq_add(csn, 1);
     t->inflight_bytes += length;
     return csn;

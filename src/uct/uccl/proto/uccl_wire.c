@@ -216,8 +216,9 @@ static ucs_status_t uct_uccl_wire_credit_check(const uct_uccl_credit_t *c)
 
     if ((c->hdr.length != sizeof(*c)) || !(c->flags & all) ||
         (c->flags & ~all) ||
-        (!(c->flags & UCT_UCCL_CREDIT_F_REQUEST) && (c->want || c->spec)) ||
-        (!(c->flags & UCT_UCCL_CREDIT_F_GRANT) && c->grant)) {
+        (!(c->flags & UCT_UCCL_CREDIT_F_REQUEST) &&
+         (c->want || c->spec || c->lost || c->held || c->seen)) ||
+        (!(c->flags & UCT_UCCL_CREDIT_F_GRANT) && c->grant) || c->reserved) {
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;

@@ -33,7 +33,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "uccl wire formats are little-endian, host must be too");
 
-#define UCT_UCCL_WIRE_VERSION     4
+#define UCT_UCCL_WIRE_VERSION     5
 #define UCT_UCCL_WIRE_MAGIC       0x4c434355u /* "UCCL" */
 #define UCT_UCCL_WIRE_MAX_PATHS   256
 /* Largest control packet: 4096-byte UD MTU minus the 40-byte GRH */
@@ -342,12 +342,17 @@ typedef struct UCS_S_PACKED uct_uccl_ack {
  *  UCT_UCCL_CREDIT_F_REQUEST: want/spec are the sender's request to the
  *            receiver (uct_uccl_cc_request_t: the cumulative grant it
  *            needs for all it sent and queued, and the bytes it sent or
- *            is about to send on speculative credit);
+ *            is about to send on speculative credit), lost, the bytes of
+ *            its transmissions judged lost (the receiver stops counting
+ *            them as on their way), held, what it holds now (credit not
+ *            spent and bytes sent and not acknowledged; saturates), and
+ *            seen, the receiver's cumulative grant it had then (with
+ *            held, a bound on the receiver's grants not arrived);
  *  UCT_UCCL_CREDIT_F_GRANT: grant is the receiver's cumulative grant to
  *            the sender, when no ACK carries it.
- * All three are 32-bit serial numbers (a lost, repeated or reordered
- * record is harmless); a field without its flag is 0. token is the
- * receiver's conn token, as in an ACK.
+ * All but held are 32-bit serial numbers (a lost, repeated or reordered
+ * record is harmless); a field without its flag is 0, and so is
+ * reserved. token is the receiver's conn token, as in an ACK.
  */
 #define UCT_UCCL_CREDIT_F_REQUEST  0x1
 #define UCT_UCCL_CREDIT_F_GRANT    0x2
@@ -359,6 +364,10 @@ typedef struct UCS_S_PACKED uct_uccl_credit {
     uint32_t want;
     uint32_t spec;
     uint32_t grant;
+    uint32_t lost;
+    uint32_t held;
+    uint32_t seen;
+    uint32_t reserved;
 } uct_uccl_credit_t;
 
 /* Several records (ACKs, CREDITs) in one SEND. Each record starts with its
@@ -441,7 +450,7 @@ _Static_assert(offsetof(uct_uccl_ack_t, sack) % 8 == 0, "sack alignment");
 _Static_assert(sizeof(uct_uccl_ack_batch_t) == 8, "ack batch size");
 _Static_assert(sizeof(uct_uccl_disconnect_t) == 24, "disconnect size");
 _Static_assert(sizeof(uct_uccl_keepalive_t) == 32, "keepalive size");
-_Static_assert(sizeof(uct_uccl_credit_t) == 32, "credit size");
+_Static_assert(sizeof(uct_uccl_credit_t) == 48, "credit size");
 _Static_assert(sizeof(uct_uccl_path_reset_t) == 32, "path reset size");
 
 static inline size_t uct_uccl_wire_conn_size(unsigned num_paths)

@@ -100,6 +100,9 @@ typedef struct uct_uccl_cc_ack {
 typedef struct uct_uccl_cc_request {
     uint32_t want;  /* grants needed for all sent and queued */
     uint32_t spec;  /* bytes sent, or about to be, without a grant */
+    uint32_t lost;  /* bytes of transmissions judged lost */
+    uint32_t held;  /* credit not spent + bytes in flight (saturates) */
+    uint32_t seen;  /* the peer's cumulative grant, as far as heard */
 } uct_uccl_cc_request_t;
 
 /* Per-conn counters and state, for the stats and for tests */
@@ -117,6 +120,7 @@ typedef struct uct_uccl_cc_stats {
     uint64_t spec_sent_bytes; /* of it, sent */
     uint64_t granted_bytes;   /* credit granted: received as sender */
     uint64_t rx_granted_bytes; /* credit granted: given as receiver */
+    uint64_t gone_bytes;      /* judged lost, told to the peer (eqds) */
     uint64_t acked_bytes;
     uint64_t lost_bytes;
     uint64_t timeouts;
@@ -137,6 +141,7 @@ typedef struct uct_uccl_cc_ops {
     void (*on_loss)(uct_uccl_cc_t *cc, uint64_t lost_bytes, uint64_t now);
     void (*on_timeout)(uct_uccl_cc_t *cc, uint64_t now);
     void (*on_resend)(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now);
+    void (*on_gone)(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now);
     void (*on_credit)(uct_uccl_cc_t *cc, uint32_t granted, uint64_t now);
     void (*tx_request)(uct_uccl_cc_t *cc, uint64_t backlog_bytes,
                        uct_uccl_cc_request_t *req);
@@ -165,7 +170,7 @@ struct uct_uccl_cc {
     uint64_t acked_bytes;     /* statistics */
     uint64_t lost_bytes;
     uint64_t timeouts;
-    uint64_t priv[28];        /* algorithm state */
+    uint64_t priv[32];        /* algorithm state */
 };
 
 /* Algorithm by name (case-sensitive); NULL if unknown */
@@ -251,6 +256,16 @@ static inline void uct_uccl_cc_on_timeout(uct_uccl_cc_t *cc, uint64_t now)
  * window algorithm ignores it; a credit one spends credit on it (into
  * debt if it went beyond), so that what crosses the receiver's link stays
  * what it granted. */
+/* A transmission of `bytes` judged lost (once per transmission, before
+ * its resend is due): it will not arrive */
+static inline void uct_uccl_cc_on_gone(uct_uccl_cc_t *cc, uint32_t bytes,
+                                       uint64_t now)
+{
+    if (cc->ops->on_gone != NULL) {
+        cc->ops->on_gone(cc, bytes, now);
+    }
+}
+
 static inline void uct_uccl_cc_on_resend(uct_uccl_cc_t *cc, uint32_t bytes,
                                          uint64_t now)
 {
@@ -279,8 +294,7 @@ static inline int uct_uccl_cc_tx_request(uct_uccl_cc_t *cc,
                                          uint64_t backlog_bytes,
                                          uct_uccl_cc_request_t *req)
 {
-    req->want = 0;
-    req->spec = 0;
+    *req = (uct_uccl_cc_request_t){0};
     if (cc->ops->tx_request == NULL) {
         return 0;
     }

@@ -50,11 +50,24 @@
 #define UCT_UCCL_CC_EQDS_SPEC_BYTES      (64ull << 10) /* BDP unknown */
 #define UCT_UCCL_CC_EQDS_CREDIT_CAP      (4ull << 20)
 #define UCT_UCCL_CC_EQDS_DEMAND_CAP      (16ull << 20)
+/* speculative credit of a drained sender once its peer grants: small
+ * messages go at once, a chunk waits for its grant (the receiver pulls:
+ * a burst it did not schedule lands on top of the grants it counts) */
+#define UCT_UCCL_CC_EQDS_RESPEC_BYTES    (8ull << 10)
 /* the pacer, per receiving iface */
 #define UCT_UCCL_CC_EQDS_QUANTUM         65536u   /* bytes per grant: a chunk */
 #define UCT_UCCL_CC_EQDS_MAX_BURST       (2u * UCT_UCCL_CC_EQDS_QUANTUM)
 #define UCT_UCCL_CC_EQDS_RATE_FRAC       0.95     /* of the link: headers */
 #define UCT_UCCL_CC_EQDS_MAX_QUANTUM     (1u << 20)
+/* granted and not arrived, in quanta: two chunks, one arriving while the
+ * next is on its way, which a port buffer of two chunks absorbs */
+#define UCT_UCCL_CC_EQDS_MAX_OUT_QUANTA  2u
+/* grants not arrived for this long are forgotten: a count that went
+ * wrong (an arrival the owner did not see, a loss no one reported) must
+ * not stop the grants for good */
+#define UCT_UCCL_CC_EQDS_OUT_STALE_NS    10000000ull
+/* a max_out that never binds (the owner cannot count arrivals) */
+#define UCT_UCCL_CC_EQDS_MAX_OUT_NONE    (1ull << 62)
 /* unscheduled arrivals push grants back by at most this much */
 #define UCT_UCCL_CC_EQDS_MAX_CHARGE_NS   10000000ull
 

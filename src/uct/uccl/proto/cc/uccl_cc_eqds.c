@@ -12,8 +12,11 @@
  * bytes sent or about to be sent on speculative credit. The receiver
  * answers with its cumulative grant. All are 32-bit serial numbers: a
  * lost, repeated or reordered one is harmless. A sender that has drained
- * (all acknowledged, nothing queued at its last request) gets its
- * speculative credit back, as a new flow would. Credit beyond credit_cap
+ * (all acknowledged, nothing queued at its last request) gets speculative
+ * credit back: as a new flow would until the peer grants, and once it
+ * does at most RESPEC_BYTES (small messages go at once; a chunk waits
+ * for its grant, since unscheduled bursts of several senders on top of
+ * the grants the receiver counts overflow its port). Credit beyond credit_cap
  * is dropped; what it dropped of the grants the sender asked for (its
  * bytes still wait) is asked for again, on top of the want. Until the
  * first grant shows that the peer is receiver-driven,
@@ -30,7 +33,11 @@
  * grant_total - sent_total, never negative (a send the transport forced
  * past it is a debt the next credit pays). Resends count as sent: the
  * receiver's link carries them too, so they are asked for and granted
- * like new bytes.
+ * like new bytes. A request also tells `lost`, the bytes of
+ * transmissions judged lost (on_gone, before their resends are due): the
+ * receiver's pacer then stops counting them as on their way (its bound on
+ * granted bytes not arrived would fill with lost ones, and hold back the
+ * very grants their resends wait for).
  */
 #include "uccl_cc_int.h"
 #include "uccl_cc_eqds_pacer.h"
@@ -39,6 +46,7 @@
 typedef struct uct_uccl_cc_eqds {
     /* sender */
     uint64_t spec;          /* speculative credit of a burst */
+    uint64_t respec;        /* ... after a drain once the peer grants */
     uint64_t cap;           /* most credit held */
     uint64_t demand_cap;    /* most asked for beyond what was sent */
     uint64_t spec_total;    /* speculative credit issued */
@@ -51,11 +59,13 @@ typedef struct uct_uccl_cc_eqds {
     uint64_t dropped;       /* asked-for grants the cap dropped */
     uint64_t spec_told;     /* largest spec told */
     uint64_t backlog_end;   /* sent_total once the known backlog is out */
+    uint64_t gone;          /* bytes of transmissions judged lost */
     int      peer_grants;   /* the peer grants: credit is strict */
     /* receiver */
     uct_uccl_cc_eqds_sender_t rx;  /* the peer as the pacer sees it */
     uint64_t rx_want;       /* the peer's cumulative want */
     uint64_t rx_spec;       /* the peer's cumulative speculative bytes */
+    uint64_t rx_lost;       /* the peer's cumulative resent bytes */
     uint64_t rx_bytes;
 } uct_uccl_cc_eqds_t;
 
@@ -133,6 +143,8 @@ static ucs_status_t uct_uccl_cc_eqds_init(uct_uccl_cc_t *cc,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    e->respec     = uct_uccl_cc_min_u64(e->spec,
+                                        UCT_UCCL_CC_EQDS_RESPEC_BYTES);
     uct_uccl_cc_eqds_add_spec(e, e->spec);
     cc->flags       &= ~UCT_UCCL_CC_F_STRICT;
     cc->next_send_ns = 0;
@@ -175,10 +187,19 @@ static void uct_uccl_cc_eqds_on_resend(uct_uccl_cc_t *cc, uint32_t bytes,
     uct_uccl_cc_eqds_publish(cc);
 }
 
+static void uct_uccl_cc_eqds_on_gone(uct_uccl_cc_t *cc, uint32_t bytes,
+                                     uint64_t now)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+
+    e->gone += bytes;
+}
+
 static void uct_uccl_cc_eqds_on_ack(uct_uccl_cc_t *cc,
                                     const uct_uccl_cc_ack_t *ack)
 {
     uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+    int64_t top           = (int64_t)(e->peer_grants ? e->respec : e->spec);
     int64_t raw;
 
     if (!e->peer_grants) {
@@ -186,10 +207,10 @@ static void uct_uccl_cc_eqds_on_ack(uct_uccl_cc_t *cc,
     }
     raw = uct_uccl_cc_eqds_raw(e);
     if ((cc->inflight_bytes == 0) && (e->sent_total >= e->backlog_end) &&
-        (raw < (int64_t)e->spec) && (!e->peer_grants || (raw >= 0))) {
-        /* drained: the next burst starts like a new flow (a debt for
-         * resends is paid by grants first) */
-        uct_uccl_cc_eqds_add_spec(e, (uint64_t)((int64_t)e->spec - raw));
+        (raw < top) && (!e->peer_grants || (raw >= 0))) {
+        /* drained: the next burst starts with speculative credit (a debt
+         * for resends is paid by grants first) */
+        uct_uccl_cc_eqds_add_spec(e, (uint64_t)(top - raw));
     }
     uct_uccl_cc_eqds_publish(cc);
 }
@@ -240,6 +261,11 @@ static void uct_uccl_cc_eqds_tx_request(uct_uccl_cc_t *cc,
     }
     req->want = (uint32_t)(e->want_total + e->dropped);
     req->spec = (uint32_t)e->spec_told;
+    req->lost = (uint32_t)e->gone;
+    req->held = (uint32_t)uct_uccl_cc_min_u64(cc->inflight_bytes +
+                                              uct_uccl_cc_eqds_credit(e),
+                                              UINT32_MAX);
+    req->seen = (uint32_t)e->grant_seen;
 }
 
 /* the peer's demand from its want, to the pacer when there is one */
@@ -258,6 +284,7 @@ static void uct_uccl_cc_eqds_rx_on_request(uct_uccl_cc_t *cc,
 {
     uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
     uint32_t spec;
+    int32_t since;
 
     /* speculative bytes cross the link unscheduled: the pacer waits for
      * them (a lie is bounded by the pacer's charge limit) */
@@ -265,6 +292,14 @@ static void uct_uccl_cc_eqds_rx_on_request(uct_uccl_cc_t *cc,
     if ((spec > 0) && (e->rx.pacer != NULL)) {
         uct_uccl_cc_eqds_pacer_charge(e->rx.pacer, spec, now);
     }
+    /* what the peer judged lost will not arrive; and no more can arrive
+     * than it held when it asked, plus what was granted since */
+    uct_uccl_cc_eqds_pacer_arrived(&e->rx,
+                                   uct_uccl_cc_eqds_serial(&e->rx_lost,
+                                                           req->lost));
+    since = (int32_t)((uint32_t)e->rx.granted - req->seen);
+    uct_uccl_cc_eqds_pacer_bound(&e->rx, (uint64_t)req->held +
+                                         ((since > 0) ? (uint32_t)since : 0));
     if (uct_uccl_cc_eqds_serial(&e->rx_want, req->want) > 0) {
         uct_uccl_cc_eqds_rx_demand(e);
     }
@@ -276,6 +311,7 @@ static void uct_uccl_cc_eqds_rx_on_data(uct_uccl_cc_t *cc, uint32_t bytes,
     uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
 
     e->rx_bytes += bytes;
+    uct_uccl_cc_eqds_pacer_arrived(&e->rx, bytes);
     if (e->rx.pacer == NULL) {
         /* no pacer: what arrived is granted again, up to the demand */
         e->rx.granted += uct_uccl_cc_min_u64(bytes, e->rx.demand);
@@ -312,6 +348,7 @@ static void uct_uccl_cc_eqds_query(const uct_uccl_cc_t *cc,
     stats->spec_sent_bytes  = e->spec_sent;
     stats->granted_bytes    = e->grant_total;
     stats->rx_granted_bytes = e->rx.granted;
+    stats->gone_bytes       = e->gone;
 }
 
 const uct_uccl_cc_ops_t uct_uccl_cc_eqds_ops = {
@@ -324,6 +361,7 @@ const uct_uccl_cc_ops_t uct_uccl_cc_eqds_ops = {
     .on_send       = uct_uccl_cc_eqds_on_send,
     .on_ack        = uct_uccl_cc_eqds_on_ack,
     .on_resend     = uct_uccl_cc_eqds_on_resend,
+    .on_gone       = uct_uccl_cc_eqds_on_gone,
     .on_credit     = uct_uccl_cc_eqds_on_credit,
     .tx_request    = uct_uccl_cc_eqds_tx_request,
     .rx_on_data    = uct_uccl_cc_eqds_rx_on_data,

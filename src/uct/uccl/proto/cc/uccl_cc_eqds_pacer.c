@@ -54,12 +54,26 @@ uct_uccl_cc_eqds_pacer_init(uct_uccl_cc_eqds_pacer_t *pacer,
     if (pacer->rate_bps == 0) {
         return UCS_ERR_INVALID_PARAM;
     }
+    pacer->max_out = (params->max_out != 0) ? params->max_out :
+                     UCT_UCCL_CC_EQDS_MAX_OUT_QUANTA * pacer->quantum;
+    if (pacer->max_out < pacer->quantum) {
+        return UCS_ERR_INVALID_PARAM;
+    }
     pacer->t_next   = now;
     uct_uccl_cc_eqds_pacer_advance(pacer, burst);
     pacer->burst_ns = pacer->t_next - now;
     pacer->t_next   = now;
     pacer->t_rem    = 0;
     return UCS_OK;
+}
+
+/* a sender's count from before the pacer forgot them is 0 */
+static void uct_uccl_cc_eqds_pacer_sync(uct_uccl_cc_eqds_sender_t *sender)
+{
+    if (sender->epoch != sender->pacer->epoch) {
+        sender->epoch = sender->pacer->epoch;
+        sender->out   = 0;
+    }
 }
 
 static void uct_uccl_cc_eqds_pacer_activate(uct_uccl_cc_eqds_sender_t *s)
@@ -114,6 +128,8 @@ void uct_uccl_cc_eqds_pacer_add(uct_uccl_cc_eqds_pacer_t *pacer,
     sender->next   = sender->prev = NULL;
     sender->active = 0;
     sender->tick   = 0;
+    sender->out    = 0;
+    sender->epoch  = pacer->epoch;
     ++pacer->num_senders;
     if (sender->demand > 0) {
         uct_uccl_cc_eqds_pacer_activate(sender);
@@ -129,7 +145,10 @@ void uct_uccl_cc_eqds_pacer_remove(uct_uccl_cc_eqds_sender_t *sender)
         uct_uccl_cc_eqds_pacer_deactivate(sender);
     }
     --sender->pacer->num_senders;
-    sender->pacer = NULL;
+    uct_uccl_cc_eqds_pacer_sync(sender);
+    sender->pacer->out -= sender->out;
+    sender->out         = 0;
+    sender->pacer       = NULL;
 }
 
 void uct_uccl_cc_eqds_pacer_demand(uct_uccl_cc_eqds_sender_t *sender,
@@ -170,6 +189,48 @@ void uct_uccl_cc_eqds_pacer_charge(uct_uccl_cc_eqds_pacer_t *pacer,
     }
 }
 
+void uct_uccl_cc_eqds_pacer_arrived(uct_uccl_cc_eqds_sender_t *sender,
+                                    uint64_t bytes)
+{
+    uct_uccl_cc_eqds_pacer_t *pacer = sender->pacer;
+    uint64_t done;
+
+    if (pacer == NULL) {
+        return;
+    }
+    uct_uccl_cc_eqds_pacer_sync(sender);
+    done         = (bytes < sender->out) ? bytes : sender->out;
+    sender->out -= done;
+    pacer->out  -= done;
+}
+
+/* Full for OUT_STALE_NS: forget every count (each sender's at its next
+ * use). 0: still full, wait. */
+static int uct_uccl_cc_eqds_pacer_unfill(uct_uccl_cc_eqds_pacer_t *pacer,
+                                         uint64_t now)
+{
+    if (now - pacer->full_ns < UCT_UCCL_CC_EQDS_OUT_STALE_NS) {
+        ++pacer->held;
+        return 0;
+    }
+    ++pacer->epoch;
+    ++pacer->forgot;
+    pacer->out = 0;
+    return 1;
+}
+
+void uct_uccl_cc_eqds_pacer_bound(uct_uccl_cc_eqds_sender_t *sender,
+                                  uint64_t bytes)
+{
+    if (sender->pacer == NULL) {
+        return;
+    }
+    uct_uccl_cc_eqds_pacer_sync(sender);
+    if (sender->out > bytes) {
+        uct_uccl_cc_eqds_pacer_arrived(sender, sender->out - bytes);
+    }
+}
+
 unsigned uct_uccl_cc_eqds_pacer_tick(uct_uccl_cc_eqds_pacer_t *pacer,
                                      uint64_t now,
                                      uct_uccl_cc_eqds_sender_t **out,
@@ -182,7 +243,12 @@ unsigned uct_uccl_cc_eqds_pacer_tick(uct_uccl_cc_eqds_pacer_t *pacer,
     ++pacer->tick;
     uct_uccl_cc_eqds_pacer_floor(pacer, now);
     while ((pacer->cursor != NULL) && (pacer->t_next <= now)) {
+        if (uct_uccl_cc_eqds_pacer_full(pacer) &&
+            !uct_uccl_cc_eqds_pacer_unfill(pacer, now)) {
+            break;
+        }
         s = pacer->cursor;
+        uct_uccl_cc_eqds_pacer_sync(s);
         if (s->tick != pacer->tick) {
             if (n == max_out) {
                 break;
@@ -191,9 +257,19 @@ unsigned uct_uccl_cc_eqds_pacer_tick(uct_uccl_cc_eqds_pacer_t *pacer,
             s->tick  = pacer->tick;
         }
         g = (s->demand < pacer->quantum) ? s->demand : pacer->quantum;
+        g = (g < pacer->max_out - pacer->out) ? g :
+                                                pacer->max_out - pacer->out;
         s->demand            -= g;
         s->granted           += g;
+        s->out               += g;
+        pacer->out           += g;
         pacer->granted_bytes += g;
+        if (pacer->out > pacer->out_peak) {
+            pacer->out_peak = pacer->out;
+        }
+        if (uct_uccl_cc_eqds_pacer_full(pacer)) {
+            pacer->full_ns = now;
+        }
         uct_uccl_cc_eqds_pacer_advance(pacer, g);
         pacer->cursor = s->next;
         if (s->demand == 0) {

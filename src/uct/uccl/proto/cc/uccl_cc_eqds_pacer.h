@@ -9,7 +9,22 @@
  * cross the link without a grant (the senders' speculative bytes, as their
  * requests announce them) are charged the same way, so they delay grants
  * instead of piling up in the fabric. A tick that comes late may use at
- * most max_burst bytes of missed budget. With a quantum of one chunk,
+ * most max_burst bytes of missed budget.
+ *
+ * The rate alone does not bound the receiver's queue: a sender may use its
+ * grants late (a busy CPU), and grants of several ticks then land at
+ * once. So the pacer also counts each sender's grants that did not arrive
+ * yet (out: granted, less what arrived and what the sender reported lost)
+ * and grants nothing that would take their sum over max_out, what the
+ * receiver's port can absorb: a grant is cut to what is left below it (a
+ * sender holding part of a chunk's credit, which it cannot use alone,
+ * gets the rest instead of blocking every grant). Arrivals it did not grant
+ * (speculative bytes) take a count to 0 at most, so it errs low, and a
+ * sender whose grants all arrived is back to 0; each request of the
+ * sender bounds it from above by what the sender holds (so grants it will
+ * never use, or losses it did not report, are not counted for long). A
+ * pacer full for OUT_STALE_NS forgets its counts: whatever went wrong,
+ * grants do not stop for good. With a quantum of one chunk,
  * grants arrive as whole chunks, spread out: at most about one chunk waits
  * at the link (a smaller quantum lets all senders fill a chunk at once).
  *
@@ -23,6 +38,7 @@
 #define UCT_UCCL_CC_EQDS_PACER_H_
 
 #include "uccl_cc.h"
+#include "uccl_cc_def.h"
 
 typedef struct uct_uccl_cc_eqds_sender uct_uccl_cc_eqds_sender_t;
 
@@ -33,6 +49,8 @@ struct uct_uccl_cc_eqds_sender {
     void                      *arg;     /* the owner's, e.g. its conn */
     uint64_t                  demand;   /* bytes asked for, not granted */
     uint64_t                  granted;  /* bytes granted, cumulative */
+    uint64_t                  out;      /* granted, not arrived yet */
+    uint64_t                  epoch;    /* out counts since this one */
     uint64_t                  tick;     /* the last tick that granted it */
     int                       active;   /* on the ring */
 };
@@ -41,6 +59,7 @@ typedef struct uct_uccl_cc_eqds_pacer_params {
     uint64_t link_bps;      /* receiving link rate; 0: the default */
     uint32_t quantum;       /* bytes per grant; 0: the default */
     uint32_t max_burst;     /* missed budget a late tick may use */
+    uint64_t max_out;       /* most granted and not arrived; 0: default */
     double   rate_frac;     /* share of the link granted; 0: default */
 } uct_uccl_cc_eqds_pacer_params_t;
 
@@ -54,12 +73,19 @@ struct uct_uccl_cc_eqds_pacer {
     uint64_t                  t_next;     /* no grant before (ns) */
     uint64_t                  t_rem;      /* and this / rate_bps ns */
     uint64_t                  tick;
+    uint64_t                  max_out;    /* bound of out */
+    uint64_t                  out;        /* sum of the senders' out */
+    uint64_t                  epoch;      /* counts before it forgotten */
+    uint64_t                  full_ns;    /* out reached max_out then */
     uint64_t                  granted_bytes; /* statistics */
     uint64_t                  charged_bytes;
+    uint64_t                  out_peak;   /* most out reached */
+    uint64_t                  held;       /* grants max_out held back */
+    uint64_t                  forgot;     /* counts forgotten (stale) */
 };
 
-/* UCS_ERR_INVALID_PARAM for a quantum over UCT_UCCL_CC_EQDS_MAX_QUANTUM
- * or a rate fraction outside (0, 1] */
+/* UCS_ERR_INVALID_PARAM for a quantum over UCT_UCCL_CC_EQDS_MAX_QUANTUM,
+ * a rate fraction outside (0, 1] or a max_out below the quantum */
 ucs_status_t
 uct_uccl_cc_eqds_pacer_init(uct_uccl_cc_eqds_pacer_t *pacer,
                             const uct_uccl_cc_eqds_pacer_params_t *params,
@@ -84,6 +110,16 @@ void uct_uccl_cc_eqds_pacer_demand(uct_uccl_cc_eqds_sender_t *sender,
 void uct_uccl_cc_eqds_pacer_charge(uct_uccl_cc_eqds_pacer_t *pacer,
                                    uint64_t bytes, uint64_t now);
 
+/* Bytes of the sender that arrived, or that it reported lost: no longer
+ * on their way (its out falls, to 0 at most) */
+void uct_uccl_cc_eqds_pacer_arrived(uct_uccl_cc_eqds_sender_t *sender,
+                                    uint64_t bytes);
+
+/* At most `bytes` of the sender's grants can still arrive (what it told
+ * it holds): its out falls to that */
+void uct_uccl_cc_eqds_pacer_bound(uct_uccl_cc_eqds_sender_t *sender,
+                                  uint64_t bytes);
+
 /* Grant what the link allows up to now. Fills out[] with the senders that
  * got credit (each once; at most max_out: the rest waits for the next
  * tick) and returns how many. */
@@ -92,11 +128,26 @@ unsigned uct_uccl_cc_eqds_pacer_tick(uct_uccl_cc_eqds_pacer_t *pacer,
                                      uct_uccl_cc_eqds_sender_t **out,
                                      unsigned max_out);
 
-/* When the next grant may go: 0 when no sender waits */
+/* Grants not arrived fill max_out: only an arrival (or a loss report,
+ * or OUT_STALE_NS) lets the next one go */
+static inline int
+uct_uccl_cc_eqds_pacer_full(const uct_uccl_cc_eqds_pacer_t *pacer)
+{
+    return pacer->out >= pacer->max_out;
+}
+
+/* When the next grant may go: 0 when no sender waits; when full, the
+ * time its counts go stale (an arrival may come first) */
 static inline uint64_t
 uct_uccl_cc_eqds_pacer_next_ns(const uct_uccl_cc_eqds_pacer_t *pacer)
 {
-    return (pacer->cursor != NULL) ? pacer->t_next : 0;
+    if (pacer->cursor == NULL) {
+        return 0;
+    }
+    if (uct_uccl_cc_eqds_pacer_full(pacer)) {
+        return pacer->full_ns + UCT_UCCL_CC_EQDS_OUT_STALE_NS;
+    }
+    return pacer->t_next;
 }
 
 #endif
