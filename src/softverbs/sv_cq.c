@@ -626,7 +626,9 @@ void sv_cq_flush_qp(sv_cq_t *cq, uint32_t qpn, uint64_t now)
     uint64_t i;
 
     pthread_spin_lock(&cq->lock);
-    for (i = cq->head; SV_LOAD(&cq->ring[i & mask].seq) == i + 1; ++i) {
+    /* a lap at most: producers (other processes) write the ring */
+    for (i = cq->head; (i - cq->head < cq->size) &&
+                       (SV_LOAD(&cq->ring[i & mask].seq) == i + 1); ++i) {
         s = &cq->ring[i & mask];
         if (s->taken || (s->qp_num != qpn) || (s->ts <= now)) {
             continue;
