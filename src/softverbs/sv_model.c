@@ -764,13 +764,11 @@ static int64_t sv_model_xmit_loss(const sv_model_route_t *rt, uint64_t seq,
     return lost;
 }
 
-static int64_t sv_model_xmit_pkts(unsigned src_port, unsigned dst_port,
-                                  uint32_t src_qpn, uint32_t dst_qpn,
-                                  uint64_t first, uint64_t npkts,
-                                  uint64_t len, uint32_t mtu, uint32_t hdr,
-                                  uint64_t now_ns, int ahead,
-                                  sv_msg_fate_t *fate,
-                                  sv_model_acct_t *acct)
+int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
+                          uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
+                          uint64_t npkts, uint64_t len, uint32_t mtu,
+                          uint32_t hdr, uint64_t now_ns, int timer,
+                          sv_msg_fate_t *fate, sv_model_acct_t *acct)
 {
     uint64_t seq, i, t, t0, ns, pay, bytes = 0, rx_bytes = 0, drops = 0;
     uint64_t sent, sent_max;
@@ -796,7 +794,7 @@ static int64_t sv_model_xmit_pkts(unsigned src_port, unsigned dst_port,
         pay    = ((i + 1 < npkts) ? mtu : len - i * mtu) + hdr;
         bytes += pay;
         t      = t0;
-        drop   = ahead ? sv_model_pkt_ahead(&rt, seq, pay, &t, &sent) :
+        drop   = timer ? sv_model_pkt_ahead(&rt, seq, pay, &t, &sent) :
                          sv_model_pkt(&rt, seq, pay, &t, &sent);
         ns     = sv_model_ns(rt.cfg, t);
         if (sent > sent_max) {
@@ -823,26 +821,6 @@ static int64_t sv_model_xmit_pkts(unsigned src_port, unsigned dst_port,
     }
     sv_model_account(&rt, 0, npkts - first, bytes, drops, rx_bytes, acct);
     return lost;
-}
-
-int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
-                          uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
-                          uint64_t npkts, uint64_t len, uint32_t mtu,
-                          uint32_t hdr, uint64_t now_ns, sv_msg_fate_t *fate,
-                          sv_model_acct_t *acct)
-{
-    return sv_model_xmit_pkts(src_port, dst_port, src_qpn, dst_qpn, first,
-                              npkts, len, mtu, hdr, now_ns, 0, fate, acct);
-}
-
-int64_t sv_model_resend_msg(unsigned src_port, unsigned dst_port,
-                            uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
-                            uint64_t npkts, uint64_t len, uint32_t mtu,
-                            uint32_t hdr, uint64_t at_ns, sv_msg_fate_t *fate,
-                            sv_model_acct_t *acct)
-{
-    return sv_model_xmit_pkts(src_port, dst_port, src_qpn, dst_qpn, first,
-                              npkts, len, mtu, hdr, at_ns, 1, fate, acct);
 }
 
 uint64_t sv_model_idle_ns(unsigned src_port, unsigned dst_port,

@@ -79,20 +79,14 @@ typedef struct sv_msg_fate {
 /* Packets first..npkts-1 of a message of `len` bytes (`mtu` per packet, the
  * last one shorter, each with `hdr` bytes of headers) leave back to back at
  * `now_ns`, as many sv_model_xmit calls would, but the shared counters move
- * once (into `acct` if not NULL). Returns the first lost packet, or -1. */
+ * once (into `acct` if not NULL). `timer`: RC's retransmission timer
+ * resends them at `now_ns`, still ahead, on idle links that they reserve
+ * no time on (sv_model_pkt_ahead). Returns the first lost packet, or -1. */
 int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
                           uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
                           uint64_t npkts, uint64_t len, uint32_t mtu,
-                          uint32_t hdr, uint64_t now_ns, sv_msg_fate_t *fate,
-                          sv_model_acct_t *acct);
-
-/* The same, resent by RC's retransmission timer at `at_ns`, still ahead:
- * on idle links, reserving no time on them (sv_model_pkt_ahead) */
-int64_t sv_model_resend_msg(unsigned src_port, unsigned dst_port,
-                            uint32_t src_qpn, uint32_t dst_qpn, uint64_t first,
-                            uint64_t npkts, uint64_t len, uint32_t mtu,
-                            uint32_t hdr, uint64_t at_ns, sv_msg_fate_t *fate,
-                            sv_model_acct_t *acct);
+                          uint32_t hdr, uint64_t now_ns, int timer,
+                          sv_msg_fate_t *fate, sv_model_acct_t *acct);
 
 /* How long a packet of `bytes` takes from src_port to dst_port on an idle
  * fabric: the path's propagation delay plus one serialization time per

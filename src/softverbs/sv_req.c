@@ -80,9 +80,9 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
         out->ack = sv_model_idle_ns(dport, sport, dqpn, sqpn, SV_ACK_BYTES);
     }
     for (;;) {
-        lost = (timer ? sv_model_resend_msg : sv_model_xmit_msg)(
-                       sport, dport, sqpn, dqpn, first, npkts, len,
-                       (uint32_t)mtu, SV_PKT_HDR, t, &fate, &qp->acct);
+        lost = sv_model_xmit_msg(sport, dport, sqpn, dqpn, first, npkts, len,
+                                 (uint32_t)mtu, SV_PKT_HDR, t, timer, &fate,
+                                 &qp->acct);
         out->ts   = fate.last_ns;
         out->sent = fate.sent_ns;
         if (lost < 0) {

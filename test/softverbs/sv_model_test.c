@@ -387,7 +387,8 @@ static void test_loss(void *area)
 
         q    = 1 + (i * 7) % 20;
         lost = sv_model_xmit_msg(4, 5, 0x1234, 0x5678, 0, q, q * 4096 - 100,
-                                 4096, 0, now, &mf, (i & 1) ? &acct : NULL);
+                                 4096, 0, now, 0, &mf,
+                                 (i & 1) ? &acct : NULL);
         if ((i % 5) == 0) {
             sv_model_acct_flush(&acct);   /* a doorbell ends */
         }
@@ -539,7 +540,7 @@ static void test_msg_timing(void *area)
     printf("message timing and the way back:\n");
     model_setup(area, timed, 0);
     now = sv_now_ns();
-    sv_model_xmit_msg(0, 1, 10, 20, 0, pkts, pkts * mtu, mtu, 0, now, &mf,
+    sv_model_xmit_msg(0, 1, 10, 20, 0, pkts, pkts * mtu, mtu, 0, now, 0, &mf,
                       NULL);
     CHECK(mf.sent_ns - now == pkts * mtu, "last of %llu packets left after "
           "%llu ns (expected %llu)", (unsigned long long)pkts,
@@ -565,7 +566,7 @@ static void test_msg_timing(void *area)
 
     model_setup(area, lossy, 0);
     now = sv_now_ns();
-    sv_model_xmit_msg(0, 1, 10, 20, 0, pkts, pkts * mtu, mtu, 0, now, &mf,
+    sv_model_xmit_msg(0, 1, 10, 20, 0, pkts, pkts * mtu, mtu, 0, now, 0, &mf,
                       NULL);
     CHECK((sv_model_idle_ns(1, 0, 20, 10, ack) == 0) &&
           (mf.sent_ns == mf.last_ns),
