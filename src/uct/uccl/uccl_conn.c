@@ -43,8 +43,28 @@ void uct_uccl_conn_ah_attr(uct_uccl_iface_t *iface,
     }
 }
 
-/* A data QP of the conn's type in INIT, on the iface's SRQ and CQs */
+/* completions and arrivals on `qp` belong to `path` */
+static ucs_status_t uct_uccl_conn_qpn_add(uct_uccl_iface_t *iface,
+                                          struct ibv_qp *qp,
+                                          uct_uccl_qp_t *path)
+{
+    khiter_t it;
+    int ret;
+
+    uct_uccl_iface_qp_forget(iface, qp->qp_num);
+    it = kh_put(uct_uccl_qpn, &iface->qpn_hash, qp->qp_num, &ret);
+    if (ret <= 0) {
+        ucs_error("uccl: QPN 0x%x already known", qp->qp_num);
+        return UCS_ERR_ALREADY_EXISTS;
+    }
+    kh_val(&iface->qpn_hash, it) = path;
+    return UCS_OK;
+}
+
+/* A data QP of the conn's type in INIT, on the iface's SRQ and CQs, its
+ * completions and arrivals known to be path's */
 static ucs_status_t uct_uccl_conn_ibqp_create(uct_uccl_conn_t *conn,
+                                              uct_uccl_qp_t *path,
                                               struct ibv_qp **qp_p)
 {
     uct_uccl_iface_t *iface         = conn->iface;
@@ -80,29 +100,17 @@ static ucs_status_t uct_uccl_conn_ibqp_create(uct_uccl_conn_t *conn,
     if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
                       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
         ucs_error("uccl: data QP 0x%x to INIT failed: %m", qp->qp_num);
-        ibv_destroy_qp(qp);
-        return UCS_ERR_IO_ERROR;
+        goto err_destroy;
+    }
+    if (uct_uccl_conn_qpn_add(iface, qp, path) != UCS_OK) {
+        goto err_destroy;
     }
     *qp_p = qp;
     return UCS_OK;
-}
 
-/* completions and arrivals on `qp` belong to `path` */
-static ucs_status_t uct_uccl_conn_qpn_add(uct_uccl_iface_t *iface,
-                                          struct ibv_qp *qp,
-                                          uct_uccl_qp_t *path)
-{
-    khiter_t it;
-    int ret;
-
-    uct_uccl_iface_qp_forget(iface, qp->qp_num);
-    it = kh_put(uct_uccl_qpn, &iface->qpn_hash, qp->qp_num, &ret);
-    if (ret <= 0) {
-        ucs_error("uccl: QPN 0x%x already known", qp->qp_num);
-        return UCS_ERR_ALREADY_EXISTS;
-    }
-    kh_val(&iface->qpn_hash, it) = path;
-    return UCS_OK;
+err_destroy:
+    ibv_destroy_qp(qp);
+    return UCS_ERR_IO_ERROR;
 }
 
 /* The QP, its QPN's entry and its share of the QP budget */
@@ -129,23 +137,11 @@ static ucs_status_t uct_uccl_conn_qp_init(uct_uccl_conn_t *conn,
     if (path->sent == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    status = uct_uccl_conn_ibqp_create(conn, &path->qp);
+    status = uct_uccl_conn_ibqp_create(conn, path, &path->qp);
     if (status != UCS_OK) {
-        goto err_free;
+        ucs_free(path->sent);
+        path->sent = NULL;
     }
-    status = uct_uccl_conn_qpn_add(conn->iface, path->qp, path);
-    if (status != UCS_OK) {
-        status = UCS_ERR_IO_ERROR;
-        goto err_destroy;
-    }
-    return UCS_OK;
-
-err_destroy:
-    ibv_destroy_qp(path->qp);
-    path->qp = NULL;
-err_free:
-    ucs_free(path->sent);
-    path->sent = NULL;
     return status;
 }
 
@@ -160,21 +156,10 @@ ucs_status_t uct_uccl_conn_qp_next_create(uct_uccl_conn_t *conn,
     if (uct_uccl_budget_take(iface->md->budget, 1) == 0) {
         return UCS_ERR_NO_RESOURCE;
     }
-    status = uct_uccl_conn_ibqp_create(conn, &path->next_qp);
+    status = uct_uccl_conn_ibqp_create(conn, path, &path->next_qp);
     if (status != UCS_OK) {
-        goto err_give;
+        uct_uccl_budget_give(iface->md->budget, 1);
     }
-    status = uct_uccl_conn_qpn_add(iface, path->next_qp, path);
-    if (status != UCS_OK) {
-        goto err_destroy;
-    }
-    return UCS_OK;
-
-err_destroy:
-    ibv_destroy_qp(path->next_qp);
-    path->next_qp = NULL;
-err_give:
-    uct_uccl_budget_give(iface->md->budget, 1);
     return status;
 }
 
