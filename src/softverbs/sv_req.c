@@ -43,6 +43,7 @@ typedef struct sv_wire {
     uint64_t ack;      /* RC: an ACK's or NAK's way back (0: UC/UD) */
     uint64_t prefix;   /* UC: bytes before the first lost packet */
     int      ok;       /* 0: lost (UC/UD) or retries exhausted (RC) */
+    int      ahead;    /* RC: it arrived at a time a timer set */
 } sv_wire_t;
 
 /*
@@ -50,16 +51,19 @@ typedef struct sv_wire {
  * recovers losses by go-back-N: a NAK when a later packet of the burst
  * arrives (the resend starts when the NAK is back), otherwise the
  * retransmission timer; every resent packet is charged to the links
- * again.  UC and UD lose the message.
+ * again.  UC and UD lose the message.  A try at a time the timer set is
+ * still ahead, and so is every later one: it reserves no time on the links
+ * (sv_model_xmit_msg).  `ahead`: t0 itself is such a time (a READ's
+ * response to a request the timer sent).
  */
 static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
                         uint32_t sqpn, uint32_t dqpn, uint64_t len,
-                        uint64_t t0, int reliable, sv_wire_t *out)
+                        uint64_t t0, int reliable, int ahead, sv_wire_t *out)
 {
     sv_port_stats_t *st = sv_port_stats(qp->port->index);
     uint64_t mtu = qp->mtu, npkts, t = t0, t_nak, first = 0;
     unsigned retries = 0;
-    int timer = 0;     /* the retransmission timer sends at t */
+    int timer;
     sv_msg_fate_t fate;
     int64_t lost;
 
@@ -71,9 +75,10 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
     if (!sv_model_active()) {
         sv_model_count(sport, dport, sqpn, dqpn, npkts,
                        len + npkts * SV_PKT_HDR, &qp->acct);
-        out->ts   = t0;
-        out->sent = t0;
-        out->ok   = 1;
+        out->ts    = t0;
+        out->sent  = t0;
+        out->ok    = 1;
+        out->ahead = 0;
         return;
     }
     if (reliable) {
@@ -81,10 +86,11 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
     }
     for (;;) {
         lost = sv_model_xmit_msg(sport, dport, sqpn, dqpn, first, npkts, len,
-                                 (uint32_t)mtu, SV_PKT_HDR, t, timer, &fate,
+                                 (uint32_t)mtu, SV_PKT_HDR, t, ahead, &fate,
                                  &qp->acct);
-        out->ts   = fate.last_ns;
-        out->sent = fate.sent_ns;
+        out->ts    = fate.last_ns;
+        out->sent  = fate.sent_ns;
+        out->ahead = ahead;
         if (lost < 0) {
             out->ok = 1;
             return;
@@ -108,7 +114,8 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
         if (!timer) {
             t = t_nak + out->ack;
         } else {
-            t = fate.last_ns + qp->timeout_ns;
+            t     = fate.last_ns + qp->timeout_ns;
+            ahead = 1;
             SV_ADD(&st->rc_timeouts, 1);
         }
         if (++retries > qp->attr.retry_cnt) {
@@ -402,15 +409,15 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w, uint64_t now)
         /* request out, response back on the reverse path: the response
          * is the answer, no ACK follows it */
         sv_req_wire(qp, sport, m.dport, qp->qp.qp_num, m.dqpn, 0, now, 1,
-                    &wire);
+                    0, &wire);
         if (wire.ok) {
             sv_req_wire(qp, m.dport, sport, m.dqpn, qp->qp.qp_num, w->len,
-                        wire.ts, 1, &wire);
+                        wire.ts, 1, wire.ahead, &wire);
         }
         wire.ack = 0;
     } else {
         sv_req_wire(qp, sport, m.dport, qp->qp.qp_num, m.dqpn, w->len, now,
-                    type == IBV_QPT_RC, &wire);
+                    type == IBV_QPT_RC, 0, &wire);
     }
     m.ts   = wire.ts;
     m.sent = wire.sent;

@@ -169,6 +169,7 @@ void svt_reorder(svt_t *t);
 void svt_bad_keys(svt_t *t);
 void svt_killed_peer(svt_t *t);
 void svt_stalled_path(svt_t *t);
+void svt_late_read(svt_t *t);
 void svt_unsig_order(svt_t *t);
 void svt_doorbell(svt_t *t);
 void svt_qp_state_field(svt_t *t);

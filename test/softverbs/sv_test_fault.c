@@ -356,17 +356,126 @@ void svt_killed_peer(svt_t *t)
 #define SVT_STALL_MSGS   400   /* more than the CQ's reorder window */
 #define SVT_STALL_MS     200   /* far below the NIC's ~0.54 s of retries */
 
-static void svt_stall_write(svt_t *t, struct ibv_qp *qp, struct ibv_mr *mr,
-                            const svt_info_t *peer, uint64_t wr_id)
+static void svt_stall_post(svt_t *t, struct ibv_qp *qp, struct ibv_mr *mr,
+                           const svt_info_t *peer, enum ibv_wr_opcode opcode,
+                           uint64_t wr_id)
 {
     struct ibv_sge sge = { .addr = (uintptr_t)mr->addr, .length = 4096,
                            .lkey = mr->lkey };
     struct ibv_send_wr wr = {
         .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
-        .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+        .opcode = opcode, .send_flags = IBV_SEND_SIGNALED,
         .wr.rdma = { .remote_addr = peer->addr, .rkey = peer->rkey } };
 
     svt_post_send(t, qp, &wr);
+}
+
+typedef struct svt_stall {
+    struct ibv_qp *qp[SVT_STALL_QPS];
+    struct ibv_cq *cq;
+    struct ibv_mr *mr;
+    svt_info_t    peer;
+    unsigned      stuck[SVT_STALL_QPS], healthy[SVT_STALL_QPS];
+    unsigned      nstuck, nhealthy;
+} svt_stall_t;
+
+/* RC QPs to the peer, which allows `access` to its memory; 0 on the
+ * target's side, whose NIC only answers until the initiator is done */
+static int svt_stall_open(svt_t *t, svt_stall_t *s, int access)
+{
+    svt_info_t mine;
+    unsigned i;
+
+    svt_open(t);
+    s->cq = svt_cq(t, 1024);
+    s->mr = svt_mr(t, MB, IBV_ACCESS_LOCAL_WRITE | access);
+    svt_info_init(t, &mine);
+    for (i = 0; i < SVT_STALL_QPS; ++i) {
+        s->qp[i]    = svt_qp(t, IBV_QPT_RC, s->cq, s->cq, NULL, 64, 1, 0);
+        mine.qpn[i] = s->qp[i]->qp_num;
+    }
+    mine.rkey = s->mr->rkey;
+    mine.addr = (uintptr_t)s->mr->addr;
+    svt_xchg(t, &mine, &s->peer, sizeof(mine));
+    for (i = 0; i < SVT_STALL_QPS; ++i) {
+        svt_connect_rc(t, s->qp[i], &s->peer, s->peer.qpn[i], 14, 7);
+    }
+    svt_barrier(t);
+    if (t->role == 1) {
+        svt_barrier(t);
+        return 0;
+    }
+    return 1;
+}
+
+/* One `opcode` per QP: those on the dead path stay out (stuck) */
+static void svt_stall_split(svt_t *t, svt_stall_t *s,
+                            enum ibv_wr_opcode opcode)
+{
+    int out[SVT_STALL_QPS];
+    struct ibv_wc wc[64];
+    unsigned i;
+    uint64_t t0;
+    int n, j;
+
+    for (i = 0; i < SVT_STALL_QPS; ++i) {
+        out[i] = 1;
+        svt_stall_post(t, s->qp[i], s->mr, &s->peer, opcode, i);
+    }
+    t0 = svt_now_ns();
+    while ((svt_now_ns() - t0) < 50000000ull) {
+        n = svt_poll_some(t, s->cq, wc, 64, 10);
+        for (j = 0; j < n; ++j) {
+            svt_check_wc(t, &wc[j], IBV_WC_SUCCESS, -1, ~0ull, NULL, -1,
+                         "a WR on a path that is up");
+            out[wc[j].wr_id] = 0;
+        }
+    }
+    s->nstuck = s->nhealthy = 0;
+    for (i = 0; i < SVT_STALL_QPS; ++i) {
+        if (out[i]) {
+            s->stuck[s->nstuck++] = i;
+        } else {
+            s->healthy[s->nhealthy++] = i;
+        }
+    }
+    SVT_CHECK(t, (s->nstuck > 0) && (s->nhealthy > 0), "%u of %u QPs on "
+              "the dead path: the test needs some of each", s->nstuck,
+              SVT_STALL_QPS);
+}
+
+/* SVT_STALL_MSGS of `opcode` on the healthy QPs complete at once */
+static void svt_stall_healthy(svt_t *t, svt_stall_t *s,
+                              enum ibv_wr_opcode opcode, const char *what)
+{
+    struct ibv_wc wc[64];
+    unsigned i, done = 0;
+    uint64_t t0 = svt_now_ns();
+
+    for (i = 0; i < SVT_STALL_MSGS; ++i) {
+        svt_stall_post(t, s->qp[s->healthy[i % s->nhealthy]], s->mr,
+                       &s->peer, opcode, 1000 + i);
+        if ((i % 32) == 31) {
+            svt_poll_n(t, s->cq, wc, 32, SVT_STALL_MS, what);
+            done += 32;
+        }
+    }
+    svt_poll_n(t, s->cq, wc, SVT_STALL_MSGS - done, SVT_STALL_MS, what);
+    SVT_LOG(t, "%u QPs of %u on the dead path; %u WRs on the others took "
+            "%.1f ms", s->nstuck, SVT_STALL_QPS, SVT_STALL_MSGS,
+            (svt_now_ns() - t0) / 1e6);
+}
+
+static void svt_stall_close(svt_t *t, svt_stall_t *s)
+{
+    unsigned i;
+
+    for (i = 0; i < SVT_STALL_QPS; ++i) {
+        SVT_CHECK(t, ibv_destroy_qp(s->qp[i]) == 0, "ibv_destroy_qp");
+    }
+    svt_mr_free(s->mr);
+    SVT_CHECK(t, ibv_destroy_cq(s->cq) == 0, "ibv_destroy_cq");
+    svt_close(t);
 }
 
 /* RC QPs whose core path is down (SOFTVERBS_PATH_DOWN) resend until their
@@ -377,100 +486,65 @@ static void svt_stall_write(svt_t *t, struct ibv_qp *qp, struct ibv_mr *mr,
 void svt_stalled_path(svt_t *t)
 {
     struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
-    struct ibv_qp *qp[SVT_STALL_QPS];
-    int stuck[SVT_STALL_QPS], healthy[SVT_STALL_QPS];
-    unsigned nstuck = 0, nhealthy = 0, done = 0, i;
     struct ibv_wc wc[64];
-    svt_info_t mine, peer;
-    struct ibv_mr *mr;
-    struct ibv_cq *cq;
+    svt_stall_t s;
+    unsigned i;
     uint64_t t0;
-    int n, j;
 
-    svt_open(t);
-    cq = svt_cq(t, 1024);
-    mr = svt_mr(t, MB, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    svt_info_init(t, &mine);
-    for (i = 0; i < SVT_STALL_QPS; ++i) {
-        qp[i]       = svt_qp(t, IBV_QPT_RC, cq, cq, NULL, 64, 1, 0);
-        mine.qpn[i] = qp[i]->qp_num;
-    }
-    mine.rkey = mr->rkey;
-    mine.addr = (uintptr_t)mr->addr;
-    svt_xchg(t, &mine, &peer, sizeof(mine));
-    for (i = 0; i < SVT_STALL_QPS; ++i) {
-        svt_connect_rc(t, qp[i], &peer, peer.qpn[i], 14, 7);
-    }
-    svt_barrier(t);
-    if (t->role == 1) {
-        svt_barrier(t);   /* the target's NIC answers until the end */
+    if (!svt_stall_open(t, &s, IBV_ACCESS_REMOTE_WRITE)) {
         goto out;
     }
-
-    /* one WRITE per QP: those on the dead path stay out */
-    memset(stuck, 1, sizeof(stuck));
-    for (i = 0; i < SVT_STALL_QPS; ++i) {
-        svt_stall_write(t, qp[i], mr, &peer, i);
-    }
-    t0 = svt_now_ns();
-    while ((svt_now_ns() - t0) < 50000000ull) {
-        n = svt_poll_some(t, cq, wc, 64, 10);
-        for (j = 0; j < n; ++j) {
-            svt_check_wc(t, &wc[j], IBV_WC_SUCCESS, -1, ~0ull, NULL, -1,
-                         "WRITE on a path that is up");
-            stuck[wc[j].wr_id] = 0;
-        }
-    }
-    for (i = 0; i < SVT_STALL_QPS; ++i) {
-        if (stuck[i]) {
-            stuck[nstuck++] = i;
-        } else {
-            healthy[nhealthy++] = i;
-        }
-    }
-    SVT_CHECK(t, (nstuck > 0) && (nhealthy > 0), "%u of %u QPs on the dead "
-              "path: the test needs some of each", nstuck, SVT_STALL_QPS);
-
-    /* many WRITEs on the healthy QPs after them */
-    t0 = svt_now_ns();
-    for (i = 0; i < SVT_STALL_MSGS; ++i) {
-        svt_stall_write(t, qp[healthy[i % nhealthy]], mr, &peer, 1000 + i);
-        if ((i % 32) == 31) {
-            svt_poll_n(t, cq, wc, 32, SVT_STALL_MS, "WRITEs behind a stalled "
-                       "QP's (link or CQ held up)");
-            done += 32;
-        }
-    }
-    svt_poll_n(t, cq, wc, SVT_STALL_MSGS - done, SVT_STALL_MS,
-               "WRITEs behind a stalled QP's");
-    SVT_LOG(t, "%u QPs of %u on the dead path; %u WRITEs on the others "
-            "took %.1f ms", nstuck, SVT_STALL_QPS, SVT_STALL_MSGS,
-            (svt_now_ns() - t0) / 1e6);
+    svt_stall_split(t, &s, IBV_WR_RDMA_WRITE);
+    svt_stall_healthy(t, &s, IBV_WR_RDMA_WRITE, "WRITEs behind a stalled "
+                      "QP's (link or CQ held up)");
 
     /* to ERR: what the stalled QPs hold is flushed at once */
     t0 = svt_now_ns();
-    for (i = 0; i < nstuck; ++i) {
-        SVT_CHECK(t, ibv_modify_qp(qp[stuck[i]], &err, IBV_QP_STATE) == 0,
+    for (i = 0; i < s.nstuck; ++i) {
+        SVT_CHECK(t, ibv_modify_qp(s.qp[s.stuck[i]], &err, IBV_QP_STATE) == 0,
                   "ibv_modify_qp(ERR)");
     }
-    svt_poll_n(t, cq, wc, nstuck, SVT_STALL_MS, "flush of the stalled WRs");
-    for (i = 0; i < nstuck; ++i) {
+    svt_poll_n(t, s.cq, wc, s.nstuck, SVT_STALL_MS,
+               "flush of the stalled WRs");
+    for (i = 0; i < s.nstuck; ++i) {
         svt_check_wc(t, &wc[i], IBV_WC_WR_FLUSH_ERR, -1, ~0ull, NULL, -1,
                      "a stalled WR after ibv_modify_qp(ERR)");
     }
     SVT_LOG(t, "flushed %.1f ms after ibv_modify_qp(ERR)",
             (svt_now_ns() - t0) / 1e6);
-    SVT_CHECK(t, svt_poll(t, cq, wc, 1, 700) == 0, "a completion after the "
-              "flush (the NIC's give-up must not follow it)");
+    SVT_CHECK(t, svt_poll(t, s.cq, wc, 1, 700) == 0, "a completion after "
+              "the flush (the NIC's give-up must not follow it)");
     svt_barrier(t);
-
 out:
-    for (i = 0; i < SVT_STALL_QPS; ++i) {
-        SVT_CHECK(t, ibv_destroy_qp(qp[i]) == 0, "ibv_destroy_qp");
+    svt_stall_close(t, &s);
+}
+
+/* A READ whose request the timer resends until its path is back (within
+ * the NIC's retries) gets its response then. That response must not hold
+ * the responder's link from the moment it was modelled: READs on the
+ * healthy QPs meanwhile come back at once, and the stuck ones succeed
+ * once the path is back. */
+void svt_late_read(svt_t *t)
+{
+    struct ibv_wc wc[SVT_STALL_QPS];
+    svt_stall_t s;
+    unsigned i;
+
+    if (!svt_stall_open(t, &s, IBV_ACCESS_REMOTE_READ)) {
+        goto out;
     }
-    svt_mr_free(mr);
-    SVT_CHECK(t, ibv_destroy_cq(cq) == 0, "ibv_destroy_cq");
-    svt_close(t);
+    svt_stall_split(t, &s, IBV_WR_RDMA_READ);
+    svt_stall_healthy(t, &s, IBV_WR_RDMA_READ, "READs behind a READ "
+                      "response modelled late (the responder's link held "
+                      "up)");
+    svt_poll_n(t, s.cq, wc, s.nstuck, 2000, "READs on the path come back");
+    for (i = 0; i < s.nstuck; ++i) {
+        svt_check_wc(t, &wc[i], IBV_WC_SUCCESS, IBV_WC_RDMA_READ, ~0ull,
+                     NULL, -1, "a READ once its path is back");
+    }
+    svt_barrier(t);
+out:
+    svt_stall_close(t, &s);
 }
 
 /* ---------------------------------------------------------------------- */

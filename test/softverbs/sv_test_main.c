@@ -47,6 +47,8 @@ static const svt_case_t svt_cases[] = {
       "RC completes when the ACK is back, UC when the packet left" },
     { "stalled_path", svt_stalled_path,
       "RC QPs resending on a dead path hold up neither link nor CQ" },
+    { "late_read",    svt_late_read,
+      "a READ's response after timer resends holds up no link" },
     { "unsig_order",  svt_unsig_order,
       "a signaled RC completion comes after the unsignaled WRs before it" },
 };

@@ -48,6 +48,10 @@ sv_verbs(sv_killed_peer killed_peer)
 # and the stalled ones flush at once when moved to ERR
 sv_verbs(sv_stalled_path stalled_path SOFTVERBS_LINK_GBPS=10
          SOFTVERBS_PATHS=8 SOFTVERBS_PATH_DOWN=3:0-100000000)
+# a READ whose request the timer resent until its path came back holds up
+# no later READ's response (path back after 6 of the NIC's 7 retries)
+sv_verbs(sv_late_read late_read SOFTVERBS_LINK_GBPS=10
+         SOFTVERBS_PATHS=8 SOFTVERBS_PATH_DOWN=3:0-400)
 # a signaled RC completion retires the unsignaled WRs before it: it comes
 # no sooner than their resends on a lossy fabric
 sv_verbs(sv_unsig_order unsig_order SOFTVERBS_LINK_GBPS=10
