@@ -424,9 +424,11 @@ void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)
             ucs_list_length(&conn->zombies));
     uct_uccl_conn_dump_cc(conn, stream);
     fprintf(stream, " path_parks_loss %lu path_parks_stall %lu path_probes "
-            "%lu path_unparks %lu path_parked %u", conn->sel.stats.parks_loss,
+            "%lu path_unparks %lu path_parked %u path_usable %u "
+            "path_resetting %u", conn->sel.stats.parks_loss,
             conn->sel.stats.parks_stall, conn->sel.stats.probes,
-            conn->sel.stats.unparks, conn->sel.nparked);
+            conn->sel.stats.unparks, conn->sel.nparked,
+            uct_uccl_paths_usable(&conn->sel), conn->rc_resets);
     fab_min = uct_uccl_paths_fab_min(&conn->sel);
     fprintf(stream, " path_fab_srtt_us %.1f path_fab_min_us %.1f "
             "path_ooo_pct %.0f", conn->sel.fab_srtt_ns / 1e3,
