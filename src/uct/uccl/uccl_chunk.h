@@ -154,6 +154,13 @@ static inline int uct_uccl_chunk_is_read(const uct_uccl_chunk_t *chunk)
            (chunk->flags & UCT_UCCL_CHUNK_F_READ);
 }
 
+/* RC: which way the chunk's data goes (uct_uccl_rc_dir_t) */
+static inline unsigned uct_uccl_chunk_rc_dir(const uct_uccl_chunk_t *chunk)
+{
+    return (chunk->flags & UCT_UCCL_CHUNK_F_READ) ? UCT_UCCL_RC_DIR_IN :
+                                                    UCT_UCCL_RC_DIR_OUT;
+}
+
 /* life cycle (uccl_chunk.c; getting one and queueing it: uccl_tx.h) */
 void uct_uccl_chunk_wr_done(uct_uccl_chunk_t *chunk);
 void uct_uccl_chunk_done(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,

@@ -347,6 +347,23 @@ static void uct_uccl_conn_pace_cb(ucs_wtimer_t *timer)
     uct_uccl_iface_sched_add(conn->iface, conn);
 }
 
+/* RC: the completion-time estimators of the stall rule, which counts on
+ * the NIC's ACK timeout until they have a sample */
+static void uct_uccl_conn_rc_dirs_init(uct_uccl_conn_t *conn)
+{
+    static const uct_uccl_rto_params_t params = {
+        .init_ns     = UCT_UCCL_RC_ACK_TIMEOUT_NS,
+        .min_ns      = 1,
+        .max_ns      = UCT_UCCL_RC_RETRY_NS,
+        .max_retries = 1
+    };
+    unsigned i;
+
+    for (i = 0; i < UCT_UCCL_RC_DIRS; ++i) {
+        (void)uct_uccl_rto_init(&conn->rc_dir[i].lat, &params); /* valid */
+    }
+}
+
 /* A conn with `want_paths` data QPs at most (fewer when the device's QPs
  * run short, see uccl_budget.h) */
 ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
@@ -395,6 +412,7 @@ ucs_status_t uct_uccl_conn_create(uct_uccl_iface_t *iface, int passive,
     if (status != UCS_OK) {
         goto err_free;
     }
+    uct_uccl_conn_rc_dirs_init(conn);
 
     uct_uccl_conn_ah_attr(iface, dev, &ah_attr);
     conn->ah = ibv_create_ah(iface->md->pd, &ah_attr);

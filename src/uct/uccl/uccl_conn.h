@@ -47,6 +47,13 @@ typedef enum {
                                once the old one has nothing out */
 } uct_uccl_reset_state_t;
 
+/* RC: what the completions of WRs whose data goes one way tell (the
+ * stall rule, uct_uccl_path_stalled_rc): the two ways queue apart */
+typedef struct uct_uccl_rc_dir {
+    uint64_t       done_sent; /* the latest post time of a completed WR */
+    uct_uccl_rto_t lat;       /* its post-to-completion times */
+} uct_uccl_rc_dir_t;
+
 typedef struct uct_uccl_qp {
     uct_uccl_conn_t         *conn;       /* NULL: conn gone, QP draining */
     struct ibv_qp           *qp;
@@ -198,8 +205,8 @@ struct uct_uccl_conn {
     uint64_t                rc_fail_since; /* RC: the first failed WR
                                               since the last completion was
                                               posted then; 0: none */
-    uint64_t                rc_done_sent; /* RC: the latest post time of a
-                                             completed chunk */
+    uct_uccl_rc_dir_t       rc_dir[UCT_UCCL_RC_DIRS]; /* RC: completions
+                                            by the way their data went */
     uint32_t                rc_outstanding;
     uint32_t                rc_resets;   /* RC: paths being reset */
     enum ibv_mtu            path_mtu;    /* agreed with the peer */

@@ -111,6 +111,15 @@
 #define UCT_UCCL_RC_ACK_TIMEOUT_NS    (4096ull << UCT_UCCL_RC_TIMEOUT)
 #define UCT_UCCL_RC_RETRY_NS          (UCT_UCCL_RC_ACK_TIMEOUT_NS * \
                                        (UCT_UCCL_RC_RETRY_CNT + 1))
+/* RC stall rule (uct_uccl_path_stalled_rc): WRs whose data goes one way
+ * are measured apart; one out this many times their completion times' RTO
+ * (srtt + 4 rttvar) stalled: queues grow faster than the estimate follows */
+#define UCT_UCCL_RC_STALL_LATE_MULT   2
+enum {
+    UCT_UCCL_RC_DIR_OUT, /* SEND, WRITE: data to the peer */
+    UCT_UCCL_RC_DIR_IN,  /* READ: data from the peer */
+    UCT_UCCL_RC_DIRS
+};
 /* RC path reset (uccl_reset.c): unanswered this long, the asker stops its
  * old QP itself when that is safe (its control route may be down too) */
 #define UCT_UCCL_RESET_ALONE_NS       10000000ull

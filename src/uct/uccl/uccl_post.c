@@ -142,38 +142,52 @@ found:
 }
 
 /* RC: has the path's oldest WR stalled? Its NIC retries there (the path
- * lost its packets) when a chunk posted STALL_MIN_NS after it completed,
- * or when one posted after it completed and STALL_MIN_NS later it is still
- * out (a window that holds few chunks posts none that late). A queue
- * every path shares delays all alike and overtakes nothing. Out for the
- * NIC's ACK timeout, it stalled by the NIC's own measure (a conn that
- * sends nothing else sees nothing overtake it). Times are those of the
- * latest poll that emptied the send CQ: a process that was off the CPU
- * finds its completions there, late, not stalled. */
+ * lost its packets) when a WR posted `margin` after it completed, or when
+ * one posted after it completed and `margin` later it is still out (a
+ * window that holds few chunks posts none that late). A queue every path
+ * shares delays all alike and overtakes nothing. Out for `wait`, the NIC's
+ * ACK timeout at least, it stalled (a conn that sends nothing else sees
+ * nothing overtake it). Only WRs whose data goes the same way count (a
+ * READ's data and a WRITE's queue apart), and both bounds grow with their
+ * completion times, `wait` to twice their RTO and `margin` to its part
+ * above the mean: behind a deep queue a WR is out long and uneven queues
+ * reorder by that part; taken for stalls, its WRs would go again and
+ * deepen the queue. Times are those of the latest poll that emptied the
+ * send CQ: a process that was off the CPU finds its completions there,
+ * late, not stalled. */
 static int uct_uccl_path_stalled_rc(uct_uccl_conn_t *conn,
                                     uct_uccl_qp_t *path, uint64_t now)
 {
-    uint64_t seen = conn->iface->tx_drained_ns;
+    uint64_t seen   = conn->iface->tx_drained_ns;
+    uint64_t margin = UCT_UCCL_PATH_STALL_MIN_NS;
+    uint64_t wait   = UCT_UCCL_RC_ACK_TIMEOUT_NS;
     const uct_uccl_chunk_t *oldest;
+    const uct_uccl_rc_dir_t *dir;
+    uint64_t rto;
 
     oldest = path->sent[path->sent_head & conn->iface->config.tx_ring_mask];
     if (seen < oldest->sent_ns) {
         return 0;
     }
-    if (seen - oldest->sent_ns > UCT_UCCL_RC_ACK_TIMEOUT_NS) {
+    dir = &conn->rc_dir[uct_uccl_chunk_rc_dir(oldest)];
+    if (dir->lat.samples > 0) {
+        rto    = dir->lat.rto_ns;
+        wait   = ucs_max(wait, rto * UCT_UCCL_RC_STALL_LATE_MULT);
+        margin = ucs_max(margin, rto - ucs_min(rto, dir->lat.srtt_ns));
+    }
+    if (seen - oldest->sent_ns > wait) {
         return 1;
     }
-    if (conn->rc_done_sent <= oldest->sent_ns) {
+    if (dir->done_sent <= oldest->sent_ns) {
         return 0;
     }
     if (path->overtaken_sent != oldest->sent_ns) {
         path->overtaken_sent = oldest->sent_ns;
         path->overtaken_at   = now;
     }
-    return (conn->rc_done_sent > oldest->sent_ns +
-                                 UCT_UCCL_PATH_STALL_MIN_NS) ||
+    return (dir->done_sent > oldest->sent_ns + margin) ||
            ((seen > path->overtaken_at) &&
-            (seen - path->overtaken_at > UCT_UCCL_PATH_STALL_MIN_NS));
+            (seen - path->overtaken_at > margin));
 }
 
 /* RC: a stalled path is parked: it keeps only the chunks the NIC holds,

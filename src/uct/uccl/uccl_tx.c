@@ -294,13 +294,45 @@ void uct_uccl_conn_kick(uct_uccl_conn_t *conn)
     uct_uccl_tx_check_flush(conn);
 }
 
+/* RC: the completion of a WR whose data went that way (dir) */
+static void uct_uccl_tx_rc_dir_done(uct_uccl_rc_dir_t *dir, uint64_t sent_ns,
+                                    uint64_t lat)
+{
+    dir->done_sent = ucs_max(dir->done_sent, sent_ns);
+    uct_uccl_rto_sample(&dir->lat, lat);
+}
+
+/* RC: a chunk's WR completed, so the NIC delivered it */
+static void uct_uccl_tx_rc_done(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
+{
+    uint64_t now, lat;
+
+    conn->rc_fail_since = 0; /* the peer is alive */
+    --conn->rc_outstanding;
+    uct_uccl_dest_done(conn, 1);
+    conn->rc_writes -= uct_uccl_chunk_is_rc_write(chunk);
+    ucs_list_del(&chunk->zlink);
+    /* the NIC's ACK is not seen: the RTT sample is post to completion;
+     * the path carries (uct_uccl_path_health_rc) */
+    now = uct_uccl_now_ns();
+    lat = (now > chunk->sent_ns) ? now - chunk->sent_ns : 0;
+    uct_uccl_tx_rc_dir_done(&conn->rc_dir[uct_uccl_chunk_rc_dir(chunk)],
+                            chunk->sent_ns, lat);
+    uct_uccl_paths_ack_time(&conn->sel, now);
+    uct_uccl_paths_completed(&conn->sel, chunk->path);
+    conn->stats.cc_samples += (lat > 0);
+    uct_uccl_cc_on_ack(&conn->cc, chunk->length, lat, now);
+    uct_uccl_chunk_wr_done(chunk);
+    uct_uccl_chunk_done(conn, chunk, UCS_OK);
+    uct_uccl_conn_kick(conn);
+}
+
 /* One WR carrying `chunk` is done, with `status` */
 static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
                                     uct_uccl_chunk_t *chunk,
                                     enum ibv_wc_status status, uint32_t qp_num)
 {
     uct_uccl_conn_t *conn = chunk->conn;
-    uint64_t now;
 
     if (conn == NULL) {
         /* its conn is gone; only this WR kept it alive */
@@ -337,24 +369,7 @@ static void uct_uccl_tx_wr_complete(uct_uccl_iface_t *iface,
     }
 
     if (conn->rc && !(chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
-        conn->rc_fail_since = 0; /* the peer is alive */
-        --conn->rc_outstanding;
-        uct_uccl_dest_done(conn, 1);
-        conn->rc_writes -= uct_uccl_chunk_is_rc_write(chunk);
-        ucs_list_del(&chunk->zlink);
-        /* the NIC's ACK is not seen: the RTT sample is post to completion;
-         * the path carries (uct_uccl_path_health_rc) */
-        now = uct_uccl_now_ns();
-        conn->rc_done_sent = ucs_max(conn->rc_done_sent, chunk->sent_ns);
-        uct_uccl_paths_ack_time(&conn->sel, now);
-        uct_uccl_paths_completed(&conn->sel, chunk->path);
-        conn->stats.cc_samples += (now > chunk->sent_ns);
-        uct_uccl_cc_on_ack(&conn->cc, chunk->length,
-                           (now > chunk->sent_ns) ? now - chunk->sent_ns : 0,
-                           now);
-        uct_uccl_chunk_wr_done(chunk);
-        uct_uccl_chunk_done(conn, chunk, UCS_OK);
-        uct_uccl_conn_kick(conn);
+        uct_uccl_tx_rc_done(conn, chunk);
         return;
     }
 
