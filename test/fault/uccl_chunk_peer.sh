@@ -31,25 +31,9 @@ fail() {
     exit 1
 }
 
-UCX_UCCL_UC_CHUNK_MAX=64k timeout "$limit" "$run" ucx_perftest $nompi \
-    -p "$port" -c 0 -x uccl -d sv0:1 >"$tmp/server" 2>&1 &
-server=$!
-uccl_wait_listen "$port" $server || fail "the server did not listen"
-UCX_UCCL_UC_CHUNK_MAX=256k timeout "$limit" "$run" ucx_perftest $nompi \
-    localhost -p "$port" -c 1 -t put_bw -x uccl -d sv0:1 -D zcopy \
-    -s "$size" -n "$iters" >"$tmp/client" 2>&1
-client_rc=$?
-wait $server
-server_rc=$?
-
-[ $client_rc -eq 0 ] && [ $server_rc -eq 0 ] ||
-    fail "ucx_perftest exited with client $client_rc server $server_rc"
-grep '^Final:' "$tmp/client" || fail "no result line"
-
-# sum of a uccl counter in a stats dump
-uccl_sum() {
-    grep -o " $2 [0-9]*" "$1" | awk '{ s += $2 } END { print s + 0 }'
-}
+uccl_perftest_pair "$port" UCX_UCCL_UC_CHUNK_MAX=64k \
+    UCX_UCCL_UC_CHUNK_MAX=256k -t put_bw -D zcopy -s "$size" -n "$iters" ||
+    fail "the ucx_perftest pair failed"
 
 retx=$(uccl_sum "$tmp/client" retx)
 retx_bytes=$(uccl_sum "$tmp/client" retx_bytes)

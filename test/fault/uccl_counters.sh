@@ -49,29 +49,9 @@ fail() {
     exit 1
 }
 
-SOFTVERBS_STATS=$tmp/sv_server timeout "$limit" "$run" ucx_perftest $nompi \
-    -p "$port" -c 0 -x uccl -d sv0:1 >"$tmp/server" 2>&1 &
-server=$!
-uccl_wait_listen "$port" $server || fail "the server did not listen"
-SOFTVERBS_STATS=$tmp/sv_client timeout "$limit" "$run" ucx_perftest $nompi \
-    localhost -p "$port" -c 1 -t "$test" -x uccl -d sv0:1 -D "$layout" \
-    -s "$size" -n "$iters" >"$tmp/client" 2>&1
-client_rc=$?
-wait $server
-server_rc=$?
-
-[ $client_rc -eq 0 ] && [ $server_rc -eq 0 ] ||
-    fail "ucx_perftest exited with client $client_rc server $server_rc"
-grep '^Final:' "$tmp/client" || fail "no result line"
-
-# sum of a "key value" counter over the ports of a softverbs dump
-sv_sum() {
-    awk -v k="$2" '$1 ~ "^port\\.[0-9]+\\." k "$" { s += $2 } END { print s + 0 }' "$1"
-}
-# sum of a uccl per-connection counter in a stats dump
-uccl_sum() {
-    grep -o " $2 [0-9]*" "$1" | awk '{ s += $2 } END { print s + 0 }'
-}
+uccl_perftest_pair "$port" "SOFTVERBS_STATS=$tmp/sv_server" \
+    "SOFTVERBS_STATS=$tmp/sv_client" -t "$test" -D "$layout" -s "$size" \
+    -n "$iters" || fail "the ucx_perftest pair failed"
 
 if [ "$test" = am_lat ]; then
     # both sides send; count both

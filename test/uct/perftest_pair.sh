@@ -58,19 +58,12 @@ fi
 echo "$final"
 [ $lossy = 1 ] || exit 0
 
-# sum of a counter over the softverbs dumps of both processes, and of a
-# uccl per-conn counter over both processes' outputs
-sv_sum() {
-    cat "$tmp"/sv_* | awk -v k="$1" '$1 ~ "^port\\.[0-9]+\\." k "$" \
-        { s += $2 } END { print s + 0 }'
-}
-uccl_sum() {
-    cat "$tmp/client" "$tmp/server" | grep -o " $1 [0-9]*" |
-        awk '{ s += $2 } END { print s + 0 }'
-}
-drops=$(sv_sum msg_drops)
-gbn=$(sv_sum rc_resends)
-retx=$(uccl_sum retx)
+# counters over both processes
+cat "$tmp"/sv_* >"$tmp/sv_both"
+cat "$tmp/client" "$tmp/server" >"$tmp/both"
+drops=$(sv_sum "$tmp/sv_both" msg_drops)
+gbn=$(sv_sum "$tmp/sv_both" rc_resends)
+retx=$(uccl_sum "$tmp/both" retx)
 echo "loss: fabric dropped $drops UC messages, go-back-N resent $gbn" \
      "packets, uccl resent $retx chunks"
 if [ "${UCX_UCCL_MODE:-uc}" = rc ]; then

@@ -27,6 +27,7 @@ dev=${UCCL_DEV:-sv0:1}
 limit=${UCCL_TEST_TIMEOUT:-120}
 tmp=$(mktemp -d /tmp/uccl-verify.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/listen.sh"
 [ -n "${UCCL_EXPECT_SV_COUNTERS:-}" ] && export SOFTVERBS_STATS="$tmp/sv_%p"
 
 timeout "$limit" "$run" "$bin" -s -p "$port" -d "$dev" $mode_arg \
@@ -52,11 +53,6 @@ elif [ $server_rc -ne 0 ]; then
     echo "FAIL: server exited with $server_rc"
     exit 1
 fi
-# a uccl counter (iface or conn line of a stats dump) summed over a file
-uccl_sum() {
-    grep -h '^uccl\[' "$1" | grep -o " $2 [0-9]*" |
-        awk '{ s += $2 } END { print s + 0 }'
-}
 # counters the server must have seen non-zero (UCX_UCCL_STATS_DUMP=y)
 expect=${UCCL_EXPECT_COUNTERS:-}
 for c in $expect; do
