@@ -47,6 +47,12 @@ typedef enum {
                                once the old one has nothing out */
 } uct_uccl_reset_state_t;
 
+/* A path small messages keep (uct_uccl_path_sticky) */
+typedef struct uct_uccl_sticky {
+    uint16_t                path;
+    uint64_t                until;       /* kept at least until then */
+} uct_uccl_sticky_t;
+
 /* RC: what the completions of WRs whose data goes one way tell (the
  * stall rule, uct_uccl_path_stalled_rc): the two ways queue apart */
 typedef struct uct_uccl_rc_dir {
@@ -211,9 +217,9 @@ struct uct_uccl_conn {
     uint32_t                rc_resets;   /* RC: paths being reset */
     enum ibv_mtu            path_mtu;    /* agreed with the peer */
     uint32_t                rc_writes;   /* RC: WRITEs posted, not done */
-    uint16_t                ord_path;    /* the path small messages (RC:
-                                            AMs) take ... */
-    uint64_t                ord_until;   /* ... and may leave after */
+    uct_uccl_sticky_t       small;       /* the path small messages keep */
+    uct_uccl_sticky_t       rc_am;       /* RC: the path AMs keep, which
+                                            nothing else may move */
     uint32_t                gets_issued; /* GET ops ever issued */
     uint32_t                serve_reserved; /* reply chunks of peer's GET
                                                requests taken, not served */

@@ -42,19 +42,20 @@ int uct_uccl_tx_may_leave(uct_uccl_conn_t *conn,
             !(chunk->flags & UCT_UCCL_CHUNK_F_READ));
 }
 
-/* The path small messages keep: the scoreboard's choice, taken again once
- * nothing is outstanding on it and it was theirs for PATH_STICKY_NS, or at
- * once when it is parked */
+/* The path small messages keep (`st`): the scoreboard's choice, taken
+ * again once nothing is outstanding on it and it was theirs for
+ * PATH_STICKY_NS, or at once when it is parked */
 static uct_uccl_qp_t *uct_uccl_path_sticky(uct_uccl_conn_t *conn,
+                                           uct_uccl_sticky_t *st,
                                            size_t length, uint64_t now)
 {
-    uct_uccl_qp_t *path = &conn->paths[conn->ord_path];
+    uct_uccl_qp_t *path = &conn->paths[st->path];
 
-    if (((path->outstanding == 0) && (now >= conn->ord_until)) ||
+    if (((path->outstanding == 0) && (now >= st->until)) ||
         uct_uccl_paths_parked(&conn->sel, path->index)) {
-        conn->ord_path  = uct_uccl_paths_select(&conn->sel, length, now);
-        conn->ord_until = now + UCT_UCCL_PATH_STICKY_NS;
-        path            = &conn->paths[conn->ord_path];
+        st->path  = uct_uccl_paths_select(&conn->sel, length, now);
+        st->until = now + UCT_UCCL_PATH_STICKY_NS;
+        path      = &conn->paths[st->path];
     }
     return path;
 }
@@ -99,7 +100,7 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
     } else if (length <= UCT_UCCL_PATH_STICKY_MAX) {
         /* small messages keep one path (UCT_UCCL_PATH_STICKY_NS), and wait
          * when its send queue is full; a parked one they leave at once */
-        path = uct_uccl_path_sticky(conn, length, now);
+        path = uct_uccl_path_sticky(conn, &conn->small, length, now);
         return uct_uccl_path_has_room(conn, path) ? path : NULL;
     }
 
@@ -231,20 +232,21 @@ void uct_uccl_path_health(uct_uccl_conn_t *conn, uint64_t now,
                                        UCT_UCCL_PATH_STALL_MIN_NS));
 }
 
-/* RC: AMs keep one path while any of them is outstanding there, so the
- * peer receives them in order; they may move once everything on it
- * completed (an RC completion means delivered). Off a parked path too:
- * they wait for what it holds to complete, or to fail and go first. */
+/* RC: AMs keep one path while anything is outstanding there, so the peer
+ * receives them in order; they may move once everything on it completed
+ * (an RC completion means delivered). Off a parked path too: they wait
+ * for what it holds to complete, or to fail and go first. Their path is
+ * their own: other small chunks move theirs when it is parked. */
 uct_uccl_qp_t *uct_uccl_path_select_ordered(uct_uccl_conn_t *conn,
                                             uint64_t now)
 {
-    uct_uccl_qp_t *path = &conn->paths[conn->ord_path];
+    uct_uccl_qp_t *path = &conn->paths[conn->rc_am.path];
 
     if (ucs_unlikely(uct_uccl_paths_parked(&conn->sel, path->index)) &&
         (path->outstanding > 0)) {
         return NULL;
     }
-    path = uct_uccl_path_sticky(conn, 0, now);
+    path = uct_uccl_path_sticky(conn, &conn->rc_am, 0, now);
 
     return uct_uccl_path_has_room(conn, path) ? path : NULL;
 }
