@@ -120,7 +120,10 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
     unsigned count;
     uint64_t now;
 
-    count  = uct_uccl_rx_acks_in(iface);
+    count = 0;
+    if (!ucs_list_is_empty(&iface->acks_in)) {
+        count = uct_uccl_rx_acks_in(iface);
+    }
     count += uct_uccl_iface_poll_recv(iface);
     if (iface->ctl.tx_nfree < UCT_UCCL_CTL_TX_DEPTH) {
         count += uct_uccl_iface_poll_ctl_tx(iface);
@@ -150,12 +153,16 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
 
     /* ACKs first: a transmit may copy megabytes (on softverbs the post
      * itself moves the data), and the peer would take the wait for loss */
-    count += uct_uccl_rx_flush_acks(iface, now);
+    if (uct_uccl_rx_acks_owed(iface)) {
+        count += uct_uccl_rx_flush_acks(iface, now);
+    }
     if (iface->paced > 0) {
         ucs_twheel_sweep(&iface->pace_wheel, ucs_get_time());
     }
     count += uct_uccl_sched_transmit(iface);
-    uct_uccl_rx_refill(iface);
+    if (uct_uccl_rx_refill_due(iface)) {
+        uct_uccl_rx_refill(iface);
+    }
     return count;
 }
 

@@ -566,8 +566,12 @@ void uct_uccl_wake_arm(uct_uccl_iface_t *iface);
 int uct_uccl_wake_user_away(const uct_uccl_iface_t *iface, uint64_t now);
 void uct_uccl_wake_user_back(uct_uccl_iface_t *iface);
 void uct_uccl_wake_user_leaves(uct_uccl_iface_t *iface, unsigned count);
-extern __thread unsigned uct_uccl_thread_ops;
-extern __thread uint64_t uct_uccl_thread_busy_ns;
+/* Read on every progress call: the initial-exec model reaches them
+ * without a __tls_get_addr call (a few bytes of the static TLS surplus
+ * that glibc keeps for libraries loaded later) */
+#define UCT_UCCL_TLS __thread __attribute__((tls_model("initial-exec")))
+extern UCT_UCCL_TLS unsigned uct_uccl_thread_ops;
+extern UCT_UCCL_TLS uint64_t uct_uccl_thread_busy_ns;
 void uct_uccl_async_defer_am(uct_uccl_iface_t *iface,
                              uct_uccl_rx_desc_t *desc);
 void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op);

@@ -345,6 +345,24 @@ void uct_uccl_rx_ack_in_flush(uct_uccl_conn_t *conn);
 
 /* the ACKs owed, on their way out (uccl_ack.c) */
 unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now);
+
+/* Does a pass have ACKs or grants to send? The credit pacer, when on,
+ * decides that itself on every pass. */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_rx_acks_owed(uct_uccl_iface_t *iface)
+{
+    return !ucs_list_is_empty(&iface->ack_list) || iface->credit.on ||
+           !ucs_list_is_empty(&iface->credit.owed);
+}
+
+/* Does the SRQ want buffers back (or has it run dry, which is counted)?
+ * uct_uccl_rx_refill posts them in batches of half an SRQ_BATCH or more. */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_rx_refill_due(const uct_uccl_iface_t *iface)
+{
+    return (iface->config.srq_size - iface->srq_posted >=
+            UCT_UCCL_SRQ_BATCH / 2) || (iface->srq_posted == 0);
+}
 int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst);
 
 #endif

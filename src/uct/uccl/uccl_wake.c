@@ -49,8 +49,8 @@ int uct_uccl_wake_user_away(const uct_uccl_iface_t *iface, uint64_t now)
 /* What the user's thread did inside uccl, over all its ifaces: a user
  * who progresses another iface (one that copies a megabyte, say) or calls
  * an operation is busy with the transport, not away from it */
-__thread unsigned uct_uccl_thread_ops;
-__thread uint64_t uct_uccl_thread_busy_ns;
+UCT_UCCL_TLS unsigned uct_uccl_thread_ops;
+UCT_UCCL_TLS uint64_t uct_uccl_thread_busy_ns;
 
 /* The user's progress call, after the engine ran: how long the thread
  * was out of the transport since this iface's previous call (0 if it
