@@ -564,14 +564,42 @@ ucs_status_t uct_uccl_wake_init(uct_uccl_iface_t *iface,
 void uct_uccl_wake_cleanup(uct_uccl_iface_t *iface);
 void uct_uccl_wake_arm(uct_uccl_iface_t *iface);
 int uct_uccl_wake_user_away(const uct_uccl_iface_t *iface, uint64_t now);
-void uct_uccl_wake_user_back(uct_uccl_iface_t *iface);
-void uct_uccl_wake_user_leaves(uct_uccl_iface_t *iface, unsigned count);
 /* Read on every progress call: the initial-exec model reaches them
  * without a __tls_get_addr call (a few bytes of the static TLS surplus
  * that glibc keeps for libraries loaded later) */
 #define UCT_UCCL_TLS __thread __attribute__((tls_model("initial-exec")))
 extern UCT_UCCL_TLS unsigned uct_uccl_thread_ops;
 extern UCT_UCCL_TLS uint64_t uct_uccl_thread_busy_ns;
+
+/* The user's progress call, after the engine ran: how long the thread
+ * was out of the transport since this iface's previous call (0 if it
+ * called an operation meanwhile); away, it leaves the CQs armed. Inline:
+ * it runs on every progress call. */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_wake_user_back(uct_uccl_iface_t *iface)
+{
+    uint64_t out  = iface->async.last_user - iface->async.user_exit;
+    uint64_t busy = uct_uccl_thread_busy_ns - iface->async.busy_seen;
+
+    iface->async.user_gap = ((uct_uccl_thread_ops == iface->async.ops_seen) &&
+                             (out > busy)) ? out - busy : 0;
+    if (ucs_unlikely(iface->async.user_gap >= UCT_UCCL_WAKE_AWAY_NS)) {
+        uct_uccl_wake_arm(iface);
+    }
+}
+
+/* The user's progress call ends: one that did work took its time, which
+ * the thread spent inside the transport */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_wake_user_leaves(uct_uccl_iface_t *iface, unsigned count)
+{
+    uint64_t now = (count > 0) ? uct_uccl_now_ns() : iface->async.last_user;
+
+    uct_uccl_thread_busy_ns += now - iface->async.last_user;
+    iface->async.user_exit   = now;
+    iface->async.ops_seen    = uct_uccl_thread_ops;
+    iface->async.busy_seen   = uct_uccl_thread_busy_ns;
+}
 void uct_uccl_async_defer_am(uct_uccl_iface_t *iface,
                              uct_uccl_rx_desc_t *desc);
 void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op);

@@ -52,33 +52,6 @@ int uct_uccl_wake_user_away(const uct_uccl_iface_t *iface, uint64_t now)
 UCT_UCCL_TLS unsigned uct_uccl_thread_ops;
 UCT_UCCL_TLS uint64_t uct_uccl_thread_busy_ns;
 
-/* The user's progress call, after the engine ran: how long the thread
- * was out of the transport since this iface's previous call (0 if it
- * called an operation meanwhile); away, it leaves the CQs armed */
-void uct_uccl_wake_user_back(uct_uccl_iface_t *iface)
-{
-    uint64_t out  = iface->async.last_user - iface->async.user_exit;
-    uint64_t busy = uct_uccl_thread_busy_ns - iface->async.busy_seen;
-
-    iface->async.user_gap = ((uct_uccl_thread_ops == iface->async.ops_seen) &&
-                             (out > busy)) ? out - busy : 0;
-    if (iface->async.user_gap >= UCT_UCCL_WAKE_AWAY_NS) {
-        uct_uccl_wake_arm(iface);
-    }
-}
-
-/* The user's progress call ends: one that did work took its time, which
- * the thread spent inside the transport */
-void uct_uccl_wake_user_leaves(uct_uccl_iface_t *iface, unsigned count)
-{
-    uint64_t now = (count > 0) ? uct_uccl_now_ns() : iface->async.last_user;
-
-    uct_uccl_thread_busy_ns += now - iface->async.last_user;
-    iface->async.user_exit   = now;
-    iface->async.ops_seen    = uct_uccl_thread_ops;
-    iface->async.busy_seen   = uct_uccl_thread_busy_ns;
-}
-
 /* A solicited completion (or one the user armed for) woke the async
  * thread: run a pass unless the user is inside the transport, whose
  * progress call then does the work. Armed again only while the user is
