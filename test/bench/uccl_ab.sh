@@ -16,7 +16,14 @@
 # (the average weighs the few iterations a descheduled process waits), a
 # bandwidth test by its overall MB/s.
 #
-# AB_ROUNDS (5), AB_TIMEOUT (120 s per process).
+#   uccl_ab.sh BUILDDIR "NAME|ENV" ... -- np [SIZE]
+#
+# runs NetPIPE instead (Open MPI, pml ucx, two ranks; ENV as above): its
+# latency at SIZE bytes (8) in the typical and average columns (NetPIPE's
+# own figure: the best of its trials, each the mean of AB_NP_ITERS round
+# trips) and its bandwidth there in MB/s.
+#
+# AB_ROUNDS (5), AB_TIMEOUT (120 s per process), AB_NP_ITERS (200).
 set -u
 build=${1:?usage: $0 BUILDDIR "NAME|ENV" ... -- PERFTEST_ARGS...}
 shift
@@ -35,15 +42,36 @@ if [ -z "$cfgs" ] || [ $# -eq 0 ]; then
     exit 2
 fi
 
+# np_one ENV [SIZE]: NetPIPE at SIZE under ENV on the fabric of $port:
+# "LAT LAT MB/s" (us, us, MB/s)
+np_one() {
+    _sz=${2:-8}
+    rm -f "$tmp/np.out"
+    # shellcheck disable=SC2086
+    env $1 SOFTVERBS_FABRIC="bench$$_np$port" timeout "$tmo" "$run" \
+        mpirun -np 2 --bind-to core NPopenmpi -l "$_sz" -u "$_sz" -p 0 \
+        -n "${AB_NP_ITERS:-200}" -o "$tmp/np.out" >/dev/null 2>&1
+    rm -f "/dev/shm/softverbs.bench$$_np$port" \
+          "/dev/shm/softverbs.bench$$_np$port".*
+    awk -v s="$_sz" '$1 == s {printf "%.3f %.3f %.2f\n", $3 * 1e6, $3 * 1e6,
+                                       $2 / 8}' "$tmp/np.out" 2>/dev/null
+}
+
 # ab_one CFG ARGS...: one pair under CFG; its Final line's typical and
 # average latency and overall bandwidth go to NAME's files
 ab_one() {
     _name=${1%%|*}
     _env=$(printf '%s' "${1#*|}" | tr '\001' ' ')
+    shift
     bench_next_port
-    BENCH_ENV="$_env" bench_pair ucx_perftest -p "$port" -- \
-        ucx_perftest localhost -p "$port" "$@" |
-        awk '/^Final:/ {print $3, $4, $7}' > "$tmp/one"
+    if [ "$1" = np ]; then
+        shift
+        np_one "$_env" "$@" > "$tmp/one"
+    else
+        BENCH_ENV="$_env" bench_pair ucx_perftest -p "$port" -- \
+            ucx_perftest localhost -p "$port" "$@" |
+            awk '/^Final:/ {print $3, $4, $7}' > "$tmp/one"
+    fi
     read -r _p50 _avg _bw < "$tmp/one" || return 0
     echo "$_p50" >> "$tmp/$_name.p50"
     echo "$_avg" >> "$tmp/$_name.avg"
@@ -73,4 +101,8 @@ for c in $cfgs; do
          "$(bench_ratio "$bw" "$first_bw") |"
 done
 echo
-echo "Medians of $rounds interleaved rounds (ucx_perftest $*)."
+if [ "$1" = np ]; then
+    echo "Medians of $rounds interleaved rounds (NetPIPE, $*)."
+else
+    echo "Medians of $rounds interleaved rounds (ucx_perftest $*)."
+fi
