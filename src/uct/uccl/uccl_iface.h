@@ -564,12 +564,11 @@ ucs_status_t uct_uccl_wake_init(uct_uccl_iface_t *iface,
 void uct_uccl_wake_cleanup(uct_uccl_iface_t *iface);
 void uct_uccl_wake_arm(uct_uccl_iface_t *iface);
 int uct_uccl_wake_user_away(const uct_uccl_iface_t *iface, uint64_t now);
-/* Read on every progress call: the initial-exec model reaches them
- * without a __tls_get_addr call (a few bytes of the static TLS surplus
- * that glibc keeps for libraries loaded later) */
-#define UCT_UCCL_TLS __thread __attribute__((tls_model("initial-exec")))
-extern UCT_UCCL_TLS unsigned uct_uccl_thread_ops;
-extern UCT_UCCL_TLS uint64_t uct_uccl_thread_busy_ns;
+/* The default TLS model: UCX dlopens this library, and the initial-exec
+ * model would need glibc's static TLS surplus, which other libraries may
+ * have used up (dlopen then fails) */
+extern __thread unsigned uct_uccl_thread_ops;
+extern __thread uint64_t uct_uccl_thread_busy_ns;
 
 /* The user's progress call, after the engine ran: how long the thread
  * was out of the transport since this iface's previous call (0 if it
