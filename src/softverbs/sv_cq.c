@@ -613,6 +613,14 @@ scan:
     return got;
 }
 
+/* `s`, due later, is due at `now` as a flush */
+static void sv_cqe_flush(sv_cqe_t *s, uint64_t now)
+{
+    s->ts         = now;
+    s->status     = IBV_WC_WR_FLUSH_ERR;
+    s->vendor_err = 0x100 + IBV_WC_WR_FLUSH_ERR;
+}
+
 /*
  * The owner moved `qpn` to ERR: a NIC flushes every WR the QP still has
  * out at once, also one it keeps resending (whose completion the model
@@ -633,17 +641,12 @@ void sv_cq_flush_qp(sv_cq_t *cq, uint32_t qpn, uint64_t now)
         if (s->taken || (s->qp_num != qpn) || (s->ts <= now)) {
             continue;
         }
-        s->ts         = now;
-        s->status     = IBV_WC_WR_FLUSH_ERR;
-        s->vendor_err = 0x100 + IBV_WC_WR_FLUSH_ERR;
+        sv_cqe_flush(s, now);
     }
     for (n = 0, j = 0; j < cq->held_n; ++j) {
         if ((cq->held[j].qp_num == qpn) && (cq->held[j].ts > now)) {
-            held[n]            = cq->held[j];
-            held[n].ts         = now;
-            held[n].status     = IBV_WC_WR_FLUSH_ERR;
-            held[n].vendor_err = 0x100 + IBV_WC_WR_FLUSH_ERR;
-            ++n;
+            held[n] = cq->held[j];
+            sv_cqe_flush(&held[n++], now);
         } else if (n > 0) {
             cq->held[j - n] = cq->held[j];
         }

@@ -63,7 +63,6 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
     sv_port_stats_t *st = sv_port_stats(qp->port->index);
     uint64_t mtu = qp->mtu, npkts, t = t0, t_nak, first = 0;
     unsigned retries = 0;
-    int timer;
     sv_msg_fate_t fate;
     int64_t lost;
 
@@ -110,8 +109,7 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
              * (the QP keeps the pipe full) draws the NAK, not the timer. */
             t_nak = fate.last_ns;
         }
-        timer = (t_nak == 0);
-        if (!timer) {
+        if (t_nak != 0) {
             t = t_nak + out->ack;
         } else {
             t     = fate.last_ns + qp->timeout_ns;
