@@ -27,8 +27,7 @@ void uct_uccl_rx_refill(uct_uccl_iface_t *iface)
         ++iface->stats.srq_empty;
     }
 
-    while (iface->config.srq_size - iface->srq_posted >=
-           UCT_UCCL_SRQ_BATCH / 2) {
+    while (uct_uccl_rx_srq_wants(iface)) {
         n = ucs_min(UCT_UCCL_SRQ_BATCH,
                     iface->config.srq_size - iface->srq_posted);
         for (i = 0; i < n; ++i) {

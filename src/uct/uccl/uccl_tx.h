@@ -355,13 +355,20 @@ uct_uccl_rx_acks_owed(uct_uccl_iface_t *iface)
            !ucs_list_is_empty(&iface->credit.owed);
 }
 
-/* Does the SRQ want buffers back (or has it run dry, which is counted)?
- * uct_uccl_rx_refill posts them in batches of half an SRQ_BATCH or more. */
+/* Has the SRQ room for a batch of half an SRQ_BATCH or more, the least
+ * uct_uccl_rx_refill posts? */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_rx_srq_wants(const uct_uccl_iface_t *iface)
+{
+    return iface->config.srq_size - iface->srq_posted >=
+           UCT_UCCL_SRQ_BATCH / 2;
+}
+
+/* Does the SRQ want buffers back (or has it run dry, which is counted)? */
 static UCS_F_ALWAYS_INLINE int
 uct_uccl_rx_refill_due(const uct_uccl_iface_t *iface)
 {
-    return (iface->config.srq_size - iface->srq_posted >=
-            UCT_UCCL_SRQ_BATCH / 2) || (iface->srq_posted == 0);
+    return uct_uccl_rx_srq_wants(iface) || (iface->srq_posted == 0);
 }
 int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst);
 
