@@ -50,6 +50,20 @@ bench_pair() {
           "/dev/shm/softverbs.bench$$_$port".*
 }
 
+# bench_netpipe ENV LOW HIGH ITERS: NetPIPE (Open MPI, two ranks on two
+# cores) from LOW to HIGH bytes, ITERS round trips a trial, under $run with
+# ENV's VAR=VALUE words on the fabric of $port; its output in $tmp/np.out
+# (removed first: a failed run leaves none)
+bench_netpipe() {
+    rm -f "$tmp/np.out"
+    # shellcheck disable=SC2086
+    env $1 SOFTVERBS_FABRIC="bench$$_np$port" timeout "$tmo" "$run" \
+        mpirun -np 2 --bind-to core NPopenmpi -l "$2" -u "$3" -p 0 \
+        -n "$4" -o "$tmp/np.out" >/dev/null 2>&1
+    rm -f "/dev/shm/softverbs.bench$$_np$port" \
+          "/dev/shm/softverbs.bench$$_np$port".*
+}
+
 # bench_median FILE: the median of the numbers in FILE (one per line)
 bench_median() {
     grep -v '^$' "$1" 2>/dev/null | sort -g |

@@ -46,13 +46,7 @@ fi
 # "LAT LAT MB/s" (us, us, MB/s)
 np_one() {
     _sz=${2:-8}
-    rm -f "$tmp/np.out"
-    # shellcheck disable=SC2086
-    env $1 SOFTVERBS_FABRIC="bench$$_np$port" timeout "$tmo" "$run" \
-        mpirun -np 2 --bind-to core NPopenmpi -l "$_sz" -u "$_sz" -p 0 \
-        -n "${AB_NP_ITERS:-200}" -o "$tmp/np.out" >/dev/null 2>&1
-    rm -f "/dev/shm/softverbs.bench$$_np$port" \
-          "/dev/shm/softverbs.bench$$_np$port".*
+    bench_netpipe "$1" "$_sz" "$_sz" "${AB_NP_ITERS:-200}"
     awk -v s="$_sz" '$1 == s {printf "%.3f %.3f %.2f\n", $3 * 1e6, $3 * 1e6,
                                        $2 / 8}' "$tmp/np.out" 2>/dev/null
 }

@@ -66,15 +66,10 @@ uct() {
 }
 # netpipe CFG DELAY: "LAT BW" (us, MB/s)
 netpipe() {
-    _out=$tmp/np.out
-    rm -f "$_out"
-    # shellcheck disable=SC2046
-    env $(tls_of "$1") SOFTVERBS_DELAY_US="$2" \
-        SOFTVERBS_FABRIC="bench$$_np$port" timeout "$tmo" "$run" \
-        mpirun -np 2 --bind-to core NPopenmpi -l 8 -u 1048576 -p 0 \
-        -n "$np_n" -o "$_out" >/dev/null 2>&1
+    bench_netpipe "$(tls_of "$1") SOFTVERBS_DELAY_US=$2" 8 1048576 "$np_n"
     awk '$1 == 8 {lat = $3 * 1e6} $1 == 1048576 {bw = $2 / 8}
-         END {if (lat > 0) printf "%.2f %.0f", lat, bw}' "$_out" 2>/dev/null
+         END {if (lat > 0) printf "%.2f %.0f", lat, bw}' "$tmp/np.out" \
+        2>/dev/null
 }
 
 # rec NAME CMD...: CMD's number appended to NAME's file of this config
