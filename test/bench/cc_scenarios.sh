@@ -357,10 +357,12 @@ for s in $scenarios; do
             printf '%s %s; ' "$c" "$(spread ecmp "$c")"; done)"
         say "Core path shares of the bytes: $(for c in $configs; do
             printf '%s %s; ' "$c" "$(shares "$tmp/ecmp.$c.stats")"; done)"
-        [ -n "$sample" ] && for c in $configs; do
-            say "Core paths sampled, $c: $(path_idle \
-                "$tmp/ecmp.$c.samples" "$core")"
-        done
+        if [ -n "$sample" ]; then
+            for c in $configs; do
+                say "Core paths sampled, $c: $(path_idle \
+                    "$tmp/ecmp.$c.samples" "$core")"
+            done
+        fi
         ;;
     outage)
         # path 3 of 8 down from 2.5 s to 3.5 s after the fabric starts
