@@ -13,7 +13,9 @@
 #               capacity equally: flows of one QP collide, sprayed ones
 #               should not (CC_ECMP_PATHS=1: the same capacity on one core
 #               path, the reference without ECMP); each core path's share
-#               of the bytes (both directions) is printed;
+#               of the bytes (both directions) is printed, and with
+#               CC_SAMPLE how often each was empty while the receiver
+#               took data (below);
 #   outage      one of 8 paths drops everything for a second mid-transfer:
 #               a goodput timeline;
 #   slow        one of 8 paths at a tenth of the others' rate;
@@ -53,6 +55,16 @@
 # bins with no goodput at all while the clients ran; the senders' largest
 # RTO at the end (uccl; UCX_UCCL_STATS_DUMP).
 #
+# CC_SAMPLE=SECONDS (off by default): softverbs-stat reads the fabric's
+# counters every SECONDS while the receiver runs (OUTDIR/raw/*.samples;
+# each read costs a process start on the shared cores). The ECMP section
+# then gives, over the samples while the receiver's link took data (the
+# first and last 5 left out), each core path's fraction of samples with
+# less than one MTU queued (idle or about to be), the fraction with some
+# path that empty, the mean bytes queued over all paths, and each path's
+# utilization (bytes of both directions over its rate); n/a when fewer
+# than 10 samples are left (a loaded host starves softverbs-stat).
+#
 # CC_CONFIGS ("fixed swift timely eqds rc_verbs"; eqds_small on request),
 # CC_SCENARIOS (all),
 # CC_SENDERS (4), CC_SECONDS (3), CC_ECMP_PATHS (4), CC_SIZE (262144),
@@ -73,6 +85,7 @@ size=${CC_SIZE:-262144}
 win=${CC_WINDOW:-4}
 link=${CC_LINK_GBPS:-1}
 buf=${CC_BUF:-128k}
+sample=${CC_SAMPLE:-}
 # every process's output and stats stay in OUTDIR/raw
 tmp=$out/raw
 rm -rf "$tmp"
@@ -139,6 +152,54 @@ maxq() {
          END {print m + 0}' "$1" 2>/dev/null
 }
 
+# sample_fabric FABRIC PID FILE: the fabric's path and port counters,
+# each read after a "T <ns>" line, every $sample s while PID runs
+sample_fabric() {
+    while kill -0 "$2" 2>/dev/null; do
+        echo "T $(date +%s%N)"
+        "$build/softverbs-stat" "$1" 2>/dev/null | grep -E \
+            '^(path\.[0-9]+\.(bytes|queue_bytes)|port\.[0-9]+\.rx_bytes) '
+        sleep "$sample"
+    done >"$3"
+}
+
+# path_idle FILE PATH_GBPS: from sample_fabric's FILE, over the samples
+# while port 0 (the receiver, the fabric's first port) took data, less
+# the first and last 5: per core path "empty E util U" (E: fraction of
+# samples below one MTU queued), then "any empty A, queued Q kB"
+path_idle() {
+    awk -v rate="$2" -v mtu="$(key "${1%.samples}.stats" model.mtu)" '
+        $1 == "T" {n++; t[n] = $2; next}
+        {v[n, $1] = $2}
+        $1 ~ /^path\.[0-9]+\.bytes$/ {split($1, k, "."); if (k[2] + 1 > np)
+                                        np = k[2] + 1}
+        END {
+            if (mtu == "") mtu = 4096
+            for (i = 2; i <= n; i++)
+                if (v[i, "port.0.rx_bytes"] > v[i - 1, "port.0.rx_bytes"]) {
+                    if (!a) a = i; z = i
+                }
+            a += 5; z -= 5
+            if (z - a < 10 || np == 0) {print "n/a"; exit}
+            dt = (t[z] - t[a]) / 1e9
+            for (i = a; i <= z; i++) {
+                any = 0; q = 0
+                for (p = 0; p < np; p++) {
+                    b = v[i, "path." p ".queue_bytes"] + 0; q += b
+                    if (b < mtu) {e[p]++; any = 1}
+                }
+                anyn += any; qsum += q
+            }
+            m = z - a + 1
+            for (p = 0; p < np; p++) {
+                u = v[z, "path." p ".bytes"] - v[a, "path." p ".bytes"]
+                printf "p%d empty %.2f util %.2f, ", p, e[p] / m,
+                    u * 8 / dt / (rate * 1e9)
+            }
+            printf "any empty %.2f, queued %.0f kB", anyn / m, qsum / m / 1e3
+        }' "$1" 2>/dev/null
+}
+
 # incast NAME CFG BULK FABRIC_ENV...: one receiver, BULK senders and a
 # probe on a fresh fabric (run in this shell: it moves the port). Leaves
 # $tmp/NAME.CFG.{srv,probe,bulkI,stats} and $out/NAME.CFG.timeline.
@@ -154,6 +215,8 @@ incast() {
         -o "$out/$_n.$_c.timeline" >"$_f.srv" 2>&1 &
     _pid=$!
     if uccl_wait_listen "$port" $_pid; then
+        [ -n "$sample" ] &&
+            sample_fabric "cc$$_$port" $_pid "$_f.samples" &
         _i=0
         while [ $_i -lt "$_b" ]; do
             # shellcheck disable=SC2086
@@ -294,6 +357,12 @@ for s in $scenarios; do
             printf '%s %s; ' "$c" "$(spread ecmp "$c")"; done)"
         say "Core path shares of the bytes: $(for c in $configs; do
             printf '%s %s; ' "$c" "$(shares "$tmp/ecmp.$c.stats")"; done)"
+        if [ -n "$sample" ]; then
+            for c in $configs; do
+                say "Core paths sampled, $c: $(path_idle \
+                    "$tmp/ecmp.$c.samples" "$core")"
+            done
+        fi
         ;;
     outage)
         # path 3 of 8 down from 2.5 s to 3.5 s after the fabric starts
