@@ -303,6 +303,12 @@ void uct_uccl_reset_timers(uct_uccl_conn_t *conn, uint64_t now)
         if (path->reset == UCT_UCCL_RESET_NONE) {
             continue;
         }
+        if (!ucs_queue_is_empty(&path->held) && (conn->rc_fail_since != 0) &&
+            (now - conn->rc_fail_since >= iface->config.peer_timeout_ns)) {
+            /* WRITEs wait for the peer's word, and the peer is silent */
+            uct_uccl_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
+            return;
+        }
         if (path->reset == UCT_UCCL_RESET_READY) {
             if (path->outstanding == 0) {
                 uct_uccl_reset_swap(conn, p, now);
@@ -313,6 +319,9 @@ void uct_uccl_reset_timers(uct_uccl_conn_t *conn, uint64_t now)
             ucs_diag("uccl: conn %u: reset of path %u unanswered", conn->id,
                      p);
             uct_uccl_reset_give_up(conn, path);
+            if (conn->state == UCT_UCCL_CONN_FAILED) {
+                return;
+            }
             continue;
         }
         if ((path->reset == UCT_UCCL_RESET_ASKED) &&
