@@ -46,7 +46,8 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      "RC mode: the shortest time a WR may be out before its path counts as\n"
      "stalled and gets a new QP pair (it grows to twice the RTO of the\n"
      "completion times). The default is the NIC's ACK timeout, after which\n"
-     "the NIC resends on the same QP itself.",
+     "the NIC resends on the same QP itself; below it, a packet the NIC would\n"
+     "resend counts as a stall (a new QP pair, its WRs sent again).",
      ucs_offsetof(uct_uccl_iface_config_t, rc_stall_min),
      UCS_CONFIG_TYPE_TIME},
 
