@@ -182,7 +182,9 @@ void uct_uccl_conn_qp_swap(uct_uccl_conn_t *conn, uct_uccl_qp_t *path)
     path->remote_qpn    = path->next_remote_qpn;
     path->next_qp       = NULL;
     path->psn_used      = 0;   /* the new pair starts at the conn's PSNs */
-    path->psn_flags     = 0;
+    /* what the peer told was of the old pair; ours stays for a CONFIRM
+     * the peer may ask for again */
+    path->psn_flags    &= ~UCT_UCCL_QP_F_PEER_TOLD;
 }
 
 /* `qp` to RTR and RTS, paired with the peer's `remote_qpn` */

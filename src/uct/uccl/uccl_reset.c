@@ -115,6 +115,7 @@ static void uct_uccl_reset_stop_old(uct_uccl_conn_t *conn, unsigned p)
         uct_uccl_paths_retire(&conn->sel, p);
         conn->burst_left = 0;
     }
+    path->psn_flags &= ~UCT_UCCL_QP_F_OWN_PSN; /* an older pair's */
     if (ibv_modify_qp(path->qp, &attr, IBV_QP_STATE)) {
         ucs_diag("uccl: conn %u: QP 0x%x to ERR failed: %m", conn->id,
                  path->qp->qp_num);
