@@ -48,6 +48,7 @@
 #define SV_CQ_BATCH          16          /* completions taken off a ring at
                                             once (ibv_poll_cq, ibv_cq_ex) */
 #define SV_RC_TIMEOUT_MIN_NS 8192        /* attr.timeout 0/1 floor */
+#define SV_PSN_TAKE_TRIES    64          /* CAS tries on a changing rq_psn */
 
 #define SV_GUID_PREFIX       0x0253560000000000ull /* "\x02SV" locally admin. */
 

@@ -280,11 +280,6 @@ err_free:
     return NULL;
 }
 
-static uint32_t sv_mtu_bytes(enum ibv_mtu m)
-{
-    return ((m >= IBV_MTU_256) && (m <= IBV_MTU_4096)) ? (128u << m) : 0;
-}
-
 static int sv_qp_check_values(sv_qp_t *qp, struct ibv_qp_attr *a, int mask,
                               unsigned *dport)
 {
@@ -327,6 +322,7 @@ static int sv_qp_check_values(sv_qp_t *qp, struct ibv_qp_attr *a, int mask,
 
 static void sv_qp_reset(sv_qp_t *qp)
 {
+    sv_qp_psn_close(qp->shm);
     pthread_spin_lock(&qp->sq_lock);
     sv_req_flush(qp);          /* state is RESET: discards, no CQEs */
     __atomic_store_n(&qp->sq_posted, 0, __ATOMIC_RELAXED);
@@ -408,10 +404,11 @@ int sv_qp_modify(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
         SV_STORE(&e->dest_qpn, a->dest_qp_num);
     }
     if (mask & IBV_QP_RQ_PSN) {
-        qp->attr.rq_psn = a->rq_psn & 0xffffff;
+        qp->attr.rq_psn = a->rq_psn & SV_PSN_MASK;
+        SV_STORE(&e->rq_psn, qp->attr.rq_psn);
     }
     if (mask & IBV_QP_SQ_PSN) {
-        qp->attr.sq_psn = a->sq_psn & 0xffffff;
+        qp->attr.sq_psn = a->sq_psn & SV_PSN_MASK;
     }
     if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) {
         qp->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
@@ -477,6 +474,9 @@ int sv_qp_query(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask,
     *a = qp->attr;
     if (SV_LOAD(&qp->shm->state) == IBV_QPS_ERR) {
         a->qp_state = IBV_QPS_ERR;
+    }
+    if (qp->qp.qp_type == IBV_QPT_RC) {
+        a->rq_psn = SV_LOAD(&qp->shm->rq_psn) & SV_PSN_MASK;
     }
     a->cur_qp_state = a->qp_state;
     a->cap          = qp->cap;
@@ -588,6 +588,7 @@ void sv_qp_to_err(sv_qp_t *qp, int sq_locked)
      * semantics, UCX asserts on it); the real state is ours and in shm */
     qp->attr.qp_state = IBV_QPS_ERR;
     SV_STORE(&qp->shm->state, IBV_QPS_ERR);
+    sv_qp_psn_close(qp->shm);
     if (!sq_locked) {
         pthread_spin_lock(&qp->sq_lock);
     }

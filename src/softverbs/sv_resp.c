@@ -61,6 +61,55 @@ static int sv_resp_accepts(const sv_msg_t *m)
     return 1;
 }
 
+/* RC: the message executes; the target's expected PSN moves past its
+ * packets first, unless the target's owner closed it (then the message is
+ * not taken, as by a QP in ERR). Once a message. An RC QP has one
+ * requester, so only the owner's close races with it; a target that keeps
+ * changing the word is not waited for. */
+static int sv_resp_psn_take(sv_msg_t *m)
+{
+    uint32_t span, old, next;
+    int tries;
+
+    if (m->psn_taken || (m->sqp->qp.qp_type != IBV_QPT_RC)) {
+        return 1;
+    }
+    span = sv_psn_span(m->w->len, sv_mtu_bytes(m->sqp->attr.path_mtu));
+    old  = SV_LOAD(&m->dqp->rq_psn);
+    for (tries = 0; tries < SV_PSN_TAKE_TRIES; ++tries) {
+        if (old & SV_RQ_PSN_CLOSED) {
+            return 0;
+        }
+        next = (old + span) & SV_PSN_MASK;
+        if (__atomic_compare_exchange_n(&m->dqp->rq_psn, &old, next, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            m->psn_taken = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* RC: a message taken that cannot execute after all (no receive WQE) is
+ * given back, unless the owner closed the QP meanwhile: its PSN then
+ * counts the message, as it counts the ones before */
+static void sv_resp_psn_untake(sv_msg_t *m)
+{
+    uint32_t span, now;
+
+    if (!m->psn_taken) {
+        return;
+    }
+    span = sv_psn_span(m->w->len, sv_mtu_bytes(m->sqp->attr.path_mtu));
+    now  = SV_LOAD(&m->dqp->rq_psn);
+    if (!(now & SV_RQ_PSN_CLOSED) &&
+        __atomic_compare_exchange_n(&m->dqp->rq_psn, &now,
+                                    (now - span) & SV_PSN_MASK, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        m->psn_taken = 0;
+    }
+}
+
 /* The target QP moves to ERR; its owner flushes it when it notices, and
  * raises `event` (async) when non-zero. */
 static void sv_resp_qp_error(sv_msg_t *m, enum ibv_event_type event)
@@ -72,6 +121,7 @@ static void sv_resp_qp_error(sv_msg_t *m, enum ibv_event_type event)
         SV_STORE(&m->dqp->err_event, (uint8_t)(event + 1));
     }
     SV_STORE(&m->dqp->state, IBV_QPS_ERR);
+    sv_qp_psn_close(m->dqp);
     SV_ADD(&m->peer->seg->err_pending, 1);
 }
 
@@ -287,7 +337,7 @@ enum sv_resp sv_resp_write_check(sv_msg_t *m, uint64_t *va)
                        w->raddr, m->len, IBV_ACCESS_REMOTE_WRITE, va) != 0))) {
         return SV_RESP_ACCESS;
     }
-    return SV_RESP_OK;
+    return sv_resp_psn_take(m) ? SV_RESP_OK : SV_RESP_NOT_READY;
 }
 
 /* The data is placed: the immediate consumes a receive WQE at the last
@@ -347,8 +397,12 @@ enum sv_resp sv_resp_send(sv_msg_t *m)
     if (ud && (SV_LOAD_RELAXED(&m->dqp->qkey) != w->qkey)) {
         return SV_RESP_NOT_READY;        /* Q_Key violation: dropped */
     }
+    if (!sv_resp_psn_take(m)) {
+        return SV_RESP_NOT_READY;
+    }
     r = sv_resp_recv(m, need, &cl, riov, &rcnt);
     if (r != SV_RESP_OK) {
+        sv_resp_psn_untake(m);
         return r;
     }
     if (ud) {
@@ -407,6 +461,9 @@ enum sv_resp sv_resp_read(sv_msg_t *m)
         (sv_mr_lookup(m->peer, w->rkey, SV_LOAD_RELAXED(&m->dqp->pd_id),
                       w->raddr, m->len, IBV_ACCESS_REMOTE_READ, &va) != 0)) {
         return sv_resp_access_error(m);
+    }
+    if (!sv_resp_psn_take(m)) {
+        return SV_RESP_NOT_READY;
     }
     riov.iov_base = (void*)(uintptr_t)va;
     riov.iov_len  = m->len;

@@ -191,6 +191,13 @@ typedef struct sv_mr_shm {
     uint32_t pad;
 } sv_mr_shm_t;
 
+/* An RC responder's expected PSN (24 bits) and, in the same word, whether
+ * its owner stopped it: a requester advances it and executes only while it
+ * is open, so the PSN an owner reads once it closed it is final (what a
+ * NIC's QP in ERR reports as rq_psn) */
+#define SV_PSN_MASK        0xffffffu
+#define SV_RQ_PSN_CLOSED   (1u << 31)
+
 typedef struct sv_qp_shm {
     uint32_t     qpn;       /* 0 when free */
     uint8_t      type;      /* enum ibv_qp_type */
@@ -203,7 +210,8 @@ typedef struct sv_qp_shm {
     uint32_t     access;    /* qp_access_flags */
     uint16_t     rcq;       /* receive CQ index */
     uint16_t     srq;       /* SRQ index + 1, 0: own RQ */
-    uint32_t     pad1;
+    uint32_t     rq_psn;    /* RC: the PSN it executes next, and
+                               SV_RQ_PSN_CLOSED once its owner stopped it */
     uint64_t     recv_last_ts; /* keeps RC/UC receive completions in order */
     sv_rq_ring_t rq;
 } sv_qp_shm_t;

@@ -269,6 +269,23 @@ typedef struct sv_qp {
 #define sv_qp_of(_q)   ((sv_qp_t*)(_q))
 #define sv_srq_of(_s)  ((sv_srq_t*)(_s))
 
+static inline uint32_t sv_mtu_bytes(enum ibv_mtu m)
+{
+    return ((m >= IBV_MTU_256) && (m <= IBV_MTU_4096)) ? (128u << m) : 0;
+}
+
+/* PSNs an RC message of len bytes takes: one a packet, one when empty */
+static inline uint32_t sv_psn_span(uint64_t len, uint32_t mtu)
+{
+    return (len == 0) ? 1 : (uint32_t)((len + mtu - 1) / mtu);
+}
+
+/* No requester executes on the QP from now on (SV_RQ_PSN_CLOSED) */
+static inline void sv_qp_psn_close(sv_qp_shm_t *e)
+{
+    __atomic_fetch_or(&e->rq_psn, SV_RQ_PSN_CLOSED, __ATOMIC_ACQ_REL);
+}
+
 static inline uint32_t sv_qpn(unsigned port, uint32_t idx)
 {
     return ((uint32_t)port << 16) | idx;   /* port in bits 23..16 */
@@ -443,6 +460,7 @@ typedef struct sv_msg {
     uint64_t          sent;     /* the last packet left the sender */
     uint64_t          ack;      /* RC: the answer's way back to the sender */
     int               partial;  /* UC: only a prefix arrived, no CQE */
+    int               psn_taken; /* RC: the target's PSN moved past it */
 } sv_msg_t;
 
 sv_qp_shm_t *sv_resp_qp(sv_peer_t *peer, unsigned dport, uint32_t dqpn);

@@ -58,6 +58,17 @@ foreach(mode uc rc)
                      SOFTVERBS_LOSS=0.01)
     endforeach()
 
+    if(mode STREQUAL "rc")
+        # a 10 ms stall floor resets the paths of WRITEs whose completion
+        # a loss holds up, after they landed and the peer answered them:
+        # they are done, not written again over the newer PUTs to the same
+        # place (which hung the ping-pong on an old value)
+        flt_perftest(fault_rc_loss_put_lat_stall_min put_lat short 8 500
+                     UCX_UCCL_MODE=rc SOFTVERBS_LOSS=0.01
+                     UCX_UCCL_RC_STALL_MIN=10ms
+                     UCCL_EXPECT_COUNTERS=rc_landed)
+    endif()
+
     # every byte checked under loss, and the losses were repaired: UC by
     # uccl's resends, found from SACK information; RC by the NIC
     if(mode STREQUAL "uc")

@@ -49,6 +49,8 @@ static const svt_case_t svt_cases[] = {
       "RC QPs resending on a dead path hold up neither link nor CQ" },
     { "late_read",    svt_late_read,
       "a READ's response after timer resends holds up no link" },
+    { "rq_psn",       svt_rq_psn,
+      "an RC target's rq_psn counts what it executed, and stays in ERR" },
     { "unsig_order",  svt_unsig_order,
       "a signaled RC completion comes after the unsignaled WRs before it" },
 };

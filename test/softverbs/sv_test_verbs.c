@@ -888,3 +888,119 @@ void svt_inline_unsig(svt_t *t)
     svt_barrier(t);
     svt_pair_destroy(t, &p);
 }
+
+/* ---------------------------------------------------------------------- */
+/* rq_psn: an RC responder's expected PSN, as ibv_query_qp reports it,
+ * counts the packets of what it executed (WRITE, SEND, READ; an empty
+ * message takes one); once its owner moved it to ERR it executes nothing
+ * and its PSN stays. A transport that replaces a QP pair learns from it
+ * which of its flushed WRITEs landed. */
+
+#define PSN_BUF     (2 * MB)
+#define PSN_LATE    MB           /* where the WRITE after ERR aims */
+
+static uint32_t svt_query_rq_psn(svt_t *t, struct ibv_qp *qp)
+{
+    struct ibv_qp_init_attr init;
+    struct ibv_qp_attr a;
+
+    SVT_CHECK(t, ibv_query_qp(qp, &a, IBV_QP_RQ_PSN, &init) == 0,
+              "ibv_query_qp(0x%x): %s", qp->qp_num, strerror(errno));
+    return a.rq_psn;
+}
+
+static uint32_t svt_psn_span(uint32_t len, uint32_t mtu)
+{
+    return (len == 0) ? 1 : (len + mtu - 1) / mtu;
+}
+
+static void svt_rq_psn_target(svt_t *t, svt_pair_t *p)
+{
+    struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+    struct ibv_recv_wr rwr, *bad;
+    uint8_t before[4096];
+    struct ibv_sge sge;
+    uint32_t want, psn;
+
+    svt_fill(t, p->mr->addr, PSN_BUF, 3);
+    memcpy(before, (uint8_t*)p->mr->addr + PSN_LATE, sizeof(before));
+    svt_sge(&sge, p->mr, 0, 4096);
+    rwr = (struct ibv_recv_wr){ .wr_id = 1, .sg_list = &sge, .num_sge = 1 };
+    SVT_CHECK(t, ibv_post_recv(p->qp, &rwr, &bad) == 0, "ibv_post_recv");
+    svt_barrier(t);                     /* receive posted */
+    want = (uint32_t)svt_recv_u64(t);   /* everything completed */
+    psn  = svt_query_rq_psn(t, p->qp);
+    SVT_CHECK(t, psn == want, "rq_psn %u after the messages, expected %u",
+              psn, want);
+    SVT_CHECK(t, ibv_modify_qp(p->qp, &a, IBV_QP_STATE) == 0, "QP to ERR");
+    svt_barrier(t);                     /* stopped */
+    svt_barrier(t);                     /* the late WRITE failed */
+    psn = svt_query_rq_psn(t, p->qp);
+    SVT_CHECK(t, psn == want, "rq_psn %u after ERR, expected %u", psn, want);
+    SVT_CHECK(t, !memcmp((uint8_t*)p->mr->addr + PSN_LATE, before,
+                         sizeof(before)), "a WRITE landed on a QP in ERR");
+}
+
+void svt_rq_psn(svt_t *t)
+{
+    static const uint32_t len[] = { 65536, 0, 100, 10000, 4097 };
+    static const enum ibv_wr_opcode op[] = {
+        IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE, IBV_WR_SEND, IBV_WR_RDMA_READ,
+        IBV_WR_RDMA_WRITE };
+    const int n = sizeof(len) / sizeof(len[0]);
+    struct ibv_send_wr wr[5];
+    struct ibv_sge sge[5];
+    struct ibv_qp_init_attr init;
+    struct ibv_qp_attr a;
+    struct ibv_wc wc[5];
+    uint32_t mtu, want = 0;
+    svt_pair_t p;
+    int i;
+
+    svt_pair_setup(t, &p, IBV_QPT_RC, PSN_BUF, 64, 1, 0);
+    if (t->role == 1) {
+        svt_rq_psn_target(t, &p);
+        svt_pair_destroy(t, &p);
+        return;
+    }
+
+    SVT_CHECK(t, ibv_query_qp(p.qp, &a, IBV_QP_PATH_MTU, &init) == 0,
+              "ibv_query_qp");
+    mtu = 128u << a.path_mtu;
+    svt_fill(t, p.mr->addr, PSN_BUF, 5);
+    memset(wr, 0, sizeof(wr));
+    for (i = 0; i < n; ++i) {
+        svt_sge(&sge[i], p.mr, i * 131072, len[i]);
+        wr[i] = (struct ibv_send_wr){
+            .wr_id = i, .sg_list = &sge[i], .num_sge = (len[i] > 0),
+            .opcode = op[i], .send_flags = IBV_SEND_SIGNALED,
+            .next = (i + 1 < n) ? &wr[i + 1] : NULL,
+            .wr.rdma = { .remote_addr = p.peer.addr + i * 131072,
+                         .rkey = p.peer.rkey } };
+        want += svt_psn_span(len[i], mtu);
+    }
+    svt_barrier(t);
+    svt_post_send(t, p.qp, &wr[0]);
+    svt_poll_n(t, p.cq, wc, n, 10000, "the messages");
+    for (i = 0; i < n; ++i) {
+        SVT_CHECK(t, wc[i].status == IBV_WC_SUCCESS, "WR %d: %s", i,
+                  ibv_wc_status_str(wc[i].status));
+    }
+    svt_send_u64(t, want);
+    svt_barrier(t);
+
+    /* the target stopped: this one is not executed, and fails */
+    svt_sge(&sge[0], p.mr, 0, 4096);
+    wr[0] = (struct ibv_send_wr){
+        .wr_id = 9, .sg_list = &sge[0], .num_sge = 1,
+        .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+        .wr.rdma = { .remote_addr = p.peer.addr + PSN_LATE,
+                     .rkey = p.peer.rkey } };
+    svt_post_send(t, p.qp, &wr[0]);
+    svt_poll_n(t, p.cq, wc, 1, 10000, "the WRITE after ERR");
+    SVT_CHECK(t, wc[0].status != IBV_WC_SUCCESS,
+              "a WRITE to a QP in ERR succeeded");
+    SVT_LOG(t, "rq_psn %u: %d messages of mtu %u counted", want, n, mtu);
+    svt_barrier(t);
+    svt_pair_destroy(t, &p);
+}

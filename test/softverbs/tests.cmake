@@ -56,6 +56,9 @@ sv_verbs(sv_late_read late_read SOFTVERBS_LINK_GBPS=10
 # no sooner than their resends on a lossy fabric
 sv_verbs(sv_unsig_order unsig_order SOFTVERBS_LINK_GBPS=10
          SOFTVERBS_LOSS=0.2)
+# the PSN a responder reports counts the packets it executed, and stays
+# once it is in ERR (what a transport replacing a QP pair relies on)
+sv_verbs(sv_rq_psn rq_psn)
 # errors move QPs to ERR inside; ibv_qp.state follows only modify/query
 sv_verbs(sv_qp_state qp_state)
 # a local fault (unmapped source) is the requester's, not the responder's

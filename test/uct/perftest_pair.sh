@@ -8,7 +8,9 @@
 # are pinned to different cores and bounded by `timeout`. Fails unless the
 # client prints its final result line and both exit 0, and, on a lossy
 # fabric (SOFTVERBS_LOSS), unless the fabric dropped messages and the
-# sender repaired them (UC: uccl resent chunks; RC: go-back-N resends).
+# sender repaired them (UC: uccl resent chunks; RC: go-back-N resends),
+# and unless the uccl counters UCCL_EXPECT_COUNTERS names are non-zero
+# (summed over both processes' UCX_UCCL_STATS_DUMP lines).
 # ucx_perftest does not check data: uct_verify and uct_order do.
 #
 set -u
@@ -72,4 +74,9 @@ else
     [ "$drops" -gt 0 ] || { echo "FAIL: the fabric dropped nothing"; exit 1; }
     [ "$retx" -gt 0 ] || { echo "FAIL: losses but no resend"; exit 1; }
 fi
+for c in ${UCCL_EXPECT_COUNTERS:-}; do
+    n=$(uccl_sum "$tmp/both" "$c")
+    echo "counter $c: $n"
+    [ "$n" -gt 0 ] || { echo "FAIL: counter $c is 0"; exit 1; }
+done
 exit 0

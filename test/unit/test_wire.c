@@ -643,10 +643,22 @@ static void test_path_reset(uint8_t *buf)
     r->path = 0;
     r->step = UCT_UCCL_PATH_RESET_LAST;
     UT_TRUE(ctl_check(buf, sizeof(*r)) != UCS_OK);
-    r->step = UCT_UCCL_PATH_RESET_REQUEST;
-    r->rsvd = 1;
+    r->step  = UCT_UCCL_PATH_RESET_REQUEST;
+    r->flags = UCT_UCCL_PATH_RESET_F_PSN;  /* a REQUEST tells no PSN */
     UT_TRUE(ctl_check(buf, sizeof(*r)) != UCS_OK);
-    r->rsvd = 0;
+    r->step  = UCT_UCCL_PATH_RESET_REPLY;
+    r->psn   = 0xffffff;
+    UT_EQ(ctl_check(buf, sizeof(*r)), UCS_OK);
+    r->psn   = 1u << 24;                   /* 24 bits */
+    UT_TRUE(ctl_check(buf, sizeof(*r)) != UCS_OK);
+    r->flags = 0;                          /* a PSN needs its flag */
+    r->psn   = 7;
+    UT_TRUE(ctl_check(buf, sizeof(*r)) != UCS_OK);
+    r->flags = 2;                          /* unknown flags */
+    r->psn   = 0;
+    UT_TRUE(ctl_check(buf, sizeof(*r)) != UCS_OK);
+    r->flags = 0;
+    r->step  = UCT_UCCL_PATH_RESET_REQUEST;
     UT_EQ(ctl_check(buf, sizeof(*r)), UCS_OK);
     UT_TRUE(!strcmp(uct_uccl_wire_ctl_name(UCT_UCCL_CTL_PATH_RESET),
                     "PATH_RESET"));

@@ -54,6 +54,7 @@ struct uct_uccl_chunk {
     uint16_t                path;
     uint32_t                csn;
     uint32_t                rc_seq;      /* RC: its place in issue order */
+    uint32_t                rc_psn_end;  /* RC: the PSN after its WR's */
     uint32_t                barrier;     /* GETs issued before it */
     uint32_t                length;      /* payload bytes */
     uint32_t                hdr_len;     /* SEND header bytes in hdr */

@@ -132,6 +132,7 @@ static ucs_status_t uct_uccl_conn_qp_init(uct_uccl_conn_t *conn,
 {
     ucs_status_t status;
 
+    ucs_queue_head_init(&path->held);
     path->sent = ucs_malloc((conn->iface->config.tx_ring_mask + 1) *
                             sizeof(*path->sent), "uccl_path_sent");
     if (path->sent == NULL) {
@@ -174,11 +175,16 @@ void uct_uccl_conn_qp_next_drop(uct_uccl_conn_t *conn, uct_uccl_qp_t *path)
 /* The new QP takes the old one's place; the old one has nothing out */
 void uct_uccl_conn_qp_swap(uct_uccl_conn_t *conn, uct_uccl_qp_t *path)
 {
-    ucs_assert((path->outstanding == 0) && (path->chain == NULL));
+    ucs_assert((path->outstanding == 0) && (path->chain == NULL) &&
+               ucs_queue_is_empty(&path->held));
     uct_uccl_conn_ibqp_drop(conn->iface, path->qp);
     path->qp            = path->next_qp;
     path->remote_qpn    = path->next_remote_qpn;
     path->next_qp       = NULL;
+    path->psn_used      = 0;   /* the new pair starts at the conn's PSNs */
+    /* what the peer told was of the old pair; ours stays for a CONFIRM
+     * the peer may ask for again */
+    path->psn_flags    &= ~UCT_UCCL_QP_F_PEER_TOLD;
 }
 
 /* `qp` to RTR and RTS, paired with the peer's `remote_qpn` */
@@ -498,6 +504,7 @@ static void uct_uccl_conn_qp_release(uct_uccl_iface_t *iface,
     *drain       = *path;
     drain->conn  = NULL;
     drain->chain = NULL;
+    ucs_queue_head_init(&drain->held);
     uct_uccl_iface_qp_forget(iface, path->qp->qp_num);
     kh_val(&iface->qpn_hash, it) = drain;
 }

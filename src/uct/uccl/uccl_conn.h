@@ -85,7 +85,23 @@ typedef struct uct_uccl_qp {
     uint64_t                overtaken_sent; /* RC: the post time of the
                                                oldest WR when ... */
     uint64_t                overtaken_at;   /* ... a later one completed */
+    /* RC: PSNs the WRs posted on qp took (from the conn's psn); once the
+     * old pair of a reset is stopped, the rq_psn of each side's old QP
+     * (UCT_UCCL_QP_F_*): how far it executed what the other side sent */
+    uint32_t                psn_used;
+    uint32_t                own_rq_psn;
+    uint32_t                peer_rq_psn;
+    uint8_t                 psn_flags;
+    ucs_queue_head_t        held;        /* RC: flushed WRITEs waiting for
+                                            peer_rq_psn */
 } uct_uccl_qp_t;
+
+enum {
+    UCT_UCCL_QP_F_OWN_PSN   = UCS_BIT(0), /* own_rq_psn is known */
+    UCT_UCCL_QP_F_PEER_PSN  = UCS_BIT(1), /* peer_rq_psn is known */
+    UCT_UCCL_QP_F_PEER_MUTE = UCS_BIT(2), /* the peer could not tell it */
+    UCT_UCCL_QP_F_PEER_TOLD = UCT_UCCL_QP_F_PEER_PSN | UCT_UCCL_QP_F_PEER_MUTE
+};
 
 
 /* The newest PUT chunk sent to a target: a resend of an older chunk to the

@@ -115,6 +115,8 @@
  * are measured apart; one out this many times their completion times' RTO
  * (srtt + 4 rttvar) stalled: queues grow faster than the estimate follows */
 #define UCT_UCCL_RC_STALL_LATE_MULT   2
+/* IBV_MTU_256 is 1: an enum ibv_mtu m is 1 << (m + this) bytes */
+#define UCT_UCCL_MTU_ENUM_SHIFT       7
 enum {
     UCT_UCCL_RC_DIR_OUT, /* SEND, WRITE: data to the peer */
     UCT_UCCL_RC_DIR_IN,  /* READ: data from the peer */
@@ -201,6 +203,7 @@ enum {
     _(timeouts) \
     _(rc_path_fails) /* RC: paths retired, their QP failed */ \
     _(rc_redo)       /* RC: chunks sent again after their QP failed */ \
+    _(rc_landed)     /* RC: flushed WRITEs the peer's QP had executed */ \
     _(rc_path_resets) /* RC: paths given a new QP pair */ \
     _(dup_rx) \
     _(acks_tx) \

@@ -56,6 +56,7 @@ typedef struct uct_uccl_iface_config {
     unsigned                sack_window;
     unsigned                max_retries;
     double                  peer_timeout;
+    double                  rc_stall_min;
     double                  idle_timeout;
     double                  rto_init;
     double                  rto_min;
@@ -256,6 +257,7 @@ struct uct_uccl_iface {
         unsigned            sack_window;
         unsigned            max_retries;
         uint64_t            peer_timeout_ns;
+        uint64_t            rc_stall_min_ns;
         uint64_t            idle_timeout_ns; /* UINT64_MAX: never */
         uct_uccl_rto_params_t rto;
         uint64_t            conn_retry_ns;

@@ -42,6 +42,15 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      ucs_offsetof(uct_uccl_iface_config_t, mode),
      UCS_CONFIG_TYPE_ENUM(uct_uccl_mode_names)},
 
+    {"RC_STALL_MIN", "67ms",
+     "RC mode: the shortest time a WR may be out before its path counts as\n"
+     "stalled and gets a new QP pair (it grows to twice the RTO of the\n"
+     "completion times). The default is the NIC's ACK timeout, after which\n"
+     "the NIC resends on the same QP itself; below it, a packet the NIC would\n"
+     "resend counts as a stall (a new QP pair, its WRs sent again).",
+     ucs_offsetof(uct_uccl_iface_config_t, rc_stall_min),
+     UCS_CONFIG_TYPE_TIME},
+
     {"CHUNK_SIZE", "auto",
      "Large PUT/GET are cut into chunks of this size; each chunk is one RDMA\n"
      "WRITE_WITH_IMM (or READ) on one path, acknowledged and resent alone.\n"
@@ -410,6 +419,7 @@ void uct_uccl_iface_config_set(uct_uccl_iface_t *iface,
     c->sack_window  = config->sack_window;
     c->max_retries  = config->max_retries;
     c->peer_timeout_ns = config->peer_timeout * 1e9;
+    c->rc_stall_min_ns = config->rc_stall_min * 1e9;
     c->idle_timeout_ns = (config->idle_timeout * 1e9 < (double)UINT64_MAX) ?
                          config->idle_timeout * 1e9 : UINT64_MAX;
     c->rto.init_ns     = config->rto_init * 1e9;

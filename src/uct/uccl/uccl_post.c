@@ -146,9 +146,9 @@ found:
  * lost its packets) when a WR posted `margin` after it completed, or when
  * one posted after it completed and `margin` later it is still out (a
  * window that holds few chunks posts none that late). A queue every path
- * shares delays all alike and overtakes nothing. Out for `wait`, the NIC's
- * ACK timeout at least, it stalled (a conn that sends nothing else sees
- * nothing overtake it). Only WRs whose data goes the same way count (a
+ * shares delays all alike and overtakes nothing. Out for `wait`,
+ * RC_STALL_MIN at least (the NIC's ACK timeout), it stalled (a conn that
+ * sends nothing else sees nothing overtake it). Only WRs whose data goes the same way count (a
  * READ's data and a WRITE's queue apart), and both bounds grow with their
  * completion times, `wait` to twice their RTO and `margin` to its part
  * above the mean: behind a deep queue a WR is out long and uneven queues
@@ -161,7 +161,7 @@ static int uct_uccl_path_stalled_rc(uct_uccl_conn_t *conn,
 {
     uint64_t seen   = conn->iface->tx_drained_ns;
     uint64_t margin = UCT_UCCL_PATH_STALL_MIN_NS;
-    uint64_t wait   = UCT_UCCL_RC_ACK_TIMEOUT_NS;
+    uint64_t wait   = conn->iface->config.rc_stall_min_ns;
     const uct_uccl_chunk_t *oldest;
     const uct_uccl_rc_dir_t *dir;
     uint64_t rto;

@@ -377,21 +377,36 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
     }
 }
 
-/* RC: does a retired path hold WRs its QP has not flushed yet? The conn
- * sends nothing meanwhile: what they carry goes again before anything
- * issued after it, and uct_uccl_tx_rc_redo keeps the issue order only
- * among the chunks it was given. */
+/* RC: does a retired path hold WRs its QP has not flushed yet, or WRITEs
+ * flushed whose fate its peer has not told yet? The conn sends nothing
+ * meanwhile: what they carry goes again before anything issued after it,
+ * and uct_uccl_tx_rc_redo keeps the issue order only among the chunks it
+ * was given. */
 int uct_uccl_tx_rc_draining(const uct_uccl_conn_t *conn)
 {
+    const uct_uccl_qp_t *path;
     unsigned i;
 
     for (i = 0; i < conn->num_paths; ++i) {
+        path = &conn->paths[i];
         if (uct_uccl_paths_retired(&conn->sel, i) &&
-            (conn->paths[i].outstanding > 0)) {
+            ((path->outstanding > 0) || !ucs_queue_is_empty(&path->held))) {
             return 1;
         }
     }
     return 0;
+}
+
+/* RC: the chunk is out of flight without a completion of its own */
+static void uct_uccl_tx_rc_unflight(uct_uccl_conn_t *conn,
+                                    uct_uccl_chunk_t *chunk)
+{
+    --conn->rc_outstanding;
+    conn->rc_writes -= uct_uccl_chunk_is_rc_write(chunk);
+    ucs_list_del(&chunk->zlink);
+    uct_uccl_dest_done(conn, 1);
+    conn->cc.inflight_bytes -= ucs_min(chunk->length,
+                                       conn->cc.inflight_bytes);
 }
 
 /* RC: the chunk, out of flight, goes back into the send queue ahead of
@@ -404,13 +419,7 @@ static void uct_uccl_tx_rc_redo(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     const uct_uccl_chunk_t *other;
     ucs_queue_iter_t iter;
 
-    --conn->rc_outstanding;
-    conn->rc_writes -= uct_uccl_chunk_is_rc_write(chunk);
-    ucs_list_del(&chunk->zlink);
-    uct_uccl_dest_done(conn, 1);
-    conn->cc.inflight_bytes -= ucs_min(chunk->length,
-                                       conn->cc.inflight_bytes);
-
+    uct_uccl_tx_rc_unflight(conn, chunk);
     for (iter = ucs_queue_iter_begin(queue); !ucs_queue_iter_end(queue, iter);
          iter = ucs_queue_iter_next(iter)) {
         other = ucs_queue_iter_elem(other, iter, queue);
@@ -430,6 +439,52 @@ static void uct_uccl_tx_rc_redo(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     uct_uccl_iface_sched_add(conn->iface, conn);
 }
 
+/* RC: a flushed WRITE the peer's old QP of its path executed is done:
+ * written again, it could land on what a newer WRITE wrote there since */
+static void uct_uccl_tx_rc_landed(uct_uccl_conn_t *conn,
+                                  uct_uccl_chunk_t *chunk)
+{
+    uct_uccl_tx_rc_unflight(conn, chunk);
+    ++conn->stats.rc_landed;
+    uct_uccl_chunk_done(conn, chunk, UCS_OK);
+    uct_uccl_conn_kick(conn);
+}
+
+/* RC: a flushed WRITE of `path`, once the peer told its old QP's rq_psn
+ * (it executed in order up to there), is done or goes again */
+static void uct_uccl_tx_rc_settle(uct_uccl_conn_t *conn,
+                                  const uct_uccl_qp_t *path,
+                                  uct_uccl_chunk_t *chunk)
+{
+    if (uct_uccl_seq_le(chunk->rc_psn_end, path->peer_rq_psn)) {
+        uct_uccl_tx_rc_landed(conn, chunk);
+    } else {
+        uct_uccl_tx_rc_redo(conn, chunk);
+    }
+}
+
+/* RC: the WRITEs `path` held, now that the peer told its rq_psn (or that
+ * it cannot: then no WRITE may go again, and the conn fails) */
+void uct_uccl_tx_rc_resolve(uct_uccl_conn_t *conn, uct_uccl_qp_t *path)
+{
+    uct_uccl_chunk_t *chunk;
+
+    if (ucs_queue_is_empty(&path->held)) {
+        return;
+    }
+    if (!(path->psn_flags & UCT_UCCL_QP_F_PEER_PSN)) {
+        ucs_diag("uccl: conn %u: path %u: the peer cannot tell which "
+                 "WRITEs landed", conn->id, path->index);
+        uct_uccl_conn_fail(conn, UCS_ERR_IO_ERROR);
+        return;
+    }
+    do {
+        chunk = ucs_queue_pull_elem_non_empty(&path->held, uct_uccl_chunk_t,
+                                              queue);
+        uct_uccl_tx_rc_settle(conn, path, chunk);
+    } while (!ucs_queue_is_empty(&path->held));
+}
+
 /* RC: a WR of `chunk` failed. A QP that spent its retries (RETRY_EXC_ERR:
  * its path lost everything for the NIC's retry time) retires its path,
  * and the chunks it failed and flushed go again on the other paths, as
@@ -438,13 +493,15 @@ static void uct_uccl_tx_rc_redo(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
  * dead peer fails every path in turn (a window's chunks at a time), a
  * live one completes what the other paths carry. The peer's QP of the
  * path is left to its own NIC: what it sends there fails the same way.
- * Any other error is the conn's. */
+ * A WRITE waits until the path's reset tells whether it landed (the
+ * peer's rq_psn): one that did is done. Any other error is the conn's. */
 ucs_status_t uct_uccl_tx_rc_failed(uct_uccl_conn_t *conn,
                                    uct_uccl_chunk_t *chunk,
                                    enum ibv_wc_status status)
 {
     uct_uccl_paths_t *sel = &conn->sel;
     unsigned p            = chunk->path;
+    uct_uccl_qp_t *path;
     uint64_t now;
 
     if (uct_uccl_paths_retired(sel, p)) {
@@ -475,7 +532,19 @@ ucs_status_t uct_uccl_tx_rc_failed(uct_uccl_conn_t *conn,
                  uct_uccl_paths_usable(sel), conn->num_paths);
         uct_uccl_reset_start(conn, p, now);
     }
-    uct_uccl_tx_rc_redo(conn, chunk);
+    if (!uct_uccl_chunk_is_rc_write(chunk)) {
+        uct_uccl_tx_rc_redo(conn, chunk); /* READs and AMs land once */
+        return UCS_OK;
+    }
+    path = &conn->paths[p];
+    if (!(path->psn_flags & UCT_UCCL_QP_F_PEER_TOLD) &&
+        (path->reset == UCT_UCCL_RESET_NONE)) {
+        return UCS_ERR_ENDPOINT_TIMEOUT; /* no reset will tell */
+    }
+    ucs_queue_push(&path->held, &chunk->queue);
+    if (path->psn_flags & UCT_UCCL_QP_F_PEER_TOLD) {
+        uct_uccl_tx_rc_resolve(conn, path);
+    }
     return UCS_OK;
 }
 
@@ -502,6 +571,7 @@ void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
     uct_uccl_purge_arg_t purge = { .conn = conn, .status = status };
     uct_uccl_chunk_t *chunk;
     uct_uccl_op_t *op;
+    unsigned i;
 
     /* resends chained for the transmit step go out first, so that their
      * WRs complete (or flush) like every other posted one */
@@ -524,6 +594,9 @@ void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
         chunk = ucs_list_extract_head(&conn->rc_inflight, uct_uccl_chunk_t,
                                       zlink);
         uct_uccl_chunk_done(conn, chunk, status);
+    }
+    for (i = 0; i < conn->num_paths; ++i) {
+        ucs_queue_head_init(&conn->paths[i].held); /* done above */
     }
     conn->rc_outstanding    = 0;
     conn->rc_writes         = 0;

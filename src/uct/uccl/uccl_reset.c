@@ -18,6 +18,13 @@
  * most; the path stays retired if the reset gives up. When both sides ask
  * at once, the passive side drops its own request and answers.
  *
+ * A WRITE the old pair flushed may have landed (its ACK lost or late):
+ * written again after a newer WRITE to the same place, it would undo that
+ * one. So REPLY and CONFIRM tell the rq_psn of the sender's old QP, taken
+ * once it is in ERR: its peer's flushed WRITEs up to there landed and are
+ * done, the others go again (uct_uccl_tx_rc_resolve); until it is told, a
+ * side holds them.
+ *
  * The control QPs' own route may be down too. An asker unanswered for
  * RESET_ALONE_NS stops its old QP itself when nothing it holds is an RDMA
  * WRITE: a READ's late response dies at a QP in ERR, and an AM the peer
@@ -33,6 +40,9 @@ static void uct_uccl_reset_send(uct_uccl_conn_t *conn, unsigned p,
                                 uct_uccl_path_reset_step_t step, uint32_t gen,
                                 uint32_t qpn)
 {
+    const uct_uccl_qp_t *path = &conn->paths[p];
+    int tell_psn              = (step != UCT_UCCL_PATH_RESET_REQUEST) &&
+                                (path->psn_flags & UCT_UCCL_QP_F_OWN_PSN);
     uct_uccl_path_reset_t pkt = {
         .dst_conn_id = conn->remote_id,
         .token       = conn->remote_token,
@@ -40,7 +50,9 @@ static void uct_uccl_reset_send(uct_uccl_conn_t *conn, unsigned p,
         .path        = p,
         .step        = step,
         .gen         = gen,
-        .qpn         = qpn
+        .qpn         = qpn,
+        .flags       = tell_psn ? UCT_UCCL_PATH_RESET_F_PSN : 0,
+        .psn         = tell_psn ? path->own_rq_psn : 0
     };
 
     uct_uccl_wire_hdr_init(&pkt.hdr, UCT_UCCL_CTL_PATH_RESET, sizeof(pkt));
@@ -65,27 +77,57 @@ static void uct_uccl_reset_leave(uct_uccl_conn_t *conn, uct_uccl_qp_t *path)
     path->reset      = UCT_UCCL_RESET_NONE;
 }
 
-/* Our request is dropped: a late REPLY to it is not confirmed */
+/* Our request is dropped: a late REPLY to it is not confirmed. WRITEs
+ * held for the peer's word are not sent again: the conn fails. */
 static void uct_uccl_reset_give_up(uct_uccl_conn_t *conn, uct_uccl_qp_t *path)
 {
     path->reset_gen_tx += (path->reset == UCT_UCCL_RESET_ASKED);
     uct_uccl_reset_leave(conn, path);
+    if (!ucs_queue_is_empty(&path->held)) {
+        uct_uccl_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
+    }
+}
+
+/* What the peer's REPLY or CONFIRM tells of its old QP's rq_psn */
+static void uct_uccl_reset_peer_psn(uct_uccl_conn_t *conn,
+                                    uct_uccl_qp_t *path,
+                                    const uct_uccl_path_reset_t *pkt)
+{
+    if (pkt->flags & UCT_UCCL_PATH_RESET_F_PSN) {
+        path->peer_rq_psn  = pkt->psn;
+        path->psn_flags   |= UCT_UCCL_QP_F_PEER_PSN;
+    } else {
+        path->psn_flags   |= UCT_UCCL_QP_F_PEER_MUTE;
+    }
+    uct_uccl_tx_rc_resolve(conn, path);
 }
 
 /* The old QP of p stops: retired (nothing new goes there), moved to ERR
- * (what it has out flushes back and goes again, uct_uccl_tx_rc_failed) */
+ * (what it has out flushes back and goes again, uct_uccl_tx_rc_failed);
+ * its rq_psn is final from then on */
 static void uct_uccl_reset_stop_old(uct_uccl_conn_t *conn, unsigned p)
 {
     struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+    uct_uccl_qp_t *path     = &conn->paths[p];
+    struct ibv_qp_init_attr init;
 
     if (!uct_uccl_paths_retired(&conn->sel, p)) {
         uct_uccl_paths_retire(&conn->sel, p);
         conn->burst_left = 0;
     }
-    if (ibv_modify_qp(conn->paths[p].qp, &attr, IBV_QP_STATE)) {
+    path->psn_flags &= ~UCT_UCCL_QP_F_OWN_PSN; /* an older pair's */
+    if (ibv_modify_qp(path->qp, &attr, IBV_QP_STATE)) {
         ucs_diag("uccl: conn %u: QP 0x%x to ERR failed: %m", conn->id,
-                 conn->paths[p].qp->qp_num);
+                 path->qp->qp_num);
+        return;
     }
+    if (ibv_query_qp(path->qp, &attr, IBV_QP_RQ_PSN, &init)) {
+        ucs_diag("uccl: conn %u: QP 0x%x: no rq_psn: %m", conn->id,
+                 path->qp->qp_num);
+        return;
+    }
+    path->own_rq_psn  = attr.rq_psn & UCT_UCCL_SEQ_MASK;
+    path->psn_flags  |= UCT_UCCL_QP_F_OWN_PSN;
 }
 
 /* Does the old QP of `path` hold an RDMA WRITE? */
@@ -170,30 +212,36 @@ static void uct_uccl_reset_answer(uct_uccl_conn_t *conn, unsigned p,
                         path->next_qp->qp_num);
 }
 
-static void uct_uccl_reset_on_reply(uct_uccl_conn_t *conn, unsigned p,
-                                    uint32_t gen, uint32_t qpn)
+static void uct_uccl_reset_on_reply(uct_uccl_conn_t *conn,
+                                    const uct_uccl_path_reset_t *pkt)
 {
+    unsigned p          = pkt->path;
     uct_uccl_qp_t *path = &conn->paths[p];
 
-    if (gen != path->reset_gen_tx) {
+    if (pkt->gen != path->reset_gen_tx) {
         return;
     }
     if (path->reset == UCT_UCCL_RESET_ASKED) {
         if (!uct_uccl_reset_may_stop(conn, p) ||
-            (uct_uccl_conn_ibqp_connect(conn, path->next_qp, qpn) !=
+            (uct_uccl_conn_ibqp_connect(conn, path->next_qp, pkt->qpn) !=
              UCS_OK)) {
             uct_uccl_reset_give_up(conn, path);
             return;
         }
         uct_uccl_reset_stop_old(conn, p);
-        path->next_remote_qpn = qpn;
+        path->next_remote_qpn = pkt->qpn;
         path->reset           = UCT_UCCL_RESET_READY;
-    } else if ((path->reset != UCT_UCCL_RESET_READY) &&
-               (path->reset != UCT_UCCL_RESET_NONE)) {
+        uct_uccl_reset_send(conn, p, UCT_UCCL_PATH_RESET_CONFIRM, pkt->gen,
+                            0);
+        uct_uccl_reset_peer_psn(conn, path, pkt); /* may fail the conn */
         return;
     }
-    /* READY, or done: the answerer did not see our CONFIRM */
-    uct_uccl_reset_send(conn, p, UCT_UCCL_PATH_RESET_CONFIRM, gen, 0);
+    if ((path->reset == UCT_UCCL_RESET_READY) ||
+        (path->reset == UCT_UCCL_RESET_NONE)) {
+        /* the answerer did not see our CONFIRM */
+        uct_uccl_reset_send(conn, p, UCT_UCCL_PATH_RESET_CONFIRM, pkt->gen,
+                            0);
+    }
 }
 
 void uct_uccl_conn_handle_path_reset(uct_uccl_iface_t *iface,
@@ -216,12 +264,13 @@ void uct_uccl_conn_handle_path_reset(uct_uccl_iface_t *iface,
                               iface->rx_poll_ns);
         break;
     case UCT_UCCL_PATH_RESET_REPLY:
-        uct_uccl_reset_on_reply(conn, pkt->path, pkt->gen, pkt->qpn);
+        uct_uccl_reset_on_reply(conn, pkt);
         break;
     default: /* CONFIRM (uct_uccl_wire_ctl_check) */
         if ((pkt->gen == path->reset_gen_rx) &&
             (path->reset == UCT_UCCL_RESET_OFFERED)) {
             path->reset = UCT_UCCL_RESET_READY;
+            uct_uccl_reset_peer_psn(conn, path, pkt);
         }
         break;
     }
@@ -255,6 +304,12 @@ void uct_uccl_reset_timers(uct_uccl_conn_t *conn, uint64_t now)
         if (path->reset == UCT_UCCL_RESET_NONE) {
             continue;
         }
+        if (!ucs_queue_is_empty(&path->held) && (conn->rc_fail_since != 0) &&
+            (now - conn->rc_fail_since >= iface->config.peer_timeout_ns)) {
+            /* WRITEs wait for the peer's word, and the peer is silent */
+            uct_uccl_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
+            return;
+        }
         if (path->reset == UCT_UCCL_RESET_READY) {
             if (path->outstanding == 0) {
                 uct_uccl_reset_swap(conn, p, now);
@@ -265,6 +320,9 @@ void uct_uccl_reset_timers(uct_uccl_conn_t *conn, uint64_t now)
             ucs_diag("uccl: conn %u: reset of path %u unanswered", conn->id,
                      p);
             uct_uccl_reset_give_up(conn, path);
+            if (conn->state == UCT_UCCL_CONN_FAILED) {
+                return;
+            }
             continue;
         }
         if ((path->reset == UCT_UCCL_RESET_ASKED) &&

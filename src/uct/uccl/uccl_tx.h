@@ -163,6 +163,22 @@ uct_uccl_chunk_build_write(const uct_uccl_conn_t *conn,
 void uct_uccl_path_probe_send(uct_uccl_conn_t *conn,
                               const uct_uccl_chunk_t *chunk);
 
+/* RC: the PSNs a WR takes on its QP, one a packet of the path MTU (a
+ * READ's request those of its response), one when it carries nothing */
+static UCS_F_ALWAYS_INLINE uint32_t
+uct_uccl_wr_psn_span(const struct ibv_send_wr *wr, enum ibv_mtu mtu)
+{
+    unsigned shift = UCT_UCCL_MTU_ENUM_SHIFT + mtu;
+    uint64_t len   = 0;
+    int i;
+
+    for (i = 0; i < wr->num_sge; ++i) {
+        len += wr->sg_list[i].length;
+    }
+    return (len == 0) ? 1 :
+           (uint32_t)((len + UCS_MASK(shift)) >> shift);
+}
+
 /* Chunk's WR joins path's chain of this transmit step (the chain goes out
  * with uct_uccl_conn_post_chains) */
 static UCS_F_ALWAYS_INLINE void uct_uccl_path_link(uct_uccl_conn_t *conn,
@@ -187,6 +203,10 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_path_link(uct_uccl_conn_t *conn,
         uct_uccl_paths_sent(&conn->sel, path->index,
                             uct_uccl_paths_waiting(&conn->sel, path->index) ?
                             0 : uct_uccl_now_ns());
+    }
+    if (conn->rc) {
+        path->psn_used    += uct_uccl_wr_psn_span(&chunk->wr, conn->path_mtu);
+        chunk->rc_psn_end  = uct_uccl_seq_add(conn->psn, path->psn_used);
     }
     ++path->chain_len;
     path->sent[(path->sent_head + path->outstanding) &
@@ -265,10 +285,12 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack,
 void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now);
 void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status);
 int uct_uccl_tx_rc_draining(const uct_uccl_conn_t *conn);
-/* RC: a WR of chunk failed; UCS_OK if it goes again on another path */
+/* RC: a WR of chunk failed; UCS_OK if it goes again on another path, or
+ * waits for the peer to tell whether it landed */
 ucs_status_t uct_uccl_tx_rc_failed(uct_uccl_conn_t *conn,
                                    uct_uccl_chunk_t *chunk,
                                    enum ibv_wc_status status);
+void uct_uccl_tx_rc_resolve(uct_uccl_conn_t *conn, uct_uccl_qp_t *path);
 void uct_uccl_tx_orphan(uct_uccl_conn_t *conn);
 int uct_uccl_tx_is_flushed(uct_uccl_conn_t *conn);
 void uct_uccl_tx_fence(uct_uccl_conn_t *conn);

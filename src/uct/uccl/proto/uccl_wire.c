@@ -289,11 +289,14 @@ static ucs_status_t uct_uccl_wire_path_reset_check(const void *pkt)
 {
     const uct_uccl_path_reset_t *r = pkt;
 
-    if ((r->hdr.length != sizeof(*r)) || r->rsvd ||
+    if ((r->hdr.length != sizeof(*r)) ||
+        (r->flags & ~UCT_UCCL_PATH_RESET_F_PSN) ||
         (r->step >= UCT_UCCL_PATH_RESET_LAST) ||
         (r->path >= UCT_UCCL_WIRE_MAX_PATHS) ||
-        !uct_uccl_wire_seq_ok(r->qpn) ||
-        ((r->step == UCT_UCCL_PATH_RESET_CONFIRM) != (r->qpn == 0))) {
+        !uct_uccl_wire_seq_ok(r->qpn) || !uct_uccl_wire_seq_ok(r->psn) ||
+        ((r->step == UCT_UCCL_PATH_RESET_CONFIRM) != (r->qpn == 0)) ||
+        ((r->step == UCT_UCCL_PATH_RESET_REQUEST) && r->flags) ||
+        (!(r->flags & UCT_UCCL_PATH_RESET_F_PSN) && r->psn)) {
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;

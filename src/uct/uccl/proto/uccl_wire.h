@@ -33,7 +33,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "uccl wire formats are little-endian, host must be too");
 
-#define UCT_UCCL_WIRE_VERSION     5
+#define UCT_UCCL_WIRE_VERSION     6
 #define UCT_UCCL_WIRE_MAGIC       0x4c434355u /* "UCCL" */
 #define UCT_UCCL_WIRE_MAX_PATHS   256
 /* Largest control packet: 4096-byte UD MTU minus the 40-byte GRH */
@@ -405,7 +405,10 @@ typedef struct UCS_S_PACKED uct_uccl_keepalive {
  * old QP to ERR, pairs its new one and confirms (CONFIRM, `qpn` 0), after
  * which the answerer sends on the new pair. REQUEST and REPLY are repeated
  * until the next step is seen; `gen` numbers the asker's resets of the
- * path, so repeats are recognised.
+ * path, so repeats are recognised. REPLY and CONFIRM carry, with
+ * UCT_UCCL_PATH_RESET_F_PSN, the rq_psn of the sender's old QP once it is
+ * in ERR: how far it executed what the receiver's old QP sent, so a WRITE
+ * flushed there that landed is not written again (after a newer one).
  */
 typedef enum {
     UCT_UCCL_PATH_RESET_REQUEST = 0,
@@ -414,6 +417,10 @@ typedef enum {
     UCT_UCCL_PATH_RESET_LAST
 } uct_uccl_path_reset_step_t;
 
+enum {
+    UCT_UCCL_PATH_RESET_F_PSN   = UCS_BIT(0)  /* `psn` is set */
+};
+
 typedef struct UCS_S_PACKED uct_uccl_path_reset {
     uct_uccl_ctl_hdr_t hdr;
     uint32_t dst_conn_id;
@@ -421,9 +428,10 @@ typedef struct UCS_S_PACKED uct_uccl_path_reset {
     uint32_t src_conn_id;
     uint16_t path;         /* < the conn's number of paths */
     uint8_t  step;         /* uct_uccl_path_reset_step_t */
-    uint8_t  rsvd;         /* zero */
+    uint8_t  flags;        /* UCT_UCCL_PATH_RESET_F_*; none in a REQUEST */
     uint32_t gen;          /* the asker's reset of this path */
     uint32_t qpn;          /* 24-bit; 0 in a CONFIRM */
+    uint32_t psn;          /* 24-bit; 0 without F_PSN */
 } uct_uccl_path_reset_t;
 
 _Static_assert(sizeof(uct_uccl_ctl_hdr_t) == 4, "ctl hdr size");
@@ -451,7 +459,7 @@ _Static_assert(sizeof(uct_uccl_ack_batch_t) == 8, "ack batch size");
 _Static_assert(sizeof(uct_uccl_disconnect_t) == 24, "disconnect size");
 _Static_assert(sizeof(uct_uccl_keepalive_t) == 32, "keepalive size");
 _Static_assert(sizeof(uct_uccl_credit_t) == 48, "credit size");
-_Static_assert(sizeof(uct_uccl_path_reset_t) == 32, "path reset size");
+_Static_assert(sizeof(uct_uccl_path_reset_t) == 36, "path reset size");
 
 static inline size_t uct_uccl_wire_conn_size(unsigned num_paths)
 {
