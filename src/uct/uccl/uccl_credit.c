@@ -182,14 +182,15 @@ static uint64_t uct_uccl_credit_backlog(uct_uccl_conn_t *conn)
     return ucs_min(bytes, cap);
 }
 
-/* Did the cc judge bytes lost that the peer did not hear of? Its pacer
- * counts them as on their way until it does. */
-static int uct_uccl_credit_lost_news(uct_uccl_conn_t *conn)
+/* Did the cc judge bytes lost, or give credit back, and the peer did not
+ * hear of it? Its pacer counts them as on their way until it does. */
+static int uct_uccl_credit_news(uct_uccl_conn_t *conn)
 {
     uct_uccl_cc_stats_t stats;
 
     uct_uccl_cc_query(&conn->cc, &stats);
-    return (uint32_t)stats.gone_bytes != conn->credit.lost;
+    return ((uint32_t)stats.gone_bytes != conn->credit.lost) ||
+           ((uint32_t)stats.returned_bytes != conn->credit.returned);
 }
 
 /* Chunks wait (the pump left some queued, or a resend waits for credit).
@@ -204,6 +205,7 @@ void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
     uct_uccl_cc_t *cc          = &conn->cc;
     int32_t pending            = (int32_t)(cr->want - cr->grant);
     uint64_t backlog, credit;
+    uct_uccl_cc_stats_t stats;
     uct_uccl_cc_request_t req;
     uct_uccl_credit_t rec;
 
@@ -217,11 +219,12 @@ void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
     if (((backlog <= credit) ||
          ((pending > 0) && ((uint64_t)pending >= backlog - credit) &&
           (now - cr->heard_ns < cr->retry_ns))) &&
-        !uct_uccl_credit_lost_news(conn)) {
+        !uct_uccl_credit_news(conn)) {
         return; /* covered, or asked for already */
     }
 
     uct_uccl_cc_tx_request(cc, backlog, &req);
+    uct_uccl_cc_query(cc, &stats);
     (void)uct_uccl_credit_pack(conn, &rec, &req, now);
     if (uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,
                                 &rec, sizeof(rec)) != UCS_OK) {
@@ -236,8 +239,34 @@ void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
     cr->want     = req.want;
     cr->spec     = req.spec;
     cr->lost     = req.lost;
+    cr->returned = (uint32_t)stats.returned_bytes;
     cr->req_ns   = now;
     cr->heard_ns = now;
+}
+
+/* Granted credit the cc gives back (drained, or held too long: see
+ * uct_uccl_cc_tx_release) is told to the peer at once. From the timers
+ * and before the pump sends (a sender back from a long descheduling must
+ * not spend credit its peer may have forgotten). UC only: an RC
+ * receiver's pacer has no bound to forget. */
+void uct_uccl_credit_release(uct_uccl_conn_t *conn, uint64_t now)
+{
+    int queued = !ucs_queue_is_empty(&conn->tx_queue) ||
+                 uct_uccl_credit_resend_due(conn);
+
+    if (uct_uccl_cc_tx_release(&conn->cc, queued, now) > 0) {
+        uct_uccl_credit_tx_request(conn, now);
+    }
+}
+
+/* From the conn's timers: credit held too long goes back, and news the
+ * peer did not hear of yet (a request that could not go) is told again */
+void uct_uccl_credit_timer(uct_uccl_conn_t *conn, uint64_t now)
+{
+    uct_uccl_credit_release(conn, now);
+    if (uct_uccl_credit_news(conn)) {
+        uct_uccl_credit_tx_request(conn, now);
+    }
 }
 
 /* May a resend of `bytes` go now? Always under a window. Under credit

@@ -327,6 +327,9 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
         uct_uccl_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
         return;
     }
+    if (ucs_unlikely(conn->cc.ops->tx_release != NULL) && !conn->rc) {
+        uct_uccl_credit_timer(conn, now);
+    }
     if (conn->rc) {
         /* the NIC retransmits, errors come as completions; a path that
          * stalls takes no more chunks and gets a new QP pair */

@@ -66,6 +66,14 @@
  * wrong (an arrival the owner did not see, a loss no one reported) must
  * not stop the grants for good */
 #define UCT_UCCL_CC_EQDS_OUT_STALE_NS    10000000ull
+/* granted credit a sender neither spent nor added to for this long goes
+ * back to the receiver (it is descheduled, or short of a chunk while the
+ * receiver's bound holds the rest): well within OUT_STALE_NS, so that
+ * the receiver's forgetting never lets go of grants that may still be
+ * sent */
+#define UCT_UCCL_CC_EQDS_HOLD_NS         2000000ull
+_Static_assert(2 * UCT_UCCL_CC_EQDS_HOLD_NS <= UCT_UCCL_CC_EQDS_OUT_STALE_NS,
+               "a sender gives grants back before the receiver forgets");
 /* a max_out that never binds (the owner cannot count arrivals) */
 #define UCT_UCCL_CC_EQDS_MAX_OUT_NONE    (1ull << 62)
 /* unscheduled arrivals push grants back by at most this much */

@@ -18,13 +18,14 @@
  * and grants nothing that would take their sum over max_out, what the
  * receiver's port can absorb: a grant is cut to what is left below it (a
  * sender holding part of a chunk's credit, which it cannot use alone,
- * gets the rest instead of blocking every grant). Arrivals it did not grant
- * (speculative bytes) take a count to 0 at most, so it errs low, and a
- * sender whose grants all arrived is back to 0; each request of the
- * sender bounds it from above by what the sender holds (so grants it will
- * never use, or losses it did not report, are not counted for long). A
- * pacer full for OUT_STALE_NS forgets its counts: whatever went wrong,
- * grants do not stop for good. With a quantum of one chunk,
+ * gets the rest instead of blocking every grant). Speculative bytes count
+ * as on their way once announced (expect); arrivals take a count to 0 at
+ * most, so a sender whose bytes all arrived is back to 0; each request of
+ * the sender bounds it from above by what the sender holds (so grants it
+ * will never use, or losses it did not report, are not counted for long;
+ * a sender gives back what it holds unused for long, HOLD_NS). A pacer
+ * full for OUT_STALE_NS forgets its counts: whatever went wrong, grants
+ * do not stop for good. With a quantum of one chunk,
  * grants arrive as whole chunks, spread out: at most about one chunk waits
  * at the link (a smaller quantum lets all senders fill a chunk at once).
  *
@@ -108,6 +109,14 @@ void uct_uccl_cc_eqds_pacer_demand(uct_uccl_cc_eqds_sender_t *sender,
 
 /* Bytes that arrived without a grant: they used the link too */
 void uct_uccl_cc_eqds_pacer_charge(uct_uccl_cc_eqds_pacer_t *pacer,
+                                   uint64_t bytes, uint64_t now);
+
+/* Bytes the sender announced it sends without a grant (speculative):
+ * counted as on their way like grants, so that their arrivals do not
+ * take the count of its grants below what is still to come (at most
+ * max_out at once: a lie holds the grants back until the sender's next
+ * request bounds its count, or the pacer forgets) */
+void uct_uccl_cc_eqds_pacer_expect(uct_uccl_cc_eqds_sender_t *sender,
                                    uint64_t bytes, uint64_t now);
 
 /* Bytes of the sender that arrived, or that it reported lost: no longer
