@@ -39,15 +39,18 @@
  * granted bytes not arrived would fill with lost ones, and hold back the
  * very grants their resends wait for).
  *
- * Granted credit the sender does not use goes back (tx_release): all of
- * it once the sender drained, and what it held for HOLD_NS without a send
- * or a new grant (descheduled, or short of a chunk while the receiver's
- * bound holds the rest). Given back, it counts as sent (the next want
- * asks for it again) and the next request's `held` tells the receiver,
- * whose count of grants not arrived falls to it. HOLD_NS is well within
- * the receiver's OUT_STALE_NS: once a full pacer forgets its counts, the
- * grants it forgot are no longer spent (a credit never waits to be sent
- * while newer grants cross the receiver's link).
+ * Granted credit the sender cannot use goes back (tx_release): all of it
+ * once the sender drained, all of it once it was short of its next send
+ * for HOLD_NS without a new grant (the receiver's bound holds the rest:
+ * credit spread over senders that each hold part of a chunk would fill
+ * the bound until the receiver forgets it), and any not spent nor added
+ * to for EXPIRE_NS (a descheduled sender). Given back, it counts as
+ * sent: the receiver's grants so far cover it, so the wants that follow
+ * ask for what the sender needs from then on. The next request's `held`
+ * tells the receiver, whose count of grants not arrived falls to it.
+ * EXPIRE_NS is within half the receiver's OUT_STALE_NS: once a full
+ * pacer forgets its counts, the grants it forgot are no longer spent (a
+ * credit never waits to be sent while newer grants cross the link).
  */
 #include "uccl_cc_int.h"
 #include "uccl_cc_eqds_pacer.h"
@@ -56,7 +59,6 @@
 typedef struct uct_uccl_cc_eqds {
     /* sender */
     uint64_t spec;          /* speculative credit of a burst */
-    uint64_t respec;        /* ... after a drain once the peer grants */
     uint64_t cap;           /* most credit held */
     uint64_t demand_cap;    /* most asked for beyond what was sent */
     uint64_t spec_total;    /* speculative credit issued */
@@ -71,6 +73,7 @@ typedef struct uct_uccl_cc_eqds {
     uint64_t backlog_end;   /* sent_total once the known backlog is out */
     uint64_t gone;          /* bytes of transmissions judged lost */
     uint64_t returned;      /* granted credit given back unused */
+    uint64_t drained_ret;   /* of it, given back drained */
     uint64_t held_ns;       /* the last send or grant came then */
     int      peer_grants;   /* the peer grants: credit is strict */
     /* receiver */
@@ -155,8 +158,6 @@ static ucs_status_t uct_uccl_cc_eqds_init(uct_uccl_cc_t *cc,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    e->respec     = uct_uccl_cc_min_u64(e->spec,
-                                        UCT_UCCL_CC_EQDS_RESPEC_BYTES);
     uct_uccl_cc_eqds_add_spec(e, e->spec);
     cc->flags       &= ~UCT_UCCL_CC_F_STRICT;
     cc->next_send_ns = 0;
@@ -212,7 +213,11 @@ static void uct_uccl_cc_eqds_on_gone(uct_uccl_cc_t *cc, uint32_t bytes,
  * with speculative credit (a debt for resends is paid by grants first) */
 static void uct_uccl_cc_eqds_respec(uct_uccl_cc_t *cc, uct_uccl_cc_eqds_t *e)
 {
-    int64_t top = (int64_t)(e->peer_grants ? e->respec : e->spec);
+    /* once the peer grants, only small messages go unscheduled */
+    int64_t top = (int64_t)(e->peer_grants ?
+                            uct_uccl_cc_min_u64(e->spec,
+                                                UCT_UCCL_CC_EQDS_RESPEC_BYTES) :
+                            e->spec);
     int64_t raw = uct_uccl_cc_eqds_raw(e);
 
     if ((cc->inflight_bytes == 0) && (e->sent_total >= e->backlog_end) &&
@@ -297,23 +302,30 @@ static uint64_t uct_uccl_cc_eqds_granted_left(const uct_uccl_cc_eqds_t *e)
     return credit - uct_uccl_cc_min_u64(e->spec_avail, credit);
 }
 
-static uint64_t uct_uccl_cc_eqds_tx_release(uct_uccl_cc_t *cc, int queued,
-                                            uint64_t now)
+static uint64_t uct_uccl_cc_eqds_tx_release(uct_uccl_cc_t *cc,
+                                            uint32_t next_bytes, uint64_t now)
 {
     uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
     uint64_t left         = uct_uccl_cc_eqds_granted_left(e);
-    int drained           = (cc->inflight_bytes == 0) && !queued;
+    int drained           = (cc->inflight_bytes == 0) && (next_bytes == 0);
 
-    if (!e->peer_grants || (left == 0) ||
-        (!drained && (now - e->held_ns < UCT_UCCL_CC_EQDS_HOLD_NS))) {
+    uint64_t idle_ns      = now - e->held_ns;
+    int short_of_next     = uct_uccl_cc_eqds_credit(e) < next_bytes;
+
+    if (!e->peer_grants || (left == 0)) {
         return 0;
     }
-    /* spent on nothing: the receiver hears of it from `held`, and the
-     * bytes it was meant for are asked for again */
+    if (!drained && (idle_ns < UCT_UCCL_CC_EQDS_EXPIRE_NS) &&
+        (!short_of_next || (idle_ns < UCT_UCCL_CC_EQDS_HOLD_NS))) {
+        return 0; /* it may still send, or waits for a recent grant */
+    }
+    /* spent on nothing, as the receiver hears from `held`: the grants
+     * the sender needs from now on are asked for anew */
     e->sent_total += left;
     e->returned   += left;
     if (drained) {
-        e->backlog_end = e->sent_total;
+        e->drained_ret += left;
+        e->backlog_end  = e->sent_total;
         uct_uccl_cc_eqds_respec(cc, e);
     }
     uct_uccl_cc_eqds_publish(cc);
@@ -403,6 +415,7 @@ static void uct_uccl_cc_eqds_query(const uct_uccl_cc_t *cc,
     stats->rx_granted_bytes = e->rx.granted;
     stats->gone_bytes       = e->gone;
     stats->returned_bytes   = e->returned;
+    stats->drained_bytes    = e->drained_ret;
 }
 
 const uct_uccl_cc_ops_t uct_uccl_cc_eqds_ops = {

@@ -288,8 +288,6 @@ unsigned uct_uccl_cc_eqds_pacer_tick(uct_uccl_cc_eqds_pacer_t *pacer,
             s->tick  = pacer->tick;
         }
         g = (s->demand < pacer->quantum) ? s->demand : pacer->quantum;
-        g = (g < pacer->max_out - pacer->out) ? g :
-                                                pacer->max_out - pacer->out;
         s->demand            -= g;
         s->granted           += g;
         pacer->granted_bytes += g;
