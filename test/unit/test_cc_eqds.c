@@ -409,6 +409,169 @@ static void test_receiver_out(void)
            "losses and the sender's holdings bring the count down\n");
 }
 
+/* every byte of credit issued is spent, given back or still held */
+static void check_exact(const uct_uccl_cc_t *cc, uint64_t sent)
+{
+    uct_uccl_cc_stats_t s = st(cc);
+
+    UT_EQ(s.spec_bytes + s.granted_bytes,
+          sent + s.returned_bytes + s.credit_bytes);
+}
+
+/* Granted credit the sender cannot use goes back: when it falls short of
+ * its next send for HOLD_NS without a new grant, and all of it once
+ * drained; it counts as spent (the wants that follow ask for what is
+ * needed from then on), and the sender's holdings in its next request
+ * tell the receiver */
+static void test_sender_release(void)
+{
+    uct_uccl_cc_params_t p;
+    uct_uccl_cc_request_t req;
+    uct_uccl_cc_t cc;
+    uint64_t now = CC_T0, sent = 0;
+    const uint32_t part = CC_CHUNK - 48;
+    uint32_t w;
+
+    cc_params(&p);
+    p.eqds.spec_bytes = CC_CHUNK;
+    UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
+    UT_EQ(uct_uccl_cc_tx_release(&cc, 0, now), 0); /* nothing granted */
+    uct_uccl_cc_on_credit(&cc, 0, now);
+    uct_uccl_cc_on_send(&cc, CC_CHUNK, now);        /* the speculative one */
+    sent += CC_CHUNK;
+    uct_uccl_cc_on_credit(&cc, part, now);          /* short of a chunk */
+    UT_TRUE(!uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
+    UT_EQ(uct_uccl_cc_tx_release(&cc, CC_CHUNK,
+                                 now + UCT_UCCL_CC_EQDS_HOLD_NS - 1), 0);
+    /* what it holds covers a smaller next send: kept */
+    UT_EQ(uct_uccl_cc_tx_release(&cc, part,
+                                 now + UCT_UCCL_CC_EQDS_HOLD_NS), 0);
+    now += UCT_UCCL_CC_EQDS_HOLD_NS;
+    UT_EQ(uct_uccl_cc_tx_release(&cc, CC_CHUNK, now), part);
+    UT_EQ(uct_uccl_cc_tx_release(&cc, CC_CHUNK, now), 0);  /* once */
+    UT_EQ(st(&cc).credit_bytes, 0);
+    UT_EQ(st(&cc).returned_bytes, part);
+    check_exact(&cc, sent);
+    /* asked for again; it holds only the chunk in flight */
+    UT_EQ(uct_uccl_cc_tx_request(&cc, CC_CHUNK, &req), 1);
+    UT_EQ(req.want, part + CC_CHUNK);
+    UT_EQ(req.held, CC_CHUNK);
+    /* a new grant starts the time again; credit that covers the next send
+     * is kept until EXPIRE_NS */
+    uct_uccl_cc_on_credit(&cc, req.want - CC_MSS, now);
+    now += UCT_UCCL_CC_EQDS_HOLD_NS - 1;
+    UT_EQ(uct_uccl_cc_tx_release(&cc, CC_CHUNK, now), 0);
+    uct_uccl_cc_on_credit(&cc, req.want, now);
+    UT_TRUE(uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
+    UT_EQ(uct_uccl_cc_tx_release(&cc, CC_CHUNK,
+                                 now + UCT_UCCL_CC_EQDS_EXPIRE_NS - 1), 0);
+    uct_uccl_cc_on_send(&cc, CC_CHUNK / 2, now);
+    sent += CC_CHUNK / 2;
+    /* drained: all of it at once, and speculative credit for small
+     * messages as before */
+    cc_ack(&cc, CC_CHUNK, 10 * CC_US, 0, now);
+    UT_EQ(uct_uccl_cc_tx_release(&cc, CC_CHUNK / 2, now), 0); /* it waits */
+    cc_ack(&cc, CC_CHUNK / 2, 10 * CC_US, 0, now);
+    w = want_of(&cc, 0);
+    UT_EQ(uct_uccl_cc_tx_release(&cc, 0, now), CC_CHUNK / 2);
+    /* granted already: the next burst's want counts it as spent (sent:
+     * a chunk, a half, part and a half given back; speculative: a chunk
+     * and the small messages' credit) */
+    UT_TRUE(w < 2 * CC_CHUNK + part);
+    UT_EQ(want_of(&cc, CC_CHUNK), 2 * CC_CHUNK + part -
+                                  UCT_UCCL_CC_EQDS_RESPEC_BYTES);
+    UT_EQ(st(&cc).credit_bytes, UCT_UCCL_CC_EQDS_RESPEC_BYTES);
+    UT_EQ(st(&cc).spec_bytes, CC_CHUNK + UCT_UCCL_CC_EQDS_RESPEC_BYTES);
+    check_exact(&cc, sent);
+    uct_uccl_cc_cleanup(&cc);
+    printf("  release: credit short of the next send for %llu ms, or all "
+           "once drained, goes back, counted once\n",
+           UCT_UCCL_CC_EQDS_HOLD_NS / 1000000);
+}
+
+/* The pacer's bound spread over two senders: one holds a whole chunk's
+ * credit it does not use yet (busy elsewhere), the other spent part of
+ * its grant on small messages still on their way and is short of its
+ * next chunk. Neither sends, and the pacer would sit full until its
+ * counts go stale. The one short of its next send gives back what it
+ * holds after HOLD_NS; its request lowers the count to what is on its
+ * way, and the pacer grants on, forgetting nothing. */
+static void test_release_pacer(void)
+{
+    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS,
+                                          .max_out  = 3 * CC_CHUNK};
+    uct_uccl_cc_eqds_sender_t *out[4];
+    uct_uccl_cc_eqds_pacer_t pacer;
+    uct_uccl_cc_request_t req;
+    uct_uccl_cc_params_t p;
+    uct_uccl_cc_t tx[2], rx[2];
+    uint64_t now = CC_T0, before, left;
+    int i;
+
+    cc_params(&p);
+    p.eqds.spec_bytes = CC_MSS;
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now), UCS_OK);
+    for (i = 0; i < 2; ++i) {
+        UT_EQ(uct_uccl_cc_init(&tx[i], "eqds", &p), UCS_OK);
+        UT_EQ(uct_uccl_cc_init(&rx[i], "eqds", &p), UCS_OK);
+        uct_uccl_cc_rx_attach(&rx[i], &pacer, &rx[i]);
+        uct_uccl_cc_on_credit(&tx[i], 0, now);
+        uct_uccl_cc_tx_request(&tx[i], 8 * CC_CHUNK, &req);
+        uct_uccl_cc_rx_on_request(&rx[i], &req, now);
+    }
+    /* the speculative bytes they announced are on their way too */
+    UT_EQ(pacer.out, 2 * CC_MSS);
+    now += 1000 * CC_US;
+    uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 4);
+    /* a whole quantum each, never a part of one */
+    UT_EQ(pacer.out, 2 * CC_MSS + 2 * CC_CHUNK);
+    UT_TRUE(uct_uccl_cc_eqds_pacer_full(&pacer));
+    for (i = 0; i < 2; ++i) {
+        uct_uccl_cc_on_credit(&tx[i], uct_uccl_cc_rx_credit(&rx[i], now),
+                              now);
+    }
+    uct_uccl_cc_on_send(&tx[1], 2 * CC_MSS, now); /* small messages */
+    UT_TRUE(uct_uccl_cc_can_send(&tx[0], CC_CHUNK, now));
+    UT_TRUE(!uct_uccl_cc_can_send(&tx[1], CC_CHUNK, now));
+    left = st(&tx[1]).credit_bytes;
+    /* the one that could send keeps its credit while it may be busy */
+    UT_EQ(uct_uccl_cc_tx_release(&tx[0], CC_CHUNK,
+                                 now + UCT_UCCL_CC_EQDS_EXPIRE_NS - 1), 0);
+    UT_EQ(uct_uccl_cc_tx_release(&tx[1], CC_CHUNK,
+                                 now + UCT_UCCL_CC_EQDS_HOLD_NS - 1), 0);
+    now += UCT_UCCL_CC_EQDS_HOLD_NS;
+    UT_EQ(uct_uccl_cc_tx_release(&tx[1], CC_CHUNK, now), left);
+    check_exact(&tx[1], 2 * CC_MSS);
+    uct_uccl_cc_tx_request(&tx[1], 8 * CC_CHUNK, &req);
+    UT_EQ(req.held, 2 * CC_MSS);
+    before = pacer.out;
+    uct_uccl_cc_rx_on_request(&rx[1], &req, now);
+    UT_EQ(pacer.out, before - left);
+    /* the pacer grants again, well before its counts would go stale */
+    before = pacer.granted_bytes;
+    uct_uccl_cc_eqds_pacer_tick(&pacer, now + 100 * CC_US, out, 4);
+    UT_TRUE(pacer.granted_bytes > before);
+    UT_EQ(pacer.forgot, 0);
+    UT_TRUE(pacer.out <= pacer.max_out);
+    /* the busy one, back after EXPIRE_NS (well before the pacer would
+     * forget), gives its grant back instead of sending it */
+    now  = CC_T0 + 1000 * CC_US + UCT_UCCL_CC_EQDS_EXPIRE_NS;
+    left = st(&tx[0]).credit_bytes - CC_MSS;
+    UT_TRUE(UCT_UCCL_CC_EQDS_EXPIRE_NS < UCT_UCCL_CC_EQDS_OUT_STALE_NS);
+    UT_EQ(uct_uccl_cc_tx_release(&tx[0], CC_CHUNK, now), left);
+    UT_TRUE(!uct_uccl_cc_can_send(&tx[0], CC_CHUNK, now));
+    check_exact(&tx[0], 0);
+    for (i = 0; i < 2; ++i) {
+        uct_uccl_cc_cleanup(&tx[i]);
+        uct_uccl_cc_cleanup(&rx[i]);
+    }
+    uct_uccl_cc_eqds_pacer_cleanup(&pacer);
+    printf("  release: the bound held by a sender busy elsewhere and one "
+           "short of a chunk: that one gives its credit back after HOLD, "
+           "the pacer grants on, forgetting nothing; the busy one's grant "
+           "expires\n");
+}
+
 static void test_receiver(void)
 {
     uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS};
@@ -713,7 +876,8 @@ typedef struct {
     double   fairness;         /* min / max delivered, after it */
     uint64_t max_queue;        /* bytes waiting at the link, after it */
     uint64_t max_unsched;      /* of them, most sent without a grant */
-    uint64_t max_out;          /* most granted and not arrived, ever */
+    uint64_t max_out;          /* most granted and not arrived, after
+                                * the warm-up */
     int      done;             /* every byte delivered */
     uint64_t requests;
 } sim_result_t;
@@ -756,6 +920,7 @@ static void sim_sender(const sim_cfg_t *cfg, sim_flow_t *f, uint64_t now,
                        sim_result_t *res, int measure)
 {
     sim_msg_t *in, m;
+    uint64_t released;
     uint32_t len;
 
     if (now < f->asleep_until) {
@@ -774,6 +939,8 @@ static void sim_sender(const sim_cfg_t *cfg, sim_flow_t *f, uint64_t now,
         }
         ++f->ctl.head;
     }
+    released = uct_uccl_cc_tx_release(&f->tx, (f->backlog < CC_CHUNK) ?
+                                      (uint32_t)f->backlog : CC_CHUNK, now);
     for (;;) {
         len = (f->backlog < CC_CHUNK) ? f->backlog : CC_CHUNK;
         if ((len == 0) || !uct_uccl_cc_can_send(&f->tx, len, now)) {
@@ -803,6 +970,7 @@ static void sim_sender(const sim_cfg_t *cfg, sim_flow_t *f, uint64_t now,
     memset(&m, 0, sizeof(m));
     uct_uccl_cc_tx_request(&f->tx, f->backlog, &m.req);
     if ((m.req.want != f->told.want) || (m.req.spec != f->told.spec) ||
+        (released > 0) ||
         ((len > 0) && (now - f->last_req >= SIM_REFRESH))) {
         f->last_req = now;
         f->told     = m.req;
@@ -845,7 +1013,7 @@ static void sim_run(const sim_cfg_t *cfg, sim_result_t *res)
     uct_uccl_cc_eqds_pacer_t pacer;
     uct_uccl_cc_params_t p;
     uint64_t now = CC_T0, end = CC_T0 + cfg->duration, link_free = 0;
-    uint64_t lo = UINT64_MAX, hi = 0, total = 0;
+    uint64_t lo = UINT64_MAX, hi = 0, total = 0, granted;
     unsigned n, k;
     int i, busy, measure;
 
@@ -875,10 +1043,16 @@ static void sim_run(const sim_cfg_t *cfg, sim_result_t *res)
         if (!cfg->pacer) {
             continue;
         }
+        granted = pacer.granted_bytes;
         n = uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, SIM_MAX_SENDERS);
-        /* never more granted and not arrived than the pacer's bound */
-        UT_TRUE(pacer.out <= pacer.max_out);
-        res->max_out = (pacer.out > res->max_out) ? pacer.out : res->max_out;
+        /* no grant takes what did not arrive over the pacer's bound
+         * (announced speculative bytes may: they come anyway) */
+        UT_TRUE((pacer.granted_bytes == granted) ||
+                (pacer.out <= pacer.max_out));
+        if (measure) {
+            res->max_out = (pacer.out > res->max_out) ? pacer.out :
+                                                        res->max_out;
+        }
         for (k = 0; k < n; ++k) {
             if (!sim_lost(cfg)) {
                 sim_credit(out[k]->arg, now + prop, NULL);
@@ -988,6 +1162,8 @@ int main(int argc, char **argv)
     ut_init(argc, argv, "test_cc_eqds");
     test_sender_basics();
     test_sender_grants();
+    test_sender_release();
+    test_release_pacer();
     test_sender_requests();
     test_sender_cap_reask();
     test_sender_resend();

@@ -162,6 +162,8 @@ typedef struct uct_uccl_conn_credit {
     uint32_t                want;        /* the last request sent */
     uint32_t                spec;
     uint32_t                lost;
+    uint32_t                returned;    /* credit given back, as told */
+    uint32_t                held;        /* holdings, as told */
     uint32_t                grant;       /* the peer's newest grant */
     uint32_t                rx_want;     /* the peer's last request */
     uint32_t                rx_spec;

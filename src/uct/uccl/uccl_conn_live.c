@@ -399,10 +399,11 @@ static void uct_uccl_conn_dump_cc(uct_uccl_conn_t *conn, FILE *stream)
         return;
     }
     fprintf(stream, " cc_credit %lu cc_spec %lu cc_spec_sent %lu "
-            "cc_granted %lu cc_rx_granted %lu cc_gone %lu cc_inflight %lu",
-            cs.credit_bytes, cs.spec_bytes, cs.spec_sent_bytes,
-            cs.granted_bytes, cs.rx_granted_bytes, cs.gone_bytes,
-            conn->cc.inflight_bytes);
+            "cc_granted %lu cc_rx_granted %lu cc_gone %lu cc_returned %lu "
+            "cc_returned_drained %lu cc_inflight %lu", cs.credit_bytes,
+            cs.spec_bytes, cs.spec_sent_bytes, cs.granted_bytes,
+            cs.rx_granted_bytes, cs.gone_bytes, cs.returned_bytes,
+            cs.drained_bytes, conn->cc.inflight_bytes);
 }
 
 void uct_uccl_conn_dump_stats(uct_uccl_conn_t *conn, FILE *stream)

@@ -182,14 +182,30 @@ static uint64_t uct_uccl_credit_backlog(uct_uccl_conn_t *conn)
     return ucs_min(bytes, cap);
 }
 
-/* Did the cc judge bytes lost that the peer did not hear of? Its pacer
- * counts them as on their way until it does. */
-static int uct_uccl_credit_lost_news(uct_uccl_conn_t *conn)
+/* What a request would tell as held: credit not spent and bytes in
+ * flight, which is the window a credit algorithm publishes */
+static uint32_t uct_uccl_credit_held(const uct_uccl_cc_t *cc)
 {
+    return (uint32_t)ucs_min(cc->cwnd_bytes, UINT32_MAX);
+}
+
+/* Did the cc judge bytes lost, or give credit back, and the peer did not
+ * hear of it? Its pacer counts them as on their way until it does. So it
+ * does with what a drained sender no longer holds (a loss no path proved,
+ * say): once drained, the sender tells its holdings if they changed. */
+static int uct_uccl_credit_news(uct_uccl_conn_t *conn)
+{
+    const uct_uccl_cc_t *cc = &conn->cc;
     uct_uccl_cc_stats_t stats;
 
-    uct_uccl_cc_query(&conn->cc, &stats);
-    return (uint32_t)stats.gone_bytes != conn->credit.lost;
+    uct_uccl_cc_query(cc, &stats);
+    if (((uint32_t)stats.gone_bytes != conn->credit.lost) ||
+        ((uint32_t)stats.returned_bytes != conn->credit.returned)) {
+        return 1;
+    }
+    return (cc->flags & UCT_UCCL_CC_F_STRICT) && (cc->inflight_bytes == 0) &&
+           ucs_queue_is_empty(&conn->tx_queue) &&
+           (uct_uccl_credit_held(cc) != conn->credit.held);
 }
 
 /* Chunks wait (the pump left some queued, or a resend waits for credit).
@@ -204,6 +220,7 @@ void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
     uct_uccl_cc_t *cc          = &conn->cc;
     int32_t pending            = (int32_t)(cr->want - cr->grant);
     uint64_t backlog, credit;
+    uct_uccl_cc_stats_t stats;
     uct_uccl_cc_request_t req;
     uct_uccl_credit_t rec;
 
@@ -217,11 +234,12 @@ void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
     if (((backlog <= credit) ||
          ((pending > 0) && ((uint64_t)pending >= backlog - credit) &&
           (now - cr->heard_ns < cr->retry_ns))) &&
-        !uct_uccl_credit_lost_news(conn)) {
+        !uct_uccl_credit_news(conn)) {
         return; /* covered, or asked for already */
     }
 
     uct_uccl_cc_tx_request(cc, backlog, &req);
+    uct_uccl_cc_query(cc, &stats);
     (void)uct_uccl_credit_pack(conn, &rec, &req, now);
     if (uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,
                                 &rec, sizeof(rec)) != UCS_OK) {
@@ -236,8 +254,42 @@ void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
     cr->want     = req.want;
     cr->spec     = req.spec;
     cr->lost     = req.lost;
+    cr->returned = (uint32_t)stats.returned_bytes;
+    cr->held     = req.held;
     cr->req_ns   = now;
     cr->heard_ns = now;
+}
+
+/* Granted credit the cc gives back (drained, short of the next send or
+ * unused for too long: see uct_uccl_cc_tx_release) is told to the peer at
+ * once. The next send: a resend that waits for credit, else the queue's
+ * head. From the timers, and before the pump sends: a sender back from a
+ * long descheduling does not spend grants its peer may have forgotten.
+ * UC only: an RC receiver's pacer has no bound. */
+void uct_uccl_credit_release(uct_uccl_conn_t *conn, uint64_t now)
+{
+    uint32_t next = 0;
+
+    if (uct_uccl_credit_resend_due(conn)) {
+        next = uct_uccl_conn_chunk_size(conn);
+    } else if (!ucs_queue_is_empty(&conn->tx_queue)) {
+        next = ucs_queue_head_elem_non_empty(&conn->tx_queue,
+                                             uct_uccl_chunk_t,
+                                             queue)->length;
+    }
+    if (uct_uccl_cc_tx_release(&conn->cc, next, now) > 0) {
+        uct_uccl_credit_tx_request(conn, now);
+    }
+}
+
+/* From the conn's timers: credit held too long goes back, and news the
+ * peer did not hear of yet (a request that could not go) is told again */
+void uct_uccl_credit_timer(uct_uccl_conn_t *conn, uint64_t now)
+{
+    uct_uccl_credit_release(conn, now);
+    if (uct_uccl_credit_news(conn)) {
+        uct_uccl_credit_tx_request(conn, now);
+    }
 }
 
 /* May a resend of `bytes` go now? Always under a window. Under credit

@@ -56,9 +56,13 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
         return UCS_ERR_NO_RESOURCE;
     }
     now = uct_uccl_now_ns();
-    if (!e->gone) {
+    if (!e->gone && uct_uccl_tracker_path_lost(&conn->tracker, e)) {
         /* told first: a receiver that counts it as on its way may hold
-         * back the credit its resend waits for */
+         * back the credit its resend waits for. Only a loss proven by its
+         * path (a later chunk on it arrived): one merely late still lands,
+         * and a receiver told otherwise would grant its bytes again on top
+         * of it (the sender's holdings bound what the receiver counts
+         * from above, so a loss not told costs grants, never its buffer) */
         e->gone = 1;
         uct_uccl_cc_on_gone(&conn->cc, e->length, now);
     }
@@ -322,6 +326,9 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
                   conn->id, (now - conn->credit.wait_ns) / 1e6);
         uct_uccl_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
         return;
+    }
+    if (ucs_unlikely(conn->cc.ops->tx_release != NULL) && !conn->rc) {
+        uct_uccl_credit_timer(conn, now);
     }
     if (conn->rc) {
         /* the NIC retransmits, errors come as completions; a path that

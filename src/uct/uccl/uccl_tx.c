@@ -224,6 +224,9 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
     }
 
     now       = uct_uccl_now_ns();
+    if (ucs_unlikely(conn->cc.ops->tx_release != NULL) && !conn->rc) {
+        uct_uccl_credit_release(conn, now);
+    }
     dest_room = uct_uccl_dest_room(conn);
     uct_uccl_tx_burst_start(conn);
     while (!ucs_queue_is_empty(&conn->tx_queue) && (bytes < quantum)) {

@@ -121,6 +121,8 @@ typedef struct uct_uccl_cc_stats {
     uint64_t granted_bytes;   /* credit granted: received as sender */
     uint64_t rx_granted_bytes; /* credit granted: given as receiver */
     uint64_t gone_bytes;      /* judged lost, told to the peer (eqds) */
+    uint64_t returned_bytes;  /* granted credit given back (eqds) */
+    uint64_t drained_bytes;   /* of it, given back drained */
     uint64_t acked_bytes;
     uint64_t lost_bytes;
     uint64_t timeouts;
@@ -145,6 +147,8 @@ typedef struct uct_uccl_cc_ops {
     void (*on_credit)(uct_uccl_cc_t *cc, uint32_t granted, uint64_t now);
     void (*tx_request)(uct_uccl_cc_t *cc, uint64_t backlog_bytes,
                        uct_uccl_cc_request_t *req);
+    uint64_t (*tx_release)(uct_uccl_cc_t *cc, uint32_t next_bytes,
+                           uint64_t now);
 
     /* receiver events */
     void (*rx_on_data)(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now);
@@ -300,6 +304,22 @@ static inline int uct_uccl_cc_tx_request(uct_uccl_cc_t *cc,
     }
     cc->ops->tx_request(cc, backlog_bytes, req);
     return 1;
+}
+
+/* Give back granted credit the sender cannot use: all of it once it
+ * drained (nothing in flight, next_bytes 0: nothing waits to be sent or
+ * sent again), all of it when it fell short of the next send
+ * (next_bytes) for UCT_UCCL_CC_EQDS_HOLD_NS without a new grant, and
+ * any it neither spent nor added to for UCT_UCCL_CC_EQDS_EXPIRE_NS. Call
+ * it from a timer and before a send; when it returns more than 0, send a
+ * request (its holdings fell: the peer's count of grants not arrived
+ * falls with them). Returns the bytes given back. */
+static inline uint64_t uct_uccl_cc_tx_release(uct_uccl_cc_t *cc,
+                                              uint32_t next_bytes,
+                                              uint64_t now)
+{
+    return (cc->ops->tx_release != NULL) ?
+           cc->ops->tx_release(cc, next_bytes, now) : 0;
 }
 
 static inline void uct_uccl_cc_rx_on_data(uct_uccl_cc_t *cc, uint32_t bytes,

@@ -66,6 +66,17 @@
  * wrong (an arrival the owner did not see, a loss no one reported) must
  * not stop the grants for good */
 #define UCT_UCCL_CC_EQDS_OUT_STALE_NS    10000000ull
+/* granted credit short of the sender's next send, with no new grant for
+ * this long, goes back to the receiver (the receiver's bound holds the
+ * rest) */
+#define UCT_UCCL_CC_EQDS_HOLD_NS         2000000ull
+/* and any granted credit neither spent nor added to for this long (the
+ * sender was descheduled, or waits for something else): within half of
+ * OUT_STALE_NS, so that grants a full receiver forgets are not sent on
+ * top of the ones it grants next */
+#define UCT_UCCL_CC_EQDS_EXPIRE_NS       (2 * UCT_UCCL_CC_EQDS_HOLD_NS)
+_Static_assert(2 * UCT_UCCL_CC_EQDS_EXPIRE_NS <= UCT_UCCL_CC_EQDS_OUT_STALE_NS,
+               "a sender gives grants back before the receiver forgets");
 /* a max_out that never binds (the owner cannot count arrivals) */
 #define UCT_UCCL_CC_EQDS_MAX_OUT_NONE    (1ull << 62)
 /* unscheduled arrivals push grants back by at most this much */

@@ -38,6 +38,19 @@
  * receiver's pacer then stops counting them as on their way (its bound on
  * granted bytes not arrived would fill with lost ones, and hold back the
  * very grants their resends wait for).
+ *
+ * Granted credit the sender cannot use goes back (tx_release): all of it
+ * once the sender drained, all of it once it was short of its next send
+ * for HOLD_NS without a new grant (the receiver's bound holds the rest:
+ * credit spread over senders that each hold part of a chunk would fill
+ * the bound until the receiver forgets it), and any not spent nor added
+ * to for EXPIRE_NS (a descheduled sender). Given back, it counts as
+ * sent: the receiver's grants so far cover it, so the wants that follow
+ * ask for what the sender needs from then on. The next request's `held`
+ * tells the receiver, whose count of grants not arrived falls to it.
+ * EXPIRE_NS is within half the receiver's OUT_STALE_NS: once a full
+ * pacer forgets its counts, the grants it forgot are no longer spent (a
+ * credit never waits to be sent while newer grants cross the link).
  */
 #include "uccl_cc_int.h"
 #include "uccl_cc_eqds_pacer.h"
@@ -46,7 +59,6 @@
 typedef struct uct_uccl_cc_eqds {
     /* sender */
     uint64_t spec;          /* speculative credit of a burst */
-    uint64_t respec;        /* ... after a drain once the peer grants */
     uint64_t cap;           /* most credit held */
     uint64_t demand_cap;    /* most asked for beyond what was sent */
     uint64_t spec_total;    /* speculative credit issued */
@@ -60,6 +72,9 @@ typedef struct uct_uccl_cc_eqds {
     uint64_t spec_told;     /* largest spec told */
     uint64_t backlog_end;   /* sent_total once the known backlog is out */
     uint64_t gone;          /* bytes of transmissions judged lost */
+    uint64_t returned;      /* granted credit given back unused */
+    uint64_t drained_ret;   /* of it, given back drained */
+    uint64_t held_ns;       /* the last send or grant came then */
     int      peer_grants;   /* the peer grants: credit is strict */
     /* receiver */
     uct_uccl_cc_eqds_sender_t rx;  /* the peer as the pacer sees it */
@@ -143,8 +158,6 @@ static ucs_status_t uct_uccl_cc_eqds_init(uct_uccl_cc_t *cc,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    e->respec     = uct_uccl_cc_min_u64(e->spec,
-                                        UCT_UCCL_CC_EQDS_RESPEC_BYTES);
     uct_uccl_cc_eqds_add_spec(e, e->spec);
     cc->flags       &= ~UCT_UCCL_CC_F_STRICT;
     cc->next_send_ns = 0;
@@ -168,6 +181,7 @@ static void uct_uccl_cc_eqds_on_send(uct_uccl_cc_t *cc, uint32_t bytes,
     e->spec_avail -= spec;
     e->spec_sent  += spec;
     e->sent_total += bytes;
+    e->held_ns     = now;
     uct_uccl_cc_eqds_publish(cc);
 }
 
@@ -195,23 +209,32 @@ static void uct_uccl_cc_eqds_on_gone(uct_uccl_cc_t *cc, uint32_t bytes,
     e->gone += bytes;
 }
 
+/* Drained (nothing in flight, the backlog sent): the next burst starts
+ * with speculative credit (a debt for resends is paid by grants first) */
+static void uct_uccl_cc_eqds_respec(uct_uccl_cc_t *cc, uct_uccl_cc_eqds_t *e)
+{
+    /* once the peer grants, only small messages go unscheduled */
+    int64_t top = (int64_t)(e->peer_grants ?
+                            uct_uccl_cc_min_u64(e->spec,
+                                                UCT_UCCL_CC_EQDS_RESPEC_BYTES) :
+                            e->spec);
+    int64_t raw = uct_uccl_cc_eqds_raw(e);
+
+    if ((cc->inflight_bytes == 0) && (e->sent_total >= e->backlog_end) &&
+        (raw < top) && (!e->peer_grants || (raw >= 0))) {
+        uct_uccl_cc_eqds_add_spec(e, (uint64_t)(top - raw));
+    }
+}
+
 static void uct_uccl_cc_eqds_on_ack(uct_uccl_cc_t *cc,
                                     const uct_uccl_cc_ack_t *ack)
 {
     uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
-    int64_t top           = (int64_t)(e->peer_grants ? e->respec : e->spec);
-    int64_t raw;
 
     if (!e->peer_grants) {
         uct_uccl_cc_eqds_add_spec(e, ack->acked_bytes);
     }
-    raw = uct_uccl_cc_eqds_raw(e);
-    if ((cc->inflight_bytes == 0) && (e->sent_total >= e->backlog_end) &&
-        (raw < top) && (!e->peer_grants || (raw >= 0))) {
-        /* drained: the next burst starts with speculative credit (a debt
-         * for resends is paid by grants first) */
-        uct_uccl_cc_eqds_add_spec(e, (uint64_t)(top - raw));
-    }
+    uct_uccl_cc_eqds_respec(cc, e);
     uct_uccl_cc_eqds_publish(cc);
 }
 
@@ -232,6 +255,9 @@ static void uct_uccl_cc_eqds_on_credit(uct_uccl_cc_t *cc, uint32_t granted,
         accepted        = uct_uccl_cc_min_u64(delta, (credit < e->cap) ?
                                                      e->cap - credit : 0);
         e->grant_total += accepted;
+        if (accepted > 0) {
+            e->held_ns = now;
+        }
         /* of the grant, what was asked for (a lie beyond it is not) */
         asked           = (e->want_total + e->dropped > before) ?
                           uct_uccl_cc_min_u64(delta, e->want_total +
@@ -268,6 +294,44 @@ static void uct_uccl_cc_eqds_tx_request(uct_uccl_cc_t *cc,
     req->seen = (uint32_t)e->grant_seen;
 }
 
+/* granted credit not spent (speculative credit is spent first) */
+static uint64_t uct_uccl_cc_eqds_granted_left(const uct_uccl_cc_eqds_t *e)
+{
+    uint64_t credit = uct_uccl_cc_eqds_credit(e);
+
+    return credit - uct_uccl_cc_min_u64(e->spec_avail, credit);
+}
+
+static uint64_t uct_uccl_cc_eqds_tx_release(uct_uccl_cc_t *cc,
+                                            uint32_t next_bytes, uint64_t now)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+    uint64_t left         = uct_uccl_cc_eqds_granted_left(e);
+    int drained           = (cc->inflight_bytes == 0) && (next_bytes == 0);
+
+    uint64_t idle_ns      = now - e->held_ns;
+    int short_of_next     = uct_uccl_cc_eqds_credit(e) < next_bytes;
+
+    if (!e->peer_grants || (left == 0)) {
+        return 0;
+    }
+    if (!drained && (idle_ns < UCT_UCCL_CC_EQDS_EXPIRE_NS) &&
+        (!short_of_next || (idle_ns < UCT_UCCL_CC_EQDS_HOLD_NS))) {
+        return 0; /* it may still send, or waits for a recent grant */
+    }
+    /* spent on nothing, as the receiver hears from `held`: the grants
+     * the sender needs from now on are asked for anew */
+    e->sent_total += left;
+    e->returned   += left;
+    if (drained) {
+        e->drained_ret += left;
+        e->backlog_end  = e->sent_total;
+        uct_uccl_cc_eqds_respec(cc, e);
+    }
+    uct_uccl_cc_eqds_publish(cc);
+    return left;
+}
+
 /* the peer's demand from its want, to the pacer when there is one */
 static void uct_uccl_cc_eqds_rx_demand(uct_uccl_cc_eqds_t *e)
 {
@@ -291,6 +355,7 @@ static void uct_uccl_cc_eqds_rx_on_request(uct_uccl_cc_t *cc,
     spec = uct_uccl_cc_eqds_serial(&e->rx_spec, req->spec);
     if ((spec > 0) && (e->rx.pacer != NULL)) {
         uct_uccl_cc_eqds_pacer_charge(e->rx.pacer, spec, now);
+        uct_uccl_cc_eqds_pacer_expect(&e->rx, spec, now);
     }
     /* what the peer judged lost will not arrive; and no more can arrive
      * than it held when it asked, plus what was granted since */
@@ -349,6 +414,8 @@ static void uct_uccl_cc_eqds_query(const uct_uccl_cc_t *cc,
     stats->granted_bytes    = e->grant_total;
     stats->rx_granted_bytes = e->rx.granted;
     stats->gone_bytes       = e->gone;
+    stats->returned_bytes   = e->returned;
+    stats->drained_bytes    = e->drained_ret;
 }
 
 const uct_uccl_cc_ops_t uct_uccl_cc_eqds_ops = {
@@ -364,6 +431,7 @@ const uct_uccl_cc_ops_t uct_uccl_cc_eqds_ops = {
     .on_gone       = uct_uccl_cc_eqds_on_gone,
     .on_credit     = uct_uccl_cc_eqds_on_credit,
     .tx_request    = uct_uccl_cc_eqds_tx_request,
+    .tx_release    = uct_uccl_cc_eqds_tx_release,
     .rx_on_data    = uct_uccl_cc_eqds_rx_on_data,
     .rx_on_request = uct_uccl_cc_eqds_rx_on_request,
     .rx_credit     = uct_uccl_cc_eqds_rx_credit,

@@ -189,6 +189,37 @@ void uct_uccl_cc_eqds_pacer_charge(uct_uccl_cc_eqds_pacer_t *pacer,
     }
 }
 
+/* out grows by bytes: its peak, and the time the pacer became full */
+static void uct_uccl_cc_eqds_pacer_grow(uct_uccl_cc_eqds_pacer_t *pacer,
+                                        uct_uccl_cc_eqds_sender_t *sender,
+                                        uint64_t bytes, uint64_t now)
+{
+    int was_full = uct_uccl_cc_eqds_pacer_full(pacer);
+
+    sender->out += bytes;
+    pacer->out  += bytes;
+    if (pacer->out > pacer->out_peak) {
+        pacer->out_peak = pacer->out;
+    }
+    if (!was_full && uct_uccl_cc_eqds_pacer_full(pacer)) {
+        pacer->full_ns = now;
+    }
+}
+
+void uct_uccl_cc_eqds_pacer_expect(uct_uccl_cc_eqds_sender_t *sender,
+                                   uint64_t bytes, uint64_t now)
+{
+    uct_uccl_cc_eqds_pacer_t *pacer = sender->pacer;
+    uint64_t add;
+
+    if (pacer == NULL) {
+        return;
+    }
+    uct_uccl_cc_eqds_pacer_sync(sender);
+    add = (bytes < pacer->max_out) ? bytes : pacer->max_out;
+    uct_uccl_cc_eqds_pacer_grow(pacer, sender, add, now);
+}
+
 void uct_uccl_cc_eqds_pacer_arrived(uct_uccl_cc_eqds_sender_t *sender,
                                     uint64_t bytes)
 {
@@ -257,19 +288,10 @@ unsigned uct_uccl_cc_eqds_pacer_tick(uct_uccl_cc_eqds_pacer_t *pacer,
             s->tick  = pacer->tick;
         }
         g = (s->demand < pacer->quantum) ? s->demand : pacer->quantum;
-        g = (g < pacer->max_out - pacer->out) ? g :
-                                                pacer->max_out - pacer->out;
         s->demand            -= g;
         s->granted           += g;
-        s->out               += g;
-        pacer->out           += g;
         pacer->granted_bytes += g;
-        if (pacer->out > pacer->out_peak) {
-            pacer->out_peak = pacer->out;
-        }
-        if (uct_uccl_cc_eqds_pacer_full(pacer)) {
-            pacer->full_ns = now;
-        }
+        uct_uccl_cc_eqds_pacer_grow(pacer, s, g, now);
         uct_uccl_cc_eqds_pacer_advance(pacer, g);
         pacer->cursor = s->next;
         if (s->demand == 0) {

@@ -15,16 +15,20 @@
  * grants late (a busy CPU), and grants of several ticks then land at
  * once. So the pacer also counts each sender's grants that did not arrive
  * yet (out: granted, less what arrived and what the sender reported lost)
- * and grants nothing that would take their sum over max_out, what the
- * receiver's port can absorb: a grant is cut to what is left below it (a
- * sender holding part of a chunk's credit, which it cannot use alone,
- * gets the rest instead of blocking every grant). Arrivals it did not grant
- * (speculative bytes) take a count to 0 at most, so it errs low, and a
- * sender whose grants all arrived is back to 0; each request of the
- * sender bounds it from above by what the sender holds (so grants it will
- * never use, or losses it did not report, are not counted for long). A
- * pacer full for OUT_STALE_NS forgets its counts: whatever went wrong,
- * grants do not stop for good. With a quantum of one chunk,
+ * and grants only while a whole quantum fits below max_out, what the
+ * receiver's port can absorb. A grant is never cut to the room left: the
+ * part of a chunk it would give is of no use alone, and such parts spread
+ * over several senders fill the bound with credit none of them can send
+ * (a sender short of its next send gives back what it holds after a
+ * while, HOLD_NS, which also frees a bound held by parts left from
+ * elsewhere). Speculative bytes count
+ * as on their way once announced (expect); arrivals take a count to 0 at
+ * most, so a sender whose bytes all arrived is back to 0; each request of
+ * the sender bounds it from above by what the sender holds (so grants it
+ * will never use, or losses it did not report, are not counted for long;
+ * a sender gives back what it holds unused for long, HOLD_NS). A pacer
+ * full for OUT_STALE_NS forgets its counts: whatever went wrong, grants
+ * do not stop for good. With a quantum of one chunk,
  * grants arrive as whole chunks, spread out: at most about one chunk waits
  * at the link (a smaller quantum lets all senders fill a chunk at once).
  *
@@ -110,6 +114,14 @@ void uct_uccl_cc_eqds_pacer_demand(uct_uccl_cc_eqds_sender_t *sender,
 void uct_uccl_cc_eqds_pacer_charge(uct_uccl_cc_eqds_pacer_t *pacer,
                                    uint64_t bytes, uint64_t now);
 
+/* Bytes the sender announced it sends without a grant (speculative):
+ * counted as on their way like grants, so that their arrivals do not
+ * take the count of its grants below what is still to come (at most
+ * max_out at once: a lie holds the grants back until the sender's next
+ * request bounds its count, or the pacer forgets) */
+void uct_uccl_cc_eqds_pacer_expect(uct_uccl_cc_eqds_sender_t *sender,
+                                   uint64_t bytes, uint64_t now);
+
 /* Bytes of the sender that arrived, or that it reported lost: no longer
  * on their way (its out falls, to 0 at most) */
 void uct_uccl_cc_eqds_pacer_arrived(uct_uccl_cc_eqds_sender_t *sender,
@@ -128,12 +140,13 @@ unsigned uct_uccl_cc_eqds_pacer_tick(uct_uccl_cc_eqds_pacer_t *pacer,
                                      uct_uccl_cc_eqds_sender_t **out,
                                      unsigned max_out);
 
-/* Grants not arrived fill max_out: only an arrival (or a loss report,
- * or OUT_STALE_NS) lets the next one go */
+/* No quantum fits below max_out with the grants not arrived: only an
+ * arrival (or a loss report, a sender's holdings, or OUT_STALE_NS) lets
+ * the next grant go */
 static inline int
 uct_uccl_cc_eqds_pacer_full(const uct_uccl_cc_eqds_pacer_t *pacer)
 {
-    return pacer->out >= pacer->max_out;
+    return pacer->out + pacer->quantum > pacer->max_out;
 }
 
 /* When the next grant may go: 0 when no sender waits; when full, the
