@@ -89,6 +89,8 @@ void svt_connect(svt_t *t, struct ibv_qp *qp, const svt_info_t *remote,
 void svt_connect_rc(svt_t *t, struct ibv_qp *qp, const svt_info_t *remote,
                     uint32_t rqpn, uint8_t timeout, uint8_t retry_cnt);
 struct ibv_ah *svt_ah(svt_t *t, const svt_info_t *remote);
+/* ibv_query_qp of the attributes in `mask`, or the test fails */
+struct ibv_qp_attr svt_qp_query(svt_t *t, struct ibv_qp *qp, int mask);
 enum ibv_qp_state svt_qp_state(svt_t *t, struct ibv_qp *qp);
 
 #define SVT_QKEY 0x11111111u

@@ -319,14 +319,19 @@ struct ibv_ah *svt_ah(svt_t *t, const svt_info_t *remote)
     return ah;
 }
 
-enum ibv_qp_state svt_qp_state(svt_t *t, struct ibv_qp *qp)
+struct ibv_qp_attr svt_qp_query(svt_t *t, struct ibv_qp *qp, int mask)
 {
     struct ibv_qp_init_attr init;
     struct ibv_qp_attr a;
 
-    SVT_CHECK(t, ibv_query_qp(qp, &a, IBV_QP_STATE, &init) == 0,
+    SVT_CHECK(t, ibv_query_qp(qp, &a, mask, &init) == 0,
               "ibv_query_qp(0x%x): %s", qp->qp_num, strerror(errno));
-    return a.qp_state;
+    return a;
+}
+
+enum ibv_qp_state svt_qp_state(svt_t *t, struct ibv_qp *qp)
+{
+    return svt_qp_query(t, qp, IBV_QP_STATE).qp_state;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -899,16 +899,6 @@ void svt_inline_unsig(svt_t *t)
 #define PSN_BUF     (2 * MB)
 #define PSN_LATE    MB           /* where the WRITE after ERR aims */
 
-static uint32_t svt_query_rq_psn(svt_t *t, struct ibv_qp *qp)
-{
-    struct ibv_qp_init_attr init;
-    struct ibv_qp_attr a;
-
-    SVT_CHECK(t, ibv_query_qp(qp, &a, IBV_QP_RQ_PSN, &init) == 0,
-              "ibv_query_qp(0x%x): %s", qp->qp_num, strerror(errno));
-    return a.rq_psn;
-}
-
 static uint32_t svt_psn_span(uint32_t len, uint32_t mtu)
 {
     return (len == 0) ? 1 : (len + mtu - 1) / mtu;
@@ -929,13 +919,13 @@ static void svt_rq_psn_target(svt_t *t, svt_pair_t *p)
     SVT_CHECK(t, ibv_post_recv(p->qp, &rwr, &bad) == 0, "ibv_post_recv");
     svt_barrier(t);                     /* receive posted */
     want = (uint32_t)svt_recv_u64(t);   /* everything completed */
-    psn  = svt_query_rq_psn(t, p->qp);
+    psn  = svt_qp_query(t, p->qp, IBV_QP_RQ_PSN).rq_psn;
     SVT_CHECK(t, psn == want, "rq_psn %u after the messages, expected %u",
               psn, want);
     SVT_CHECK(t, ibv_modify_qp(p->qp, &a, IBV_QP_STATE) == 0, "QP to ERR");
     svt_barrier(t);                     /* stopped */
     svt_barrier(t);                     /* the late WRITE failed */
-    psn = svt_query_rq_psn(t, p->qp);
+    psn = svt_qp_query(t, p->qp, IBV_QP_RQ_PSN).rq_psn;
     SVT_CHECK(t, psn == want, "rq_psn %u after ERR, expected %u", psn, want);
     SVT_CHECK(t, !memcmp((uint8_t*)p->mr->addr + PSN_LATE, before,
                          sizeof(before)), "a WRITE landed on a QP in ERR");
@@ -950,8 +940,6 @@ void svt_rq_psn(svt_t *t)
     const int n = sizeof(len) / sizeof(len[0]);
     struct ibv_send_wr wr[5];
     struct ibv_sge sge[5];
-    struct ibv_qp_init_attr init;
-    struct ibv_qp_attr a;
     struct ibv_wc wc[5];
     uint32_t mtu, want = 0;
     svt_pair_t p;
@@ -964,9 +952,7 @@ void svt_rq_psn(svt_t *t)
         return;
     }
 
-    SVT_CHECK(t, ibv_query_qp(p.qp, &a, IBV_QP_PATH_MTU, &init) == 0,
-              "ibv_query_qp");
-    mtu = 128u << a.path_mtu;
+    mtu = 128u << svt_qp_query(t, p.qp, IBV_QP_PATH_MTU).path_mtu;
     svt_fill(t, p.mr->addr, PSN_BUF, 5);
     memset(wr, 0, sizeof(wr));
     for (i = 0; i < n; ++i) {
