@@ -157,6 +157,23 @@ int uct_uccl_iface_recv_read_ts(uct_uccl_iface_t *iface, struct ibv_wc *wcs,
 /* CQs and SRQ                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* The refill's chain of receive WRs: each with its SGE of a whole buffer,
+ * linked to the next (uct_uccl_rx_refill cuts it where a post ends) */
+static void uct_uccl_iface_srq_chain_init(uct_uccl_iface_t *iface)
+{
+    unsigned i;
+
+    for (i = 0; i < UCT_UCCL_SRQ_BATCH; ++i) {
+        iface->srq_sges[i].length = iface->config.rx_buf_size;
+        iface->srq_wrs[i]         = (struct ibv_recv_wr){
+            .sg_list = &iface->srq_sges[i],
+            .num_sge = 1,
+            .next    = (i + 1 < UCT_UCCL_SRQ_BATCH) ?
+                       &iface->srq_wrs[i + 1] : NULL
+        };
+    }
+}
+
 /* The send and receive CQs (on the event channel) and the shared SRQ */
 ucs_status_t uct_uccl_iface_queues_init(uct_uccl_iface_t *iface)
 {
@@ -186,6 +203,7 @@ ucs_status_t uct_uccl_iface_queues_init(uct_uccl_iface_t *iface)
                   iface->config.srq_size);
         goto err_cq;
     }
+    uct_uccl_iface_srq_chain_init(iface);
     return UCS_OK;
 
 err_cq:

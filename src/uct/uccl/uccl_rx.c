@@ -16,8 +16,7 @@
 
 void uct_uccl_rx_refill(uct_uccl_iface_t *iface)
 {
-    struct ibv_recv_wr wrs[UCT_UCCL_SRQ_BATCH], *bad_wr;
-    struct ibv_sge sges[UCT_UCCL_SRQ_BATCH];
+    struct ibv_recv_wr *bad_wr, *last, *rest;
     uct_uccl_rx_desc_t *desc;
     unsigned i, n;
     int ret;
@@ -36,26 +35,29 @@ void uct_uccl_rx_refill(uct_uccl_iface_t *iface)
                 ++iface->stats.rx_no_desc;
                 break;
             }
-            sges[i].addr    = (uintptr_t)uct_uccl_rx_data(desc);
-            sges[i].length  = iface->config.rx_buf_size;
-            sges[i].lkey    = desc->lkey;
-            wrs[i].wr_id    = (uintptr_t)desc;
-            wrs[i].sg_list  = &sges[i];
-            wrs[i].num_sge  = 1;
-            wrs[i].next     = &wrs[i + 1];
+            iface->srq_sges[i].addr = (uintptr_t)uct_uccl_rx_data(desc);
+            iface->srq_sges[i].lkey = desc->lkey;
+            iface->srq_wrs[i].wr_id = (uintptr_t)desc;
         }
         if (i == 0) {
             return;
         }
 
-        wrs[i - 1].next = NULL;
-        ret = ibv_post_srq_recv(iface->srq, wrs, &bad_wr);
+        /* the chain ends at the last buffer named, for this post only */
+        last       = &iface->srq_wrs[i - 1];
+        rest       = last->next;
+        last->next = NULL;
+        ret        = ibv_post_srq_recv(iface->srq, iface->srq_wrs, &bad_wr);
+        last->next = rest;
         if (ret != 0) {
             ucs_error("uccl: ibv_post_srq_recv(%u) failed: %s", i,
                       strerror(ret));
             for (; bad_wr != NULL; bad_wr = bad_wr->next) {
                 ucs_mpool_put_inline((void*)bad_wr->wr_id);
                 --i;
+                if (bad_wr == last) {
+                    break;
+                }
             }
             iface->srq_posted += i;
             return;
