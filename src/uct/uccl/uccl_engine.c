@@ -73,7 +73,9 @@ static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
             ucs_error("uccl: receive CQ poll failed: %d", n);
             break;
         }
-        uct_uccl_rx_completions(iface, wcs, stamped ? ts : NULL, n);
+        if (n > 0) {
+            uct_uccl_rx_completions(iface, wcs, stamped ? ts : NULL, n);
+        }
         /* control buffers go back per batch: a flood of requests must not
          * hold them all while the replies to our own requests arrive */
         if (iface->ctl.nrepost > 0) {

@@ -514,9 +514,10 @@ static int uct_uccl_rx_dispatch(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc,
 
 /* A SEND (a message, a resend of a chunk, a GET's parts) arrived in desc;
  * its conn and immediate checked. 1 if it kept desc. */
-static int uct_uccl_rx_send(uct_uccl_conn_t *conn, const uct_uccl_qp_t *path,
-                            uct_uccl_rx_desc_t *desc, const struct ibv_wc *wc,
-                            uint32_t imm)
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_rx_send(uct_uccl_conn_t *conn, const uct_uccl_qp_t *path,
+                 uct_uccl_rx_desc_t *desc, const struct ibv_wc *wc,
+                 uint32_t imm)
 {
     uct_uccl_kind_t kind = uct_uccl_imm_kind(imm);
     uint32_t csn         = uct_uccl_imm_csn(imm);
@@ -558,8 +559,7 @@ static int uct_uccl_rx_send(uct_uccl_conn_t *conn, const uct_uccl_qp_t *path,
     return kept;
 }
 
-/* A data QP's receive completion; the common one, a WRITE_WITH_IMM's, is
- * done inline in the poll's loop */
+/* A data QP's receive completion, done inline in the poll's loop */
 static UCS_F_ALWAYS_INLINE void
 uct_uccl_rx_completion(uct_uccl_iface_t *iface, const struct ibv_wc *wc)
 {
@@ -593,7 +593,7 @@ out_put:
 
 /* One poll's receive completions, in order (the control QP's among them);
  * ts[i] is the raw timestamp of wcs[i], or ts is NULL. A loop of its own:
- * the common completion is handled inline, without a call per CQE. */
+ * a data QP's completion is handled inline, without a call per CQE. */
 void uct_uccl_rx_completions(uct_uccl_iface_t *iface,
                              const struct ibv_wc *wcs, const uint64_t *ts,
                              int n)
