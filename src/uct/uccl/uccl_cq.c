@@ -105,11 +105,14 @@ uct_uccl_iface_cqe_read(uct_uccl_iface_t *iface, struct ibv_cq_ex *cq,
         return;
     }
     wc->byte_len = ibv_wc_read_byte_len(cq);
-    wc->wc_flags = ibv_wc_read_wc_flags(cq);
     if (ucs_likely(wc->qp_num != iface->ctl.qpn)) {
         wc->opcode   = ibv_wc_read_opcode(cq);
         wc->imm_data = ibv_wc_read_imm_data(cq);
+        /* a WRITE completes at the target only with an immediate */
+        wc->wc_flags = (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) ?
+                       IBV_WC_WITH_IMM : ibv_wc_read_wc_flags(cq);
     } else {
+        wc->wc_flags = ibv_wc_read_wc_flags(cq);
         wc->src_qp   = ibv_wc_read_src_qp(cq);
         wc->slid     = ibv_wc_read_slid(cq);
     }
@@ -154,6 +157,23 @@ int uct_uccl_iface_recv_read_ts(uct_uccl_iface_t *iface, struct ibv_wc *wcs,
 /* CQs and SRQ                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* The refill's chain of receive WRs: each with its SGE of a whole buffer,
+ * linked to the next (uct_uccl_rx_refill cuts it where a post ends) */
+static void uct_uccl_iface_srq_chain_init(uct_uccl_iface_t *iface)
+{
+    unsigned i;
+
+    for (i = 0; i < UCT_UCCL_SRQ_BATCH; ++i) {
+        iface->srq_sges[i].length = iface->config.rx_buf_size;
+        iface->srq_wrs[i]         = (struct ibv_recv_wr){
+            .sg_list = &iface->srq_sges[i],
+            .num_sge = 1,
+            .next    = (i + 1 < UCT_UCCL_SRQ_BATCH) ?
+                       &iface->srq_wrs[i + 1] : NULL
+        };
+    }
+}
+
 /* The send and receive CQs (on the event channel) and the shared SRQ */
 ucs_status_t uct_uccl_iface_queues_init(uct_uccl_iface_t *iface)
 {
@@ -183,6 +203,7 @@ ucs_status_t uct_uccl_iface_queues_init(uct_uccl_iface_t *iface)
                   iface->config.srq_size);
         goto err_cq;
     }
+    uct_uccl_iface_srq_chain_init(iface);
     return UCS_OK;
 
 err_cq:

@@ -45,17 +45,6 @@ static unsigned uct_uccl_iface_poll_send(uct_uccl_iface_t *iface)
     return n;
 }
 
-/* A receive completion: the control QP's or a data QP's */
-static UCS_F_ALWAYS_INLINE void
-uct_uccl_iface_recv_one(uct_uccl_iface_t *iface, struct ibv_wc *wc)
-{
-    if (ucs_unlikely(wc->qp_num == iface->ctl.qpn)) {
-        uct_uccl_iface_ctl_recv(iface, wc);
-    } else {
-        uct_uccl_rx_completion(iface, wc);
-    }
-}
-
 /* Drain the receive CQ in batches, at most one SRQ's worth per call: so a
  * receive queue that ran dry is seen as such (srq_posted reaches 0). With
  * completion timestamps each completion arrived when its timestamp says;
@@ -67,7 +56,7 @@ static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
     int stamped    = (iface->recv_cq_ex != NULL);
     unsigned total = 0;
     uint64_t now;
-    int i, n;
+    int n;
 
     if (!stamped) {
         now                = uct_uccl_now_ns();
@@ -84,11 +73,8 @@ static unsigned uct_uccl_iface_poll_recv(uct_uccl_iface_t *iface)
             ucs_error("uccl: receive CQ poll failed: %d", n);
             break;
         }
-        for (i = 0; i < n; ++i) {
-            if (stamped) {
-                iface->rx_tick = ts[i];
-            }
-            uct_uccl_iface_recv_one(iface, &wcs[i]);
+        if (n > 0) {
+            uct_uccl_rx_completions(iface, wcs, stamped ? ts : NULL, n);
         }
         /* control buffers go back per batch: a flood of requests must not
          * hold them all while the replies to our own requests arrive */

@@ -150,6 +150,10 @@ struct uct_uccl_iface {
     uct_uccl_clock_t        cq_clock;    /* that clock in ours */
     struct ibv_srq          *srq;
     unsigned                srq_posted;
+    /* a chain of SRQ_BATCH receive WRs with their SGEs, linked and sized
+     * once (uct_uccl_iface_queues_init): a refill only names buffers */
+    struct ibv_recv_wr      srq_wrs[UCT_UCCL_SRQ_BATCH];
+    struct ibv_sge          srq_sges[UCT_UCCL_SRQ_BATCH];
 
     /* control QP and its buffers (one MR) */
     struct {

@@ -16,8 +16,7 @@
 
 void uct_uccl_rx_refill(uct_uccl_iface_t *iface)
 {
-    struct ibv_recv_wr wrs[UCT_UCCL_SRQ_BATCH], *bad_wr;
-    struct ibv_sge sges[UCT_UCCL_SRQ_BATCH];
+    struct ibv_recv_wr *bad_wr, *last, *rest;
     uct_uccl_rx_desc_t *desc;
     unsigned i, n;
     int ret;
@@ -36,26 +35,29 @@ void uct_uccl_rx_refill(uct_uccl_iface_t *iface)
                 ++iface->stats.rx_no_desc;
                 break;
             }
-            sges[i].addr    = (uintptr_t)uct_uccl_rx_data(desc);
-            sges[i].length  = iface->config.rx_buf_size;
-            sges[i].lkey    = desc->lkey;
-            wrs[i].wr_id    = (uintptr_t)desc;
-            wrs[i].sg_list  = &sges[i];
-            wrs[i].num_sge  = 1;
-            wrs[i].next     = &wrs[i + 1];
+            iface->srq_sges[i].addr = (uintptr_t)uct_uccl_rx_data(desc);
+            iface->srq_sges[i].lkey = desc->lkey;
+            iface->srq_wrs[i].wr_id = (uintptr_t)desc;
         }
         if (i == 0) {
             return;
         }
 
-        wrs[i - 1].next = NULL;
-        ret = ibv_post_srq_recv(iface->srq, wrs, &bad_wr);
+        /* the chain ends at the last buffer named, for this post only */
+        last       = &iface->srq_wrs[i - 1];
+        rest       = last->next;
+        last->next = NULL;
+        ret        = ibv_post_srq_recv(iface->srq, iface->srq_wrs, &bad_wr);
+        last->next = rest;
         if (ret != 0) {
             ucs_error("uccl: ibv_post_srq_recv(%u) failed: %s", i,
                       strerror(ret));
             for (; bad_wr != NULL; bad_wr = bad_wr->next) {
                 ucs_mpool_put_inline((void*)bad_wr->wr_id);
                 --i;
+                if (bad_wr == last) {
+                    break;
+                }
             }
             iface->srq_posted += i;
             return;
@@ -368,9 +370,9 @@ static void uct_uccl_rx_am_ack(uct_uccl_conn_t *via,
 
 /* The connected conn a data QP's receive completion is for, and the path;
  * NULL (counted) for an error, an unknown or a dead QP, or no immediate */
-static uct_uccl_conn_t *uct_uccl_rx_conn(uct_uccl_iface_t *iface,
-                                         const struct ibv_wc *wc,
-                                         uct_uccl_qp_t **path_p)
+static UCS_F_ALWAYS_INLINE uct_uccl_conn_t *
+uct_uccl_rx_conn(uct_uccl_iface_t *iface, const struct ibv_wc *wc,
+                 uct_uccl_qp_t **path_p)
 {
     uct_uccl_qp_t *path;
 
@@ -403,8 +405,9 @@ static uct_uccl_conn_t *uct_uccl_rx_conn(uct_uccl_iface_t *iface,
 
 /* A WRITE_WITH_IMM landed: the data is in place already; only the arrival
  * is news */
-static void uct_uccl_rx_write_imm(uct_uccl_conn_t *conn,
-                                  const uct_uccl_qp_t *path, uint32_t imm)
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_rx_write_imm(uct_uccl_conn_t *conn, const uct_uccl_qp_t *path,
+                      uint32_t imm)
 {
     uct_uccl_kind_t kind = uct_uccl_imm_kind(imm);
     uint32_t csn         = uct_uccl_imm_csn(imm);
@@ -509,14 +512,61 @@ static int uct_uccl_rx_dispatch(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc,
     }
 }
 
-void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
+/* A SEND (a message, a resend of a chunk, a GET's parts) arrived in desc;
+ * its conn and immediate checked. 1 if it kept desc. */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_rx_send(uct_uccl_conn_t *conn, const uct_uccl_qp_t *path,
+                 uct_uccl_rx_desc_t *desc, const struct ibv_wc *wc,
+                 uint32_t imm)
+{
+    uct_uccl_kind_t kind = uct_uccl_imm_kind(imm);
+    uint32_t csn         = uct_uccl_imm_csn(imm);
+    uct_uccl_sack_result_t r;
+    int kept;
+
+    if (ucs_unlikely((wc->opcode != IBV_WC_RECV) ||
+                     (uct_uccl_wire_data_check(uct_uccl_rx_data(desc),
+                                               wc->byte_len, imm) !=
+                      UCS_OK))) {
+        ++conn->iface->stats.bad_data;
+        return 0;
+    }
+
+    if ((kind == UCT_UCCL_KIND_AM) && !conn->rc &&
+        (((const uct_uccl_am_hdr_t*)uct_uccl_rx_data(desc))->flags &
+         UCT_UCCL_AM_F_ACK)) {
+        uct_uccl_rx_am_ack(conn, uct_uccl_rx_data(desc));
+    }
+    if (kind == UCT_UCCL_KIND_RETX) {
+        if (!conn->rc && uct_uccl_rx_retx(conn, desc, &csn)) {
+            /* a resend means a loss: answer at once */
+            uct_uccl_rx_owe_ack(conn, csn, path->index,
+                                UCT_UCCL_SACK_DUPLICATE, UCT_UCCL_ACK_NOW);
+            uct_uccl_rx_order_release(conn);
+        }
+        return 0;
+    }
+
+    if (!uct_uccl_rx_record(conn, path, uct_uccl_rx_data(desc), kind, csn,
+                            &r)) {
+        return 0;
+    }
+    ++conn->stats.chunks_rx;
+    kept = uct_uccl_rx_dispatch(conn, desc, kind, csn);
+    if ((r == UCT_UCCL_SACK_IN_ORDER) && !conn->rc) {
+        uct_uccl_rx_order_release(conn);
+    }
+    return kept;
+}
+
+/* A data QP's receive completion, done inline in the poll's loop */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_rx_completion(uct_uccl_iface_t *iface, const struct ibv_wc *wc)
 {
     uct_uccl_rx_desc_t *desc = (uct_uccl_rx_desc_t*)wc->wr_id;
-    uct_uccl_sack_result_t r;
     uct_uccl_conn_t *conn;
     uct_uccl_qp_t *path;
-    uct_uccl_kind_t kind;
-    uint32_t imm, csn;
+    uint32_t imm;
 
     --iface->srq_posted;
     conn = uct_uccl_rx_conn(iface, wc, &path);
@@ -533,49 +583,32 @@ void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
     }
     if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
         uct_uccl_rx_write_imm(conn, path, imm);
-        goto out_put;
-    }
-
-    if (ucs_unlikely((wc->opcode != IBV_WC_RECV) ||
-                     (uct_uccl_wire_data_check(uct_uccl_rx_data(desc),
-                                               wc->byte_len, imm) !=
-                      UCS_OK))) {
-        ++iface->stats.bad_data;
-        goto out_put;
-    }
-
-    kind = uct_uccl_imm_kind(imm);
-    csn  = uct_uccl_imm_csn(imm);
-    if ((kind == UCT_UCCL_KIND_AM) && !conn->rc &&
-        (((const uct_uccl_am_hdr_t*)uct_uccl_rx_data(desc))->flags &
-         UCT_UCCL_AM_F_ACK)) {
-        uct_uccl_rx_am_ack(conn, uct_uccl_rx_data(desc));
-    }
-    if (kind == UCT_UCCL_KIND_RETX) {
-        if (!conn->rc && uct_uccl_rx_retx(conn, desc, &csn)) {
-            /* a resend means a loss: answer at once */
-            uct_uccl_rx_owe_ack(conn, csn, path->index,
-                                UCT_UCCL_SACK_DUPLICATE, UCT_UCCL_ACK_NOW);
-            uct_uccl_rx_order_release(conn);
-        }
-        goto out_put;
-    }
-
-    if (!uct_uccl_rx_record(conn, path, uct_uccl_rx_data(desc), kind, csn,
-                            &r)) {
-        goto out_put;
-    }
-    ++conn->stats.chunks_rx;
-    if (uct_uccl_rx_dispatch(conn, desc, kind, csn)) {
-        desc = NULL;
-    }
-    if ((r == UCT_UCCL_SACK_IN_ORDER) && !conn->rc) {
-        uct_uccl_rx_order_release(conn);
+    } else if (uct_uccl_rx_send(conn, path, desc, wc, imm)) {
+        return;
     }
 
 out_put:
-    if (desc != NULL) {
-        uct_uccl_rx_desc_put(desc);
+    uct_uccl_rx_desc_put(desc);
+}
+
+/* One poll's receive completions, in order (the control QP's among them);
+ * ts[i] is the raw timestamp of wcs[i], or ts is NULL. A loop of its own:
+ * a data QP's completion is handled inline, without a call per CQE. */
+void uct_uccl_rx_completions(uct_uccl_iface_t *iface,
+                             const struct ibv_wc *wcs, const uint64_t *ts,
+                             int n)
+{
+    int i;
+
+    for (i = 0; i < n; ++i) {
+        if (ts != NULL) {
+            iface->rx_tick = ts[i];
+        }
+        if (ucs_unlikely(wcs[i].qp_num == iface->ctl.qpn)) {
+            uct_uccl_iface_ctl_recv(iface, &wcs[i]);
+        } else {
+            uct_uccl_rx_completion(iface, &wcs[i]);
+        }
     }
 }
 

@@ -355,7 +355,9 @@ void uct_uccl_get_handle_data(uct_uccl_conn_t *conn,
 
 
 /* rx (uccl_rx.c) */
-void uct_uccl_rx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc);
+void uct_uccl_rx_completions(uct_uccl_iface_t *iface,
+                             const struct ibv_wc *wcs, const uint64_t *ts,
+                             int n);
 void uct_uccl_rx_refill(uct_uccl_iface_t *iface);
 void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn);
 void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface,
