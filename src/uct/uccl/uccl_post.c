@@ -148,14 +148,14 @@ found:
  * window that holds few chunks posts none that late). A queue every path
  * shares delays all alike and overtakes nothing. Out for `wait`,
  * RC_STALL_MIN at least (the NIC's ACK timeout), it stalled (a conn that
- * sends nothing else sees nothing overtake it). Only WRs whose data goes the same way count (a
- * READ's data and a WRITE's queue apart), and both bounds grow with their
- * completion times, `wait` to twice their RTO and `margin` to its part
- * above the mean: behind a deep queue a WR is out long and uneven queues
- * reorder by that part; taken for stalls, its WRs would go again and
- * deepen the queue. Times are those of the latest poll that emptied the
- * send CQ: a process that was off the CPU finds its completions there,
- * late, not stalled. */
+ * sends nothing else sees nothing overtake it). Only WRs whose data goes
+ * the same way count (a READ's data and a WRITE's queue apart), and both
+ * bounds grow with their completion times, `wait` to twice their RTO and
+ * `margin` to its part above the mean: behind a deep queue a WR is out
+ * long and uneven queues reorder by that part; taken for stalls, its WRs
+ * would go again and deepen the queue. Times are those of the latest poll
+ * that emptied the send CQ: a process that was off the CPU finds its
+ * completions there, late, not stalled. */
 static int uct_uccl_path_stalled_rc(uct_uccl_conn_t *conn,
                                     uct_uccl_qp_t *path, uint64_t now)
 {
