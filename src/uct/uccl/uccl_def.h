@@ -115,8 +115,6 @@
  * are measured apart; one out this many times their completion times' RTO
  * (srtt + 4 rttvar) stalled: queues grow faster than the estimate follows */
 #define UCT_UCCL_RC_STALL_LATE_MULT   2
-/* IBV_MTU_256 is 1: an enum ibv_mtu m is 1 << (m + this) bytes */
-#define UCT_UCCL_MTU_ENUM_SHIFT       7
 enum {
     UCT_UCCL_RC_DIR_OUT, /* SEND, WRITE: data to the peer */
     UCT_UCCL_RC_DIR_IN,  /* READ: data from the peer */

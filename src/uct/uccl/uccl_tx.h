@@ -168,15 +168,14 @@ void uct_uccl_path_probe_send(uct_uccl_conn_t *conn,
 static UCS_F_ALWAYS_INLINE uint32_t
 uct_uccl_wr_psn_span(const struct ibv_send_wr *wr, enum ibv_mtu mtu)
 {
-    unsigned shift = UCT_UCCL_MTU_ENUM_SHIFT + mtu;
-    uint64_t len   = 0;
+    uint64_t len = 0;
     int i;
 
     for (i = 0; i < wr->num_sge; ++i) {
         len += wr->sg_list[i].length;
     }
     return (len == 0) ? 1 :
-           (uint32_t)((len + UCS_MASK(shift)) >> shift);
+           (uint32_t)ucs_div_round_up(len, uct_uccl_mtu_bytes(mtu));
 }
 
 /* Chunk's WR joins path's chain of this transmit step (the chain goes out
