@@ -61,6 +61,12 @@ static int sv_resp_accepts(const sv_msg_t *m)
     return 1;
 }
 
+/* The PSNs the message takes on the requester's path MTU */
+static uint32_t sv_resp_psn_span(const sv_msg_t *m)
+{
+    return sv_psn_span(m->w->len, sv_mtu_bytes(m->sqp->attr.path_mtu));
+}
+
 /* RC: the message executes; the target's expected PSN moves past its
  * packets first, unless the target's owner closed it (then the message is
  * not taken, as by a QP in ERR). Once a message. An RC QP has one
@@ -74,7 +80,7 @@ static int sv_resp_psn_take(sv_msg_t *m)
     if (m->psn_taken || (m->sqp->qp.qp_type != IBV_QPT_RC)) {
         return 1;
     }
-    span = sv_psn_span(m->w->len, sv_mtu_bytes(m->sqp->attr.path_mtu));
+    span = sv_resp_psn_span(m);
     old  = SV_LOAD(&m->dqp->rq_psn);
     for (tries = 0; tries < SV_PSN_TAKE_TRIES; ++tries) {
         if (old & SV_RQ_PSN_CLOSED) {
@@ -100,7 +106,7 @@ static void sv_resp_psn_untake(sv_msg_t *m)
     if (!m->psn_taken) {
         return;
     }
-    span = sv_psn_span(m->w->len, sv_mtu_bytes(m->sqp->attr.path_mtu));
+    span = sv_resp_psn_span(m);
     now  = SV_LOAD(&m->dqp->rq_psn);
     if (!(now & SV_RQ_PSN_CLOSED) &&
         __atomic_compare_exchange_n(&m->dqp->rq_psn, &now,
