@@ -307,9 +307,8 @@ static uint64_t uct_uccl_cc_eqds_tx_release(uct_uccl_cc_t *cc,
 {
     uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
     uint64_t left         = uct_uccl_cc_eqds_granted_left(e);
-    int drained           = (cc->inflight_bytes == 0) && (next_bytes == 0);
-
     uint64_t idle_ns      = now - e->held_ns;
+    int drained           = (cc->inflight_bytes == 0) && (next_bytes == 0);
     int short_of_next     = uct_uccl_cc_eqds_credit(e) < next_bytes;
 
     if (!e->peer_grants || (left == 0)) {
