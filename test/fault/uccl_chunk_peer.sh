@@ -8,8 +8,8 @@
 # both sides with resends of at most 64 KiB each, no error completion and
 # no malformed data at the server.
 #   uccl_chunk_peer.sh PORT SIZE ITERS
-# Environment: UCCL_RUN, SOFTVERBS_FABRIC, SOFTVERBS_LOSS or
-# SOFTVERBS_PATH_LOSS.
+# Environment: UCCL_RUN, SOFTVERBS_FABRIC, and loss: SOFTVERBS_LOSS,
+# SOFTVERBS_PATH_LOSS or SOFTVERBS_PATH_DOWN.
 #
 set -u
 
