@@ -10,6 +10,7 @@
 #include <uct/uccl/proto/uccl_order.h>
 #include <uct/uccl/proto/uccl_sack.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #define N_CHUNKS  2000
@@ -129,6 +130,71 @@ static void test_random(uint32_t init, uint32_t limit)
     uct_uccl_sack_cleanup(&s);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
+
+    return (x > y) - (x < y);
+}
+
+/* RC: AMs numbered without gaps come in a random order within the window,
+ * some twice (a copy resent after its QP failed); the receiver's rule
+ * (uccl_rx.c): a number not above the last handed over, or parked
+ * already, is dropped; the next in line goes with those parked behind it;
+ * one ahead is parked. Each must come out once, in order. */
+static void test_rc(uint32_t init)
+{
+    static uint32_t seq[2 * N_CHUNKS];
+    static uint64_t key[2 * N_CHUNKS];
+    uint32_t last = uct_uccl_seq_add(init, UCT_UCCL_SEQ_MASK);
+    uint32_t i, j, n = 0, csn;
+    uct_uccl_order_t o;
+    void *desc;
+
+    UT_EQ(uct_uccl_order_init(&o, WINDOW, WINDOW), UCS_OK);
+    for (i = 0; i < N_CHUNKS; ++i) {
+        seq[n++] = i;
+        if ((ut_rand() % 8) == 0) {
+            seq[n++] = i;                   /* a second copy */
+        }
+    }
+    for (i = 0; i < n; ++i) {               /* each moved by < WINDOW / 2 */
+        key[i] = ((uint64_t)(seq[i] + ut_rand() % (WINDOW / 2)) << 32) |
+                 seq[i];
+    }
+    qsort(key, n, sizeof(*key), cmp_u64);
+    for (i = 0; i < n; ++i) {
+        seq[i] = (uint32_t)key[i];
+    }
+    memset(delivered, 0, sizeof(delivered));
+    for (i = 0; i < n; ++i) {
+        csn = uct_uccl_seq_add(init, seq[i]);
+        if (!uct_uccl_seq_gt(csn, last) || uct_uccl_order_has(&o, csn)) {
+            continue;                       /* a duplicate */
+        }
+        if (csn != uct_uccl_seq_add(last, 1)) {
+            UT_TRUE(uct_uccl_seq_dist(csn, last) <= WINDOW);
+            UT_EQ(uct_uccl_order_hold(&o, csn, uct_uccl_seq_add(last, 1),
+                                      &chunks[seq[i]]), UCS_OK);
+            continue;
+        }
+        desc = &chunks[seq[i]];
+        do {
+            j = (uint32_t)((chunk_t*)desc - chunks);
+            UT_EQ(j, index_of(init, csn));  /* in order, once */
+            UT_EQ(delivered[j], 0);
+            delivered[j] = 1;
+            last = csn;
+            csn  = uct_uccl_seq_add(csn, 1);
+        } while ((desc = uct_uccl_order_take(&o, csn)) != NULL);
+    }
+    for (i = 0; i < N_CHUNKS; ++i) {
+        UT_EQ(delivered[i], 1);
+    }
+    UT_EQ(o.held, 0);
+    uct_uccl_order_cleanup(&o);
+}
+
 static void test_params(void)
 {
     uct_uccl_order_t o;
@@ -162,5 +228,7 @@ int main(int argc, char **argv)
     test_random(0, WINDOW);
     test_random(UCT_UCCL_SEQ_MASK - 700, WINDOW);  /* wraps */
     test_random(ut_rand() & UCT_UCCL_SEQ_MASK, 4); /* refusals */
+    test_rc(0);
+    test_rc(UCT_UCCL_SEQ_MASK - 700);              /* wraps */
     return ut_done("test_order");
 }

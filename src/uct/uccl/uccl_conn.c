@@ -559,8 +559,10 @@ void uct_uccl_conn_destroy(uct_uccl_conn_t *conn)
         }
     }
 
-    if (conn->sack_valid) {
+    if (conn->order_valid) {
         uct_uccl_order_cleanup(&conn->order);
+    }
+    if (conn->sack_valid) {
         uct_uccl_sack_cleanup(&conn->sack);
     }
     uct_uccl_cc_cleanup(&conn->cc);

@@ -278,6 +278,7 @@ struct uct_uccl_conn {
     /* receive */
     uct_uccl_sack_t         sack;
     uint8_t                 sack_valid;
+    uint8_t                 order_valid; /* conn->order was set up */
     uint32_t                rc_am_csn;   /* RC: the last AM handed over */
     uint32_t                rx_since_ack;
     uint32_t                echo_csn;

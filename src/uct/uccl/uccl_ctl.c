@@ -112,14 +112,15 @@ static ucs_status_t uct_uccl_conn_apply_peer(uct_uccl_conn_t *conn,
         return status;
     }
 
+    /* a well-behaved peer keeps at most rx_window chunks in flight: as
+     * many messages may wait for the chunks (UC) or AMs (RC) before them */
+    status = uct_uccl_order_init(&conn->order, iface->config.sack_window,
+                                 iface->config.rx_window);
+    if (status != UCS_OK) {
+        return status;
+    }
+    conn->order_valid = 1;
     if (!conn->rc) {
-        /* a well-behaved peer keeps at most rx_window chunks in flight:
-         * as many messages may wait for the chunks before them */
-        status = uct_uccl_order_init(&conn->order, iface->config.sack_window,
-                                     iface->config.rx_window);
-        if (status != UCS_OK) {
-            return status;
-        }
         status = uct_uccl_sack_init(&conn->sack, iface->config.sack_window,
                                     pkt->init_csn & UCT_UCCL_SEQ_MASK);
         if (status != UCS_OK) {

@@ -146,12 +146,61 @@ uct_uccl_rx_order_release(uct_uccl_conn_t *conn)
     }
 }
 
+/* RC: an AM ahead of the next in line waits for it. It holds a receive
+ * buffer meanwhile, so the parked ones are bounded as in UC; a gap that
+ * outlasts them fails the conn, which cannot keep its order. */
+static void uct_uccl_rx_rc_am_hold(uct_uccl_conn_t *conn,
+                                   uct_uccl_rx_desc_t *desc, uint32_t csn)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    uint32_t next           = uct_uccl_seq_add(conn->rc_am_csn, 1);
+
+    if ((uct_uccl_seq_dist(csn, next) >= conn->order.size) ||
+        (iface->rx_held >= iface->config.rx_held_max) ||
+        (uct_uccl_order_hold(&conn->order, csn, next, desc) != UCS_OK)) {
+        ucs_error("uccl: conn %u: AM %u cannot wait for AM %u", conn->id,
+                  csn, next);
+        uct_uccl_rx_desc_put(desc);
+        uct_uccl_conn_fail(conn, UCS_ERR_IO_ERROR);
+        return;
+    }
+    ++iface->rx_held;
+    ++conn->stats.am_held;
+}
+
+/* RC: the next AM in line goes with those parked behind it, in order */
+static void uct_uccl_rx_rc_ordered(uct_uccl_conn_t *conn,
+                                   uct_uccl_rx_desc_t *desc, uint32_t csn)
+{
+    if (ucs_unlikely(csn != uct_uccl_seq_add(conn->rc_am_csn, 1))) {
+        uct_uccl_rx_rc_am_hold(conn, desc, csn);
+        return;
+    }
+    for (;;) {
+        conn->rc_am_csn = csn;
+        uct_uccl_rx_ordered_deliver(conn, desc);
+        if (ucs_likely(conn->order.held == 0)) {
+            return;
+        }
+        csn  = uct_uccl_seq_add(csn, 1);
+        desc = uct_uccl_order_take(&conn->order, csn);
+        if (desc == NULL) {
+            return;
+        }
+        --conn->iface->rx_held;
+    }
+}
+
 /* A new ordered message (CSN recorded): UC holds it until every chunk sent
  * before it arrived, so it sees what earlier PUTs wrote */
 static void uct_uccl_rx_ordered(uct_uccl_conn_t *conn,
                                 uct_uccl_rx_desc_t *desc, uint32_t csn)
 {
-    if (conn->rc || uct_uccl_order_ready(&conn->order, csn, conn->sack.cum)) {
+    if (conn->rc) {
+        uct_uccl_rx_rc_ordered(conn, desc, csn);
+        return;
+    }
+    if (uct_uccl_order_ready(&conn->order, csn, conn->sack.cum)) {
         uct_uccl_rx_ordered_deliver(conn, desc);
         return;
     }
@@ -437,15 +486,17 @@ uct_uccl_rx_write_imm(uct_uccl_conn_t *conn, const uct_uccl_qp_t *path,
     }
 }
 
-/* RC: AMs arrive in order, numbered; one the sender sent again after its
- * QP failed may have arrived before (the NIC's ACK was lost): dropped */
+/* RC: AMs come numbered without gaps. One the sender sent again after its
+ * QP failed may arrive a second time (the first copy's ACK was lost, or
+ * its late completion still came), and copies that took different QPs may
+ * overtake each other: one handed over or parked already is dropped */
 static int uct_uccl_rx_rc_am_new(uct_uccl_conn_t *conn, uint32_t csn)
 {
-    if (ucs_unlikely(!uct_uccl_seq_gt(csn, conn->rc_am_csn))) {
+    if (ucs_unlikely(!uct_uccl_seq_gt(csn, conn->rc_am_csn) ||
+                     uct_uccl_order_has(&conn->order, csn))) {
         ++conn->stats.dup_rx;
         return 0;
     }
-    conn->rc_am_csn = csn;
     return 1;
 }
 
@@ -619,7 +670,7 @@ static void uct_uccl_rx_desc_drop(void *arg, void *desc)
 
 void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn)
 {
-    if (conn->sack_valid) {
+    if (conn->order_valid) {
         conn->iface->rx_held -= conn->order.held;
         uct_uccl_order_drain(&conn->order, uct_uccl_rx_desc_drop, NULL);
     }

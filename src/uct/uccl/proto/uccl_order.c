@@ -72,6 +72,22 @@ void *uct_uccl_order_pop(uct_uccl_order_t *o, uint32_t cum)
     return NULL;
 }
 
+void *uct_uccl_order_take(uct_uccl_order_t *o, uint32_t csn)
+{
+    void **s, *desc;
+
+    if (o->held == 0) {
+        return NULL;
+    }
+    s    = &o->slot[csn & (o->size - 1)];
+    desc = *s;
+    if (desc != NULL) {
+        *s = NULL;
+        --o->held;
+    }
+    return desc;
+}
+
 void uct_uccl_order_drain(uct_uccl_order_t *o,
                           void (*cb)(void *arg, void *desc), void *arg)
 {

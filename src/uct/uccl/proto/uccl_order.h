@@ -21,6 +21,7 @@
 
 #include <ucs/type/status.h>
 #include <ucs/sys/compiler_def.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct uct_uccl_order {
@@ -66,6 +67,18 @@ ucs_status_t uct_uccl_order_hold(uct_uccl_order_t *o, uint32_t csn,
 
 /* The next parked message whose CSN is below cum, or NULL */
 void *uct_uccl_order_pop(uct_uccl_order_t *o, uint32_t cum);
+
+/* Is a message parked under csn (less than the window ahead of the oldest
+ * one that may be parked)? */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_order_has(const uct_uccl_order_t *o, uint32_t csn)
+{
+    return (o->held > 0) && (o->slot[csn & (o->size - 1)] != NULL);
+}
+
+/* The message parked under csn, taken off, or NULL (RC: AMs come without
+ * gaps in their numbers, and one parked goes when all before it went) */
+void *uct_uccl_order_take(uct_uccl_order_t *o, uint32_t csn);
 
 /* Hand every parked message to cb (conn teardown) and empty the ring */
 void uct_uccl_order_drain(uct_uccl_order_t *o,
