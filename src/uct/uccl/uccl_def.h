@@ -112,9 +112,10 @@
 #define UCT_UCCL_RC_TIMEOUT_MAX       31
 #define UCT_UCCL_RC_RETRY_CNT         7
 /* the stall floor by default (RC_STALL_MIN=auto): this many ACK timeouts,
- * so the NIC's resend of a lost packet, and of a lost resend, completes
- * before the stall rule takes the path for stalled */
-#define UCT_UCCL_RC_STALL_ACK_MULT    3
+ * so the NIC's resends of a lost packet complete before the stall rule
+ * takes the path for stalled, and a queue that deepens within a window,
+ * faster than the completion times' RTO follows, is not taken for one */
+#define UCT_UCCL_RC_STALL_ACK_MULT    6
 /* RC stall rule (uct_uccl_path_stalled_rc): WRs whose data goes one way
  * are measured apart; one out this many times their completion times' RTO
  * (srtt + 4 rttvar) stalled: queues grow faster than the estimate follows.

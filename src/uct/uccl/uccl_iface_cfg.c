@@ -59,9 +59,9 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      "completion times). auto: "
      UCS_PP_MAKE_STRING(UCT_UCCL_RC_STALL_ACK_MULT)
      " ACK timeouts (RC_ACK_TIMEOUT as rounded),\n"
-     "so the NIC's resend of a lost packet, and of a lost resend, completes\n"
-     "first; below one ACK timeout, every lost packet the NIC would resend\n"
-     "counts as a stall (a new QP pair, its WRs sent again).",
+     "so the NIC's resends of a lost packet complete first; below one ACK\n"
+     "timeout, every lost packet the NIC would resend counts as a stall (a\n"
+     "new QP pair, its WRs sent again).",
      ucs_offsetof(uct_uccl_iface_config_t, rc_stall_min),
      UCS_CONFIG_TYPE_TIME_UNITS},
 
