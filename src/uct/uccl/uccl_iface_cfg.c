@@ -46,10 +46,10 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      "RC mode: the data QPs' ACK timeout, after which the NIC resends what\n"
      "the peer has not acknowledged (go-back-N), at most "
      UCS_PP_MAKE_STRING(UCT_UCCL_RC_RETRY_CNT) " times before\n"
-     "the QP fails and its path is retired and replaced. Rounded up to 4.096 us\n"
-     "times a power of two (the verbs' timeout exponent). Keep it above the\n"
-     "fabric's queueing delay: a NIC whose ACK is later than this resends\n"
-     "what is merely queued (softverbs does not model such resends).",
+     "the QP fails and its path is retired and replaced. Rounded up to\n"
+     "4.096 us times a power of two (the verbs' timeout exponent). Keep it\n"
+     "above the fabric's queueing delay: a NIC whose ACK is later than this\n"
+     "resends what is merely queued (softverbs does not model such resends).",
      ucs_offsetof(uct_uccl_iface_config_t, rc_ack_timeout),
      UCS_CONFIG_TYPE_TIME},
 
@@ -414,7 +414,7 @@ static void uct_uccl_iface_rc_timeouts(uct_uccl_iface_t *iface,
 {
     ucs_typeof(iface->config) *c = &iface->config;
     double want_ns               = config->rc_ack_timeout * 1e9;
-    uint8_t timeout = UCT_UCCL_RC_TIMEOUT_MIN;
+    uint8_t timeout              = UCT_UCCL_RC_TIMEOUT_MIN;
 
     while ((timeout < UCT_UCCL_RC_TIMEOUT_MAX) &&
            ((double)(UCT_UCCL_RC_TIMEOUT_UNIT_NS << timeout) < want_ns)) {
