@@ -115,6 +115,9 @@
  * so the NIC's resends of a lost packet complete before the stall rule
  * takes the path for stalled, and a queue that deepens within a window,
  * faster than the completion times' RTO follows, is not taken for one */
+/* ... but no more than the default ACK timeout: a longer wait delays a
+ * path's reset and does not spare one */
+#define UCT_UCCL_RC_STALL_AUTO_MAX_NS (UCT_UCCL_RC_TIMEOUT_UNIT_NS << 14)
 #define UCT_UCCL_RC_STALL_ACK_MULT    6
 /* RC stall rule (uct_uccl_path_stalled_rc): WRs whose data goes one way
  * are measured apart; one out this many times their completion times' RTO

@@ -42,14 +42,15 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      ucs_offsetof(uct_uccl_iface_config_t, mode),
      UCS_CONFIG_TYPE_ENUM(uct_uccl_mode_names)},
 
-    {"RC_ACK_TIMEOUT", "4ms",
+    {"RC_ACK_TIMEOUT", "67ms",
      "RC mode: the data QPs' ACK timeout, after which the NIC resends what\n"
      "the peer has not acknowledged (go-back-N), at most "
      UCS_PP_MAKE_STRING(UCT_UCCL_RC_RETRY_CNT) " times before\n"
      "the QP fails and its path is retired and replaced. Rounded up to\n"
      "4.096 us times a power of two (the verbs' timeout exponent). Keep it\n"
      "above the fabric's queueing delay: a NIC whose ACK is later than this\n"
-     "resends what is merely queued (softverbs does not model such resends).",
+     "resends what is merely queued (softverbs does not model such resends):\n"
+     "4ms recovers losses faster where queues stay below it.",
      ucs_offsetof(uct_uccl_iface_config_t, rc_ack_timeout),
      UCS_CONFIG_TYPE_TIME},
 
@@ -59,7 +60,8 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      "completion times). auto: "
      UCS_PP_MAKE_STRING(UCT_UCCL_RC_STALL_ACK_MULT)
      " ACK timeouts (RC_ACK_TIMEOUT as rounded),\n"
-     "so the NIC's resends of a lost packet complete first; below one ACK\n"
+     "so the NIC's resends of a lost packet complete first, but at most\n"
+     "67 ms (the default ACK timeout's one); below one ACK\n"
      "timeout, every lost packet the NIC would resend counts as a stall (a\n"
      "new QP pair, its WRs sent again).",
      ucs_offsetof(uct_uccl_iface_config_t, rc_stall_min),
@@ -424,7 +426,9 @@ static void uct_uccl_iface_rc_timeouts(uct_uccl_iface_t *iface,
     c->rc_ack_timeout_ns = UCT_UCCL_RC_TIMEOUT_UNIT_NS << timeout;
     c->rc_retry_ns       = c->rc_ack_timeout_ns * (UCT_UCCL_RC_RETRY_CNT + 1);
     if (config->rc_stall_min == UCS_TIME_AUTO) {
-        c->rc_stall_min_ns = c->rc_ack_timeout_ns * UCT_UCCL_RC_STALL_ACK_MULT;
+        c->rc_stall_min_ns = ucs_min(c->rc_ack_timeout_ns *
+                                     UCT_UCCL_RC_STALL_ACK_MULT,
+                                     UCT_UCCL_RC_STALL_AUTO_MAX_NS);
     } else if (config->rc_stall_min == UCS_TIME_INFINITY) {
         c->rc_stall_min_ns = UINT64_MAX;
     } else {
