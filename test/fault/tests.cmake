@@ -59,14 +59,24 @@ foreach(mode uc rc)
     endforeach()
 
     if(mode STREQUAL "rc")
-        # a 10 ms stall floor resets the paths of WRITEs whose completion
-        # a loss holds up, after they landed and the peer answered them:
-        # they are done, not written again over the newer PUTs to the same
-        # place (which hung the ping-pong on an old value)
+        # a 10 ms stall floor below a 67 ms ACK timeout resets the paths of
+        # WRITEs whose completion a loss holds up, after they landed and the
+        # peer answered them: they are done, not written again over the
+        # newer PUTs to the same place (which hung the ping-pong on an old
+        # value)
         flt_perftest(fault_rc_loss_put_lat_stall_min put_lat short 8 500
                      UCX_UCCL_MODE=rc SOFTVERBS_LOSS=0.01
-                     UCX_UCCL_RC_STALL_MIN=10ms
+                     UCX_UCCL_RC_ACK_TIMEOUT=67ms UCX_UCCL_RC_STALL_MIN=10ms
                      UCCL_EXPECT_COUNTERS=rc_landed)
+        # a 4 ms ACK timeout and a 25 ms stall floor (6 of them, auto):
+        # the NIC resends a lost packet before the stall rule fires, so no
+        # path is reset (with a 10 ms floor below a 67 ms ACK timeout a
+        # burst's AMs behind a loss were reset and sent again, lost again,
+        # and the run could livelock)
+        flt_perftest(fault_rc_loss_am_bw_nic_resends am_bw bcopy 4096 2000
+                     UCX_UCCL_MODE=rc SOFTVERBS_LOSS=0.01
+                     UCX_UCCL_RC_ACK_TIMEOUT=4ms UCX_UCCL_RC_STALL_MIN=auto
+                     UCCL_EXPECT_ZERO_COUNTERS=rc_path_resets)
     endif()
 
     # every byte checked under loss, and the losses were repaired: UC by

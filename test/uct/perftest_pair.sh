@@ -10,7 +10,8 @@
 # fabric (SOFTVERBS_LOSS), unless the fabric dropped messages and the
 # sender repaired them (UC: uccl resent chunks; RC: go-back-N resends),
 # and unless the uccl counters UCCL_EXPECT_COUNTERS names are non-zero
-# (summed over both processes' UCX_UCCL_STATS_DUMP lines).
+# and those UCCL_EXPECT_ZERO_COUNTERS names are zero (summed over both
+# processes' UCX_UCCL_STATS_DUMP lines).
 # ucx_perftest does not check data: uct_verify and uct_order do.
 #
 set -u
@@ -78,5 +79,10 @@ for c in ${UCCL_EXPECT_COUNTERS:-}; do
     n=$(uccl_sum "$tmp/both" "$c")
     echo "counter $c: $n"
     [ "$n" -gt 0 ] || { echo "FAIL: counter $c is 0"; exit 1; }
+done
+for c in ${UCCL_EXPECT_ZERO_COUNTERS:-}; do
+    n=$(uccl_sum "$tmp/both" "$c")
+    echo "counter $c: $n"
+    [ "$n" -eq 0 ] || { echo "FAIL: counter $c is $n, not 0"; exit 1; }
 done
 exit 0

@@ -219,7 +219,7 @@ ucs_status_t uct_uccl_conn_ibqp_connect(uct_uccl_conn_t *conn,
     attr.sq_psn   = conn->psn;
     mask          = IBV_QP_STATE | IBV_QP_SQ_PSN;
     if (conn->rc) {
-        attr.timeout       = UCT_UCCL_RC_TIMEOUT;
+        attr.timeout       = iface->config.rc_timeout;
         attr.retry_cnt     = UCT_UCCL_RC_RETRY_CNT;
         attr.rnr_retry     = 7;
         attr.max_rd_atomic = ucs_max(ucs_min(iface->md->dev_attr.max_qp_rd_atom,
@@ -353,14 +353,13 @@ static void uct_uccl_conn_pace_cb(ucs_wtimer_t *timer)
     uct_uccl_iface_sched_add(conn->iface, conn);
 }
 
-/* RC: the completion-time estimators of the stall rule, which counts on
- * the NIC's ACK timeout until they have a sample */
+/* RC: the completion-time estimators of the stall rule */
 static void uct_uccl_conn_rc_dirs_init(uct_uccl_conn_t *conn)
 {
-    static const uct_uccl_rto_params_t params = {
-        .init_ns     = UCT_UCCL_RC_ACK_TIMEOUT_NS,
+    const uct_uccl_rto_params_t params = {
+        .init_ns     = UCT_UCCL_RC_STALL_RTO_INIT_NS,
         .min_ns      = 1,
-        .max_ns      = UCT_UCCL_RC_RETRY_NS,
+        .max_ns      = UCT_UCCL_RC_STALL_RTO_MAX_NS,
         .max_retries = 1
     };
     unsigned i;

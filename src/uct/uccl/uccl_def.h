@@ -102,19 +102,34 @@
 #define UCT_UCCL_PATH_MAX_PENALTY_NS  10000000ull
 #define UCT_UCCL_PATH_HALFLIFE_SHIFT  24     /* ~17 ms */
 #define UCT_UCCL_PATH_EXPLORE_SHIFT   4
-/* RC data QPs: the NIC resends what is unacknowledged after 4.096 us <<
- * TIMEOUT (67 ms), RETRY_CNT times, then fails the QP (RETRY_EXC_ERR): a
- * path down for RC_RETRY_NS (~0.54 s) fails its QPs, and the conn goes on
- * on the other paths (uccl_repair.c) */
-#define UCT_UCCL_RC_TIMEOUT           14
+/* RC data QPs: the NIC resends what is unacknowledged after its ACK
+ * timeout (UCX_UCCL_RC_ACK_TIMEOUT: 4.096 us << the verbs' `timeout`, which
+ * is 1..31), RETRY_CNT times, then fails the QP (RETRY_EXC_ERR): a path down
+ * for the retry time (RETRY_CNT + 1 ACK timeouts) fails its QPs, and the
+ * conn goes on on the other paths (uccl_repair.c) */
+#define UCT_UCCL_RC_TIMEOUT_UNIT_NS   4096ull
+#define UCT_UCCL_RC_TIMEOUT_MIN       1
+#define UCT_UCCL_RC_TIMEOUT_MAX       31
 #define UCT_UCCL_RC_RETRY_CNT         7
-#define UCT_UCCL_RC_ACK_TIMEOUT_NS    (4096ull << UCT_UCCL_RC_TIMEOUT)
-#define UCT_UCCL_RC_RETRY_NS          (UCT_UCCL_RC_ACK_TIMEOUT_NS * \
-                                       (UCT_UCCL_RC_RETRY_CNT + 1))
+/* the stall floor by default (RC_STALL_MIN=auto): this many ACK timeouts,
+ * so the NIC's resends of a lost packet complete before the stall rule
+ * takes the path for stalled, and a queue that deepens within a window,
+ * faster than the completion times' RTO follows, is not taken for one */
+/* ... but no more than the default ACK timeout: a longer wait delays a
+ * path's reset and does not spare one */
+#define UCT_UCCL_RC_STALL_AUTO_MAX_NS (UCT_UCCL_RC_TIMEOUT_UNIT_NS << 14)
+#define UCT_UCCL_RC_STALL_ACK_MULT    6
 /* RC stall rule (uct_uccl_path_stalled_rc): WRs whose data goes one way
  * are measured apart; one out this many times their completion times' RTO
- * (srtt + 4 rttvar) stalled: queues grow faster than the estimate follows */
+ * (srtt + 4 rttvar) stalled: queues grow faster than the estimate follows.
+ * That RTO starts at INIT and is capped at MAX, not at the NIC's ACK
+ * timeout and retry time: a conn's first WRs may wait behind a queue that
+ * other conns built and no sample has shown yet (an incast's receiver
+ * READs from every sender at once), and behind a queue deeper than a
+ * short ACK timeout WRs complete late but in turn */
 #define UCT_UCCL_RC_STALL_LATE_MULT   2
+#define UCT_UCCL_RC_STALL_RTO_INIT_NS 32000000ull
+#define UCT_UCCL_RC_STALL_RTO_MAX_NS  500000000ull
 enum {
     UCT_UCCL_RC_DIR_OUT, /* SEND, WRITE: data to the peer */
     UCT_UCCL_RC_DIR_IN,  /* READ: data from the peer */

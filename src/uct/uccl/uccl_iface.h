@@ -56,7 +56,8 @@ typedef struct uct_uccl_iface_config {
     unsigned                sack_window;
     unsigned                max_retries;
     double                  peer_timeout;
-    double                  rc_stall_min;
+    double                  rc_ack_timeout;
+    ucs_time_t              rc_stall_min;    /* UCS_TIME_AUTO: from it */
     double                  idle_timeout;
     double                  rto_init;
     double                  rto_min;
@@ -261,6 +262,9 @@ struct uct_uccl_iface {
         unsigned            sack_window;
         unsigned            max_retries;
         uint64_t            peer_timeout_ns;
+        uint8_t             rc_timeout;      /* the QPs' ACK timeout: */
+        uint64_t            rc_ack_timeout_ns; /* 4.096 us << rc_timeout */
+        uint64_t            rc_retry_ns;     /* QPs fail after this */
         uint64_t            rc_stall_min_ns;
         uint64_t            idle_timeout_ns; /* UINT64_MAX: never */
         uct_uccl_rto_params_t rto;

@@ -42,14 +42,30 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      ucs_offsetof(uct_uccl_iface_config_t, mode),
      UCS_CONFIG_TYPE_ENUM(uct_uccl_mode_names)},
 
-    {"RC_STALL_MIN", "67ms",
+    {"RC_ACK_TIMEOUT", "67ms",
+     "RC mode: the data QPs' ACK timeout, after which the NIC resends what\n"
+     "the peer has not acknowledged (go-back-N), at most "
+     UCS_PP_MAKE_STRING(UCT_UCCL_RC_RETRY_CNT) " times before\n"
+     "the QP fails and its path is retired and replaced. Rounded up to\n"
+     "4.096 us times a power of two (the verbs' timeout exponent). Keep it\n"
+     "above the fabric's queueing delay: a NIC whose ACK is later than this\n"
+     "resends what is merely queued (softverbs does not model such resends):\n"
+     "4ms recovers losses faster where queues stay below it.",
+     ucs_offsetof(uct_uccl_iface_config_t, rc_ack_timeout),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"RC_STALL_MIN", "auto",
      "RC mode: the shortest time a WR may be out before its path counts as\n"
      "stalled and gets a new QP pair (it grows to twice the RTO of the\n"
-     "completion times). The default is the NIC's ACK timeout, after which\n"
-     "the NIC resends on the same QP itself; below it, a packet the NIC would\n"
-     "resend counts as a stall (a new QP pair, its WRs sent again).",
+     "completion times). auto: "
+     UCS_PP_MAKE_STRING(UCT_UCCL_RC_STALL_ACK_MULT)
+     " ACK timeouts (RC_ACK_TIMEOUT as rounded),\n"
+     "so the NIC's resends of a lost packet complete first, but at most\n"
+     "67 ms (the default ACK timeout's one); below one ACK\n"
+     "timeout, every lost packet the NIC would resend counts as a stall (a\n"
+     "new QP pair, its WRs sent again).",
      ucs_offsetof(uct_uccl_iface_config_t, rc_stall_min),
-     UCS_CONFIG_TYPE_TIME},
+     UCS_CONFIG_TYPE_TIME_UNITS},
 
     {"CHUNK_SIZE", "auto",
      "Large PUT/GET are cut into chunks of this size; each chunk is one RDMA\n"
@@ -276,15 +292,18 @@ uct_uccl_iface_config_check(const uct_uccl_iface_config_t *config)
         !ucs_is_pow2(config->sack_window) || (config->sack_window < 64) ||
         (config->sack_window > UCT_UCCL_WIRE_SACK_MAX_BITS) ||
         (config->cc.window < 1) || (config->cc.pace_res <= 0) ||
-        (config->path_burst < 1)) {
+        (config->path_burst < 1) || !(config->rc_ack_timeout > 0) ||
+        (config->rc_ack_timeout * 1e9 >
+         (double)(UCT_UCCL_RC_TIMEOUT_UNIT_NS << UCT_UCCL_RC_TIMEOUT_MAX))) {
         ucs_error("uccl: invalid configuration (NUM_PATHS 1..%d, CHUNK_SIZE "
                   "auto or 1k..2g, UC_CHUNK_MAX up to 2g, SEG_SIZE >= 256, "
                   "TX_QUEUE_LEN >= 2, "
                   "SRQ_SIZE >= %d, CQ_SIZE and RX_MAX_BUFS >= SRQ_SIZE, "
                   "SACK_WINDOW power of 2 in 64..%d, CC_WINDOW >= 1, "
-                  "CC_PACE_RES > 0)",
+                  "CC_PACE_RES > 0, RC_ACK_TIMEOUT > 0 and at most "
+                  "4.096us << %d)",
                   UCT_UCCL_WIRE_MAX_PATHS, 2 * UCT_UCCL_SRQ_BATCH,
-                  UCT_UCCL_WIRE_SACK_MAX_BITS);
+                  UCT_UCCL_WIRE_SACK_MAX_BITS, UCT_UCCL_RC_TIMEOUT_MAX);
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;
@@ -390,6 +409,33 @@ static size_t uct_uccl_iface_rx_buf_size(const uct_uccl_iface_t *iface)
            UCT_UCCL_SEND_HDR_MAX;
 }
 
+/* RC: the verbs' timeout exponent of the smallest ACK timeout at least
+ * RC_ACK_TIMEOUT, the retry time it gives, and the stall floor */
+static void uct_uccl_iface_rc_timeouts(uct_uccl_iface_t *iface,
+                                       const uct_uccl_iface_config_t *config)
+{
+    ucs_typeof(iface->config) *c = &iface->config;
+    double want_ns               = config->rc_ack_timeout * 1e9;
+    uint8_t timeout              = UCT_UCCL_RC_TIMEOUT_MIN;
+
+    while ((timeout < UCT_UCCL_RC_TIMEOUT_MAX) &&
+           ((double)(UCT_UCCL_RC_TIMEOUT_UNIT_NS << timeout) < want_ns)) {
+        ++timeout;
+    }
+    c->rc_timeout        = timeout;
+    c->rc_ack_timeout_ns = UCT_UCCL_RC_TIMEOUT_UNIT_NS << timeout;
+    c->rc_retry_ns       = c->rc_ack_timeout_ns * (UCT_UCCL_RC_RETRY_CNT + 1);
+    if (config->rc_stall_min == UCS_TIME_AUTO) {
+        c->rc_stall_min_ns = ucs_min(c->rc_ack_timeout_ns *
+                                     UCT_UCCL_RC_STALL_ACK_MULT,
+                                     UCT_UCCL_RC_STALL_AUTO_MAX_NS);
+    } else if (config->rc_stall_min == UCS_TIME_INFINITY) {
+        c->rc_stall_min_ns = UINT64_MAX;
+    } else {
+        c->rc_stall_min_ns = ucs_time_to_nsec(config->rc_stall_min);
+    }
+}
+
 /* The engine's settings from the user's configuration and the device */
 void uct_uccl_iface_config_set(uct_uccl_iface_t *iface,
                                const uct_uccl_iface_config_t *config)
@@ -419,7 +465,7 @@ void uct_uccl_iface_config_set(uct_uccl_iface_t *iface,
     c->sack_window  = config->sack_window;
     c->max_retries  = config->max_retries;
     c->peer_timeout_ns = config->peer_timeout * 1e9;
-    c->rc_stall_min_ns = config->rc_stall_min * 1e9;
+    uct_uccl_iface_rc_timeouts(iface, config);
     c->idle_timeout_ns = (config->idle_timeout * 1e9 < (double)UINT64_MAX) ?
                          config->idle_timeout * 1e9 : UINT64_MAX;
     c->rto.init_ns     = config->rto_init * 1e9;

@@ -147,11 +147,12 @@ found:
  * one posted after it completed and `margin` later it is still out (a
  * window that holds few chunks posts none that late). A queue every path
  * shares delays all alike and overtakes nothing. Out for `wait`,
- * RC_STALL_MIN at least (the NIC's ACK timeout), it stalled (a conn that
- * sends nothing else sees nothing overtake it). Only WRs whose data goes
- * the same way count (a READ's data and a WRITE's queue apart), and both
- * bounds grow with their completion times, `wait` to twice their RTO and
- * `margin` to its part above the mean: behind a deep queue a WR is out
+ * RC_STALL_MIN at least (a few of the NIC's ACK timeouts: its resends come
+ * first), it stalled (a conn that sends nothing else sees nothing overtake
+ * it). Only WRs whose data goes the same way count (a READ's data and a
+ * WRITE's queue apart), and both bounds grow with their completion times,
+ * `wait` to twice their RTO (before the first, twice RC_STALL_RTO_INIT_NS)
+ * and `margin` to its part above the mean: behind a deep queue a WR is out
  * long and uneven queues reorder by that part; taken for stalls, its WRs
  * would go again and deepen the queue. Times are those of the latest poll
  * that emptied the send CQ: a process that was off the CPU finds its
@@ -170,10 +171,10 @@ static int uct_uccl_path_stalled_rc(uct_uccl_conn_t *conn,
     if (seen < oldest->sent_ns) {
         return 0;
     }
-    dir = &conn->rc_dir[uct_uccl_chunk_rc_dir(oldest)];
+    dir  = &conn->rc_dir[uct_uccl_chunk_rc_dir(oldest)];
+    rto  = dir->lat.rto_ns;
+    wait = ucs_max(wait, rto * UCT_UCCL_RC_STALL_LATE_MULT);
     if (dir->lat.samples > 0) {
-        rto    = dir->lat.rto_ns;
-        wait   = ucs_max(wait, rto * UCT_UCCL_RC_STALL_LATE_MULT);
         margin = ucs_max(margin, rto - ucs_min(rto, dir->lat.srtt_ns));
     }
     if (seen - oldest->sent_ns > wait) {

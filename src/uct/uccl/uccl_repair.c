@@ -526,7 +526,7 @@ ucs_status_t uct_uccl_tx_rc_failed(uct_uccl_conn_t *conn,
         }
         /* a resend fails, if it does, a retry time from now */
         if ((uct_uccl_paths_usable(sel) <= 1) ||
-            (now + UCT_UCCL_RC_RETRY_NS - conn->rc_fail_since >
+            (now + conn->iface->config.rc_retry_ns - conn->rc_fail_since >
              conn->iface->config.peer_timeout_ns)) {
             return UCS_ERR_ENDPOINT_TIMEOUT;
         }
