@@ -10,7 +10,8 @@
 . "$(dirname "$0")/../uct/listen.sh"
 
 bench_port_init() {
-    port=$((30000 + $$ % 10000))
+    port=${BENCH_PORT:-$((30000 + $$ % 10000))}
+    fab=${BENCH_FABRIC:-bench$$}
 }
 
 # bench_setup BUILDDIR TIMEOUT: run is BUILDDIR's launcher, tmo TIMEOUT,
@@ -37,17 +38,17 @@ bench_pair() {
     while [ "$1" != "--" ]; do _srv="$_srv $1"; shift; done
     shift
     # shellcheck disable=SC2086
-    env SOFTVERBS_FABRIC="bench$$_$port" ${BENCH_ENV:-} \
+    env SOFTVERBS_FABRIC="${fab}_$port" ${BENCH_ENV:-} \
         timeout "$tmo" taskset -c 0 "$run" $_srv >"$tmp/srv.log" 2>&1 &
     _pid=$!
     if uccl_wait_listen "$port" $_pid; then
         # shellcheck disable=SC2086
-        env SOFTVERBS_FABRIC="bench$$_$port" ${BENCH_ENV:-} \
+        env SOFTVERBS_FABRIC="${fab}_$port" ${BENCH_ENV:-} \
             timeout "$tmo" taskset -c 1 "$run" "$@" 2>&1
     fi
     wait $_pid 2>/dev/null
-    rm -f "/dev/shm/softverbs.bench$$_$port" \
-          "/dev/shm/softverbs.bench$$_$port".*
+    rm -f "/dev/shm/softverbs.${fab}_$port" \
+          "/dev/shm/softverbs.${fab}_$port".*
 }
 
 # bench_netpipe ENV LOW HIGH ITERS: NetPIPE (Open MPI, two ranks on two
@@ -57,11 +58,11 @@ bench_pair() {
 bench_netpipe() {
     rm -f "$tmp/np.out"
     # shellcheck disable=SC2086
-    env $1 SOFTVERBS_FABRIC="bench$$_np$port" timeout "$tmo" "$run" \
+    env $1 SOFTVERBS_FABRIC="${fab}_np$port" timeout "$tmo" "$run" \
         mpirun -np 2 --bind-to core NPopenmpi -l "$2" -u "$3" -p 0 \
         -n "$4" -o "$tmp/np.out" >/dev/null 2>&1
-    rm -f "/dev/shm/softverbs.bench$$_np$port" \
-          "/dev/shm/softverbs.bench$$_np$port".*
+    rm -f "/dev/shm/softverbs.${fab}_np$port" \
+          "/dev/shm/softverbs.${fab}_np$port".*
 }
 
 # bench_median FILE: the median of the numbers in FILE (one per line)

@@ -37,7 +37,9 @@
 #                                          UCX_UCCL_ACK_EVERY=8)
 #
 # CG_CONFIGS (all: put_uc put_rc am_uc am_rc am_vb tag_uc tag_rc tag_vb;
-# also get_uc get_rc: UCT get zcopy, per 64 KiB),
+# also get_uc get_rc: UCT get zcopy, per 64 KiB; np_uc np_rc np_vb:
+# NetPIPE under Open MPI's pml ucx, rank 0 as client, CG_LAT_N1 and
+# CG_LAT_N2 round trips a trial),
 # CG_N1 (50), CG_N2 (250): put_bw iterations; CG_LAT_N1 (1000), CG_LAT_N2
 # (6000): latency iterations; CG_LAT_SIZE (8): latency message size;
 # CG_PASSES1 (5000), CG_PASSES2 (55000), CG_PAUSE_US (100): empty passes;
@@ -58,6 +60,7 @@ p2=${CG_PASSES2:-55000}
 pause=${CG_PAUSE_US:-100}
 size=${CG_SIZE:-1048576}
 configs=${CG_CONFIGS:-put_uc put_rc am_uc am_rc am_vb tag_uc tag_rc tag_vb}
+np_trials=3   # NetPIPE 3.7's timed loops per message size
 unit=65536    # bytes per row of the put and get tables
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/bench_lib.sh"
@@ -103,6 +106,8 @@ config() {
         am_uc|am_rc) args="-x uccl -d sv0:1 -t am_lat -s $lat_size" ;;
         am_vb)       args="-x rc_verbs -d sv0:1 -t am_lat -s $lat_size" ;;
         tag_*)       args="-t tag_lat -s $lat_size" ;;
+        # NetPIPE: np_trials timed loops of N round trips per run
+        np_*)        args="np" per=$np_trials ;;
         *)           echo "unknown config $1" >&2; return 1 ;;
     esac
     case $1 in
@@ -113,16 +118,41 @@ config() {
     case $1 in
         # the UD iface (wireup) grows its receive queue from 128 by a
         # batch per pass while UCP progresses it, for a time that varies
-        tag_vb) cfg_env="UCX_TLS=rc_verbs,ud_verbs,self"
+        tag_vb|np_vb) cfg_env="UCX_TLS=rc_verbs,ud_verbs,self"
                 cfg_env="$cfg_env UCX_UD_VERBS_RX_QUEUE_LEN=128" ;;
-        tag_*)  cfg_env="$cfg_env UCX_TLS=uccl,self" ;;
+        tag_*|np_*)   cfg_env="$cfg_env UCX_TLS=uccl,self" ;;
     esac
     case $1 in
         put_*) desc="UCT put_bw zcopy $size B, $mode, per 64 KiB" ;;
         get_*) desc="UCT get zcopy $size B, $mode, per 64 KiB" ;;
         am_*)  desc="UCT am_lat $lat_size B, $mode, per round trip" ;;
         tag_*) desc="UCP tag_lat $lat_size B, $mode, per round trip" ;;
+        np_*)  desc="NetPIPE $lat_size B, $mode, per round trip" ;;
     esac
+}
+
+# cg_np NAME N EXTRA_ENV...: NetPIPE (Open MPI, pml ucx) with N round
+# trips a trial, both ranks under callgrind; rank 0 is the client, rank 1
+# the server
+cg_np() {
+    _name=$1 _n=$2
+    shift 2
+    bench_next_port
+    _fab="${fab}_cg$port"
+    # shellcheck disable=SC2086
+    env $cfg_env "$@" SOFTVERBS_FABRIC="$_fab" timeout "$tmo" "$run" \
+        mpirun -np 2 --bind-to core valgrind --tool=callgrind \
+        --callgrind-out-file="$out/$_name.rank%q{OMPI_COMM_WORLD_RANK}.$_n" \
+        NPopenmpi -l "$lat_size" -u "$lat_size" -p 0 -n "$_n" \
+        -o "$out/$_name.np.$_n" >"$out/$_name.client.$_n.log" 2>&1
+    rm -f "/dev/shm/softverbs.$_fab" "/dev/shm/softverbs.$_fab".*
+    mv "$out/$_name.rank0.$_n" "$out/$_name.client.$_n" 2>/dev/null &&
+        mv "$out/$_name.rank1.$_n" "$out/$_name.server.$_n" &&
+        cp "$out/$_name.client.$_n.log" "$out/$_name.server.$_n.log" &&
+        [ -s "$out/$_name.np.$_n" ] || {
+        echo "$_name, $_n round trips failed: $out/$_name.client.$_n.log" >&2
+        return 1
+    }
 }
 
 # cg_pair NAME N EXTRA_ENV...: both sides under callgrind, server on core
@@ -130,8 +160,9 @@ config() {
 cg_pair() {
     _name=$1 _n=$2
     shift 2
+    [ "$args" = np ] && { cg_np "$_name" "$_n" "$@"; return; }
     bench_next_port
-    _fab="cg$$_$port"
+    _fab="${fab}_cg$port"
     # shellcheck disable=SC2086
     env $cfg_env "$@" SOFTVERBS_FABRIC="$_fab" timeout "$tmo" taskset -c 0 \
         "$run" valgrind --tool=callgrind \
@@ -161,7 +192,7 @@ cg_empty() {
     shift 2
     [ "${1:-}" = -p ] && { _pause="-p $2"; shift 2; }
     bench_next_port
-    _fab="cg$$_$port"
+    _fab="${fab}_cg$port"
     # shellcheck disable=SC2086
     env $cfg_env "$@" SOFTVERBS_FABRIC="$_fab" timeout "$tmo" "$run" \
         valgrind --tool=callgrind --callgrind-out-file="$out/$_name" \

@@ -158,8 +158,8 @@ ucs_status_t uct_uccl_async_init(uct_uccl_iface_t *iface, double idle)
     iface->async.last_user = uct_uccl_now_ns();
     iface->async.user_gap  = 0;
     iface->async.user_exit = iface->async.last_user;
-    iface->async.ops_seen  = uct_uccl_thread_ops;
-    iface->async.busy_seen = uct_uccl_thread_busy_ns;
+    iface->async.ops_seen  = uct_uccl_thread.ops;
+    iface->async.busy_seen = uct_uccl_thread.busy_ns;
     if ((async == NULL) || (idle * 1e9 >= (double)UINT64_MAX)) {
         return UCS_OK; /* ASYNC_IDLE=inf: the user drives everything */
     }
@@ -342,7 +342,7 @@ void uct_uccl_async_dispatch(uct_uccl_iface_t *iface)
     static _ret uct_uccl_async_##_op _params \
     { \
         return UCT_UCCL_ASYNC_CALL(uct_uccl_async_ctx(tl_ep->iface), _ret, \
-                                   (++uct_uccl_thread_ops, \
+                                   (++uct_uccl_thread.ops, \
                                     uct_uccl_##_op _args)); \
     }
 
@@ -469,21 +469,25 @@ static ucs_status_t uct_uccl_async_iface_event_arm(uct_iface_h tl_iface,
  * peers' requests (uccl_wake.c). */
 static unsigned uct_uccl_async_iface_progress(uct_iface_h tl_iface)
 {
-    uct_uccl_iface_t *iface = ucs_derived_of(tl_iface, uct_uccl_iface_t);
+    uct_uccl_iface_t *iface    = ucs_derived_of(tl_iface, uct_uccl_iface_t);
     ucs_async_context_t *async = uct_uccl_async_ctx(tl_iface);
+    uct_uccl_thread_t *thread  = &uct_uccl_thread;
     unsigned count;
 
+    /* opaque to the compiler, which would otherwise compute the address
+     * again (another __tls_get_addr) instead of keeping it */
+    __asm__("" : "+r"(thread));
     UCS_ASYNC_BLOCK(async);
     iface->event.armed = 0;
     count  = iface->async.deferred;
     count += uct_uccl_iface_engine_progress(iface);
-    uct_uccl_wake_user_back(iface);
+    uct_uccl_wake_user_back(iface, thread);
     /* what the background passes and this run left for UCX: the engine
      * calls no user callback itself, so they may destroy anything */
     while (ucs_unlikely(iface->async.deferred > 0)) {
         uct_uccl_async_dispatch(iface);
     }
-    uct_uccl_wake_user_leaves(iface, count);
+    uct_uccl_wake_user_leaves(iface, thread, count);
     UCS_ASYNC_UNBLOCK(async);
     return count;
 }

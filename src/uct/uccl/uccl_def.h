@@ -248,9 +248,19 @@ typedef struct uct_uccl_op      uct_uccl_op_t;
 typedef struct uct_uccl_chunk   uct_uccl_chunk_t;
 
 
+/* Nanoseconds per UCS time unit, set at the first uct_uccl_now_ns: a
+ * product, not ucs_time_to_nsec's call and division, since the engine
+ * reads the clock on every pass */
+extern double uct_uccl_ns_per_tick;
+
+void uct_uccl_clock_rate_init(void);
+
 static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_now_ns(void)
 {
-    return ucs_time_to_nsec(ucs_get_time());
+    if (ucs_unlikely(uct_uccl_ns_per_tick == 0)) {
+        uct_uccl_clock_rate_init();
+    }
+    return ucs_get_time() * uct_uccl_ns_per_tick;
 }
 
 #endif

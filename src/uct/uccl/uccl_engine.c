@@ -18,6 +18,14 @@
 /* Progress                                                                 */
 /* ------------------------------------------------------------------------ */
 
+double uct_uccl_ns_per_tick;
+
+/* Threads that race here store the same value */
+void uct_uccl_clock_rate_init(void)
+{
+    uct_uccl_ns_per_tick = UCS_NSEC_PER_SEC / ucs_time_sec_value();
+}
+
 void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
 {
     if (!conn->ack_pending) {

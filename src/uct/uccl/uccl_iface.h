@@ -579,20 +579,27 @@ int uct_uccl_wake_user_away(const uct_uccl_iface_t *iface, uint64_t now);
 /* The default TLS model: UCX dlopens this library, and the initial-exec
  * model would need glibc's static TLS surplus, which other libraries may
  * have used up (dlopen then fails) */
-extern __thread unsigned uct_uccl_thread_ops;
-extern __thread uint64_t uct_uccl_thread_busy_ns;
+typedef struct {
+    unsigned ops;      /* operations the thread called */
+    uint64_t busy_ns;  /* time its progress calls spent working */
+} uct_uccl_thread_t;
+
+/* One variable, so that a progress call looks its address up once (each
+ * access to a dynamic TLS variable calls __tls_get_addr) */
+extern __thread uct_uccl_thread_t uct_uccl_thread;
 
 /* The user's progress call, after the engine ran: how long the thread
  * was out of the transport since this iface's previous call (0 if it
  * called an operation meanwhile); away, it leaves the CQs armed. Inline:
  * it runs on every progress call. */
 static UCS_F_ALWAYS_INLINE void
-uct_uccl_wake_user_back(uct_uccl_iface_t *iface)
+uct_uccl_wake_user_back(uct_uccl_iface_t *iface,
+                        const uct_uccl_thread_t *thread)
 {
     uint64_t out  = iface->async.last_user - iface->async.user_exit;
-    uint64_t busy = uct_uccl_thread_busy_ns - iface->async.busy_seen;
+    uint64_t busy = thread->busy_ns - iface->async.busy_seen;
 
-    iface->async.user_gap = ((uct_uccl_thread_ops == iface->async.ops_seen) &&
+    iface->async.user_gap = ((thread->ops == iface->async.ops_seen) &&
                              (out > busy)) ? out - busy : 0;
     if (ucs_unlikely(iface->async.user_gap >= UCT_UCCL_WAKE_AWAY_NS)) {
         uct_uccl_wake_arm(iface);
@@ -602,14 +609,15 @@ uct_uccl_wake_user_back(uct_uccl_iface_t *iface)
 /* The user's progress call ends: one that did work took its time, which
  * the thread spent inside the transport */
 static UCS_F_ALWAYS_INLINE void
-uct_uccl_wake_user_leaves(uct_uccl_iface_t *iface, unsigned count)
+uct_uccl_wake_user_leaves(uct_uccl_iface_t *iface, uct_uccl_thread_t *thread,
+                          unsigned count)
 {
     uint64_t now = (count > 0) ? uct_uccl_now_ns() : iface->async.last_user;
 
-    uct_uccl_thread_busy_ns += now - iface->async.last_user;
-    iface->async.user_exit   = now;
-    iface->async.ops_seen    = uct_uccl_thread_ops;
-    iface->async.busy_seen   = uct_uccl_thread_busy_ns;
+    thread->busy_ns       += now - iface->async.last_user;
+    iface->async.user_exit = now;
+    iface->async.ops_seen  = thread->ops;
+    iface->async.busy_seen = thread->busy_ns;
 }
 void uct_uccl_async_defer_am(uct_uccl_iface_t *iface,
                              uct_uccl_rx_desc_t *desc);

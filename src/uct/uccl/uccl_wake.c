@@ -49,8 +49,7 @@ int uct_uccl_wake_user_away(const uct_uccl_iface_t *iface, uint64_t now)
 /* What the user's thread did inside uccl, over all its ifaces: a user
  * who progresses another iface (one that copies a megabyte, say) or calls
  * an operation is busy with the transport, not away from it */
-__thread unsigned uct_uccl_thread_ops;
-__thread uint64_t uct_uccl_thread_busy_ns;
+__thread uct_uccl_thread_t uct_uccl_thread;
 
 /* A solicited completion (or one the user armed for) woke the async
  * thread: run a pass unless the user is inside the transport, whose
