@@ -97,7 +97,7 @@ ucs_status_t uct_uccl_tx_mark(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
                                         mark);
     mark->flags |= UCT_UCCL_CHUNK_F_TRACKED;
     uct_uccl_chunk_build_wr(conn, mark);
-    uct_uccl_path_chain(conn, path, mark);
+    uct_uccl_path_chain(conn, path, mark, now);
     return UCS_OK;
 }
 
@@ -253,7 +253,7 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
         }
 
         uct_uccl_chunk_build(conn, chunk);
-        uct_uccl_path_link(conn, path, chunk);
+        uct_uccl_path_link(conn, path, chunk, now);
         uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
         payload += chunk->length;
         bytes   += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
@@ -413,6 +413,44 @@ uct_uccl_tx_wr_status(const uct_uccl_chunk_t *chunk,
            wc->status : IBV_WC_SUCCESS;
 }
 
+/* A successful CQE of a UC conn's path: the WRs it completes are taken
+ * off the path, and a chunk still tracked only counts a WR less (its ACK
+ * frees it); one whose ACK came first (ACKED: freed, or its op completed,
+ * now) goes to `batch`. Returns the chunks in `batch`; *found tells
+ * whether `done` was reached. */
+static UCS_F_ALWAYS_INLINE unsigned
+uct_uccl_tx_completion_uc(uct_uccl_iface_t *iface, uct_uccl_qp_t *path,
+                          const uct_uccl_chunk_t *done,
+                          uct_uccl_chunk_t **batch, unsigned *found)
+{
+    uint32_t mask = iface->config.tx_ring_mask;
+    uint32_t head = path->sent_head;
+    uint32_t end  = head + path->outstanding;
+    unsigned n    = 0;
+    uct_uccl_chunk_t *chunk;
+
+    while (head != end) {
+        chunk = path->sent[head++ & mask];
+        if (ucs_unlikely(chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
+            batch[n++] = chunk;
+        } else {
+            ucs_assert(chunk->posted > 0);
+            --chunk->posted;
+        }
+        if ((chunk == done) || (n == UCT_UCCL_CQ_BATCH)) {
+            *found = (chunk == done);
+            break;
+        }
+    }
+    iface->tx_outstanding -= head - path->sent_head;
+    path->outstanding     -= head - path->sent_head;
+    path->sent_head        = head;
+    if (path->conn->tx_queued > 0) {
+        uct_uccl_iface_sched_add(iface, path->conn);
+    }
+    return n;
+}
+
 /* Take the WRs a CQE completes off its path: every WR posted before the
  * one it names, and that one. The common completion is done on the way;
  * the others in batches, each with a fresh look-up: completing a chunk
@@ -428,6 +466,20 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
 
     do {
         path = uct_uccl_iface_qp_find(iface, wc->qp_num);
+        if (ucs_likely((path != NULL) && (wc->status == IBV_WC_SUCCESS) &&
+                       (path->conn != NULL) && !path->conn->rc)) {
+            n = uct_uccl_tx_completion_uc(iface, path, done, batch, &found);
+            if (ucs_unlikely(!found && (path->outstanding == 0))) {
+                ucs_error("uccl: qp 0x%x: completion of a WR it does not "
+                          "hold", wc->qp_num);
+                found = 1;
+            }
+            for (i = 0; i < n; ++i) {
+                uct_uccl_tx_wr_complete(iface, batch[i], IBV_WC_SUCCESS,
+                                        wc->qp_num);
+            }
+            continue;
+        }
         if (ucs_unlikely(path == NULL)) {
             if (!found) {   /* its QP is gone: only this WR is known */
                 --iface->tx_outstanding;
