@@ -135,29 +135,41 @@ uct_uccl_chunk_is_write(const uct_uccl_chunk_t *chunk)
            !(chunk->flags & UCT_UCCL_CHUNK_F_READ);
 }
 
+/* The WR of a WRITE chunk, with `opcode`; up to max_inline bytes go
+ * inline */
 static UCS_F_ALWAYS_INLINE void
-uct_uccl_chunk_build_write(const uct_uccl_conn_t *conn,
-                           uct_uccl_chunk_t *chunk)
+uct_uccl_chunk_build_write_as(uct_uccl_chunk_t *chunk,
+                              enum ibv_wr_opcode opcode, uint32_t max_inline)
 {
     struct ibv_send_wr *wr = &chunk->wr;
+    uint32_t length        = chunk->length;
 
-    /* RC: the send completion says the data landed; an immediate would
-     * only cost the target a receive WQE and a CQE */
-    wr->opcode              = (conn->rc &&
-                               (chunk->kind == UCT_UCCL_KIND_PUT)) ?
-                              IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr->opcode              = opcode;
     wr->imm_data            = uct_uccl_imm_to_wire(
                                   uct_uccl_imm_pack(chunk->csn, chunk->kind,
                                                     chunk->last));
     /* post_chains signals the end of a chain */
-    wr->send_flags          = (chunk->length <= conn->max_inline) ?
-                              IBV_SEND_INLINE : 0;
+    wr->send_flags          = (length <= max_inline) ? IBV_SEND_INLINE : 0;
     wr->wr.rdma.remote_addr = chunk->raddr;
     wr->wr.rdma.rkey        = chunk->rkey;
     chunk->sge[0].addr      = chunk->laddr;
-    chunk->sge[0].length    = chunk->length;
+    chunk->sge[0].length    = length;
     chunk->sge[0].lkey      = chunk->payload_lkey;
-    wr->num_sge             = (chunk->length > 0);
+    wr->num_sge             = (length > 0);
+}
+
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_chunk_build_write(const uct_uccl_conn_t *conn,
+                           uct_uccl_chunk_t *chunk)
+{
+    /* RC: the send completion says the data landed; an immediate would
+     * only cost the target a receive WQE and a CQE */
+    uct_uccl_chunk_build_write_as(chunk,
+                                  (conn->rc &&
+                                   (chunk->kind == UCT_UCCL_KIND_PUT)) ?
+                                  IBV_WR_RDMA_WRITE :
+                                  IBV_WR_RDMA_WRITE_WITH_IMM,
+                                  conn->max_inline);
 }
 
 void uct_uccl_path_probe_send(uct_uccl_conn_t *conn,

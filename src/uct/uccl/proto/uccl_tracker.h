@@ -140,11 +140,13 @@ static inline int uct_uccl_tracker_in_flight(const uct_uccl_tracker_t *t,
     return uct_uccl_seq_dist(csn, t->una) < uct_uccl_tracker_outstanding(t);
 }
 
-/* Track a chunk about to be posted on path (< num_paths) after everything
- * posted on that path so far; returns its CSN. Must not be full. */
+/* The same with the path's send count kept by the caller: path_seq is
+ * the transmission's number there, and t->path_sent[path] must be set to
+ * one past the last before any other call */
 static UCS_F_ALWAYS_INLINE uint32_t
-uct_uccl_tracker_add(uct_uccl_tracker_t *t, uint32_t length, unsigned path,
-                     uint64_t now, void *desc)
+uct_uccl_tracker_add_seq(uct_uccl_tracker_t *t, uint32_t length,
+                         unsigned path, uint32_t path_seq, uint64_t now,
+                         void *desc)
 {
     uint32_t csn = t->nxt;
     uct_uccl_tx_entry_t *e = &t->ent[csn & t->mask];
@@ -153,13 +155,23 @@ uct_uccl_tracker_add(uct_uccl_tracker_t *t, uint32_t length, unsigned path,
     e->desc            = desc;
     e->length          = length;
     e->path            = path;
-    e->path_seq        = t->path_sent[path]++;
+    e->path_seq        = path_seq;
     e->retries         = 0;
     e->doubt           = 0;
     e->gone            = 0;
     t->nxt             = uct_uccl_seq_add(csn, 1);
     t->inflight_bytes += length;
     return csn;
+}
+
+/* Track a chunk about to be posted on path (< num_paths) after everything
+ * posted on that path so far; returns its CSN. Must not be full. */
+static UCS_F_ALWAYS_INLINE uint32_t
+uct_uccl_tracker_add(uct_uccl_tracker_t *t, uint32_t length, unsigned path,
+                     uint64_t now, void *desc)
+{
+    return uct_uccl_tracker_add_seq(t, length, path, t->path_sent[path]++,
+                                    now, desc);
 }
 
 /*
