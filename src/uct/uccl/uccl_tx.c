@@ -539,21 +539,26 @@ uct_uccl_tx_completion_uc(uct_uccl_iface_t *iface, uct_uccl_qp_t *path,
     uint32_t head = path->sent_head;
     uint32_t end  = head + path->outstanding;
     unsigned n    = 0;
+    int hit       = 0;
     uct_uccl_chunk_t *chunk;
 
     while (head != end) {
         chunk = path->sent[head++ & mask];
+        hit   = (chunk == done);
         if (ucs_unlikely(chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
             batch[n++] = chunk;
+            if (n == UCT_UCCL_CQ_BATCH) {
+                break;
+            }
         } else {
             ucs_assert(chunk->posted > 0);
             --chunk->posted;
         }
-        if ((chunk == done) || (n == UCT_UCCL_CQ_BATCH)) {
-            *found = (chunk == done);
+        if (hit) {
             break;
         }
     }
+    *found                 = hit;
     iface->tx_outstanding -= head - path->sent_head;
     path->outstanding     -= head - path->sent_head;
     path->sent_head        = head;
