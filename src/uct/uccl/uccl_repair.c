@@ -13,23 +13,6 @@
 
 
 
-/* The chunks an ACK acks, told to their paths a run at a time: the
- * chunks of a burst are one run of one path, told once */
-typedef struct {
-    uct_uccl_conn_t         *conn;
-    unsigned                path;     /* the run's; UINT_MAX: none yet */
-    unsigned                count;    /* chunks in it; 0: no run */
-    uint64_t                sent_max; /* the latest of their sends */
-} uct_uccl_ack_run_t;
-
-static UCS_F_ALWAYS_INLINE void uct_uccl_ack_run_end(uct_uccl_ack_run_t *run)
-{
-    if (run->count > 0) {
-        uct_uccl_paths_acked_n(&run->conn->sel, run->path, run->count,
-                               run->sent_max);
-    }
-}
-
 /* The common case is done here: a chunk of an operation, no WR of it left
  * at the NIC, goes back to its pool, and its operation has one part less
  * (uct_uccl_chunk_done does the same for every case) */
@@ -37,19 +20,11 @@ static UCS_F_ALWAYS_INLINE void
 uct_uccl_tracker_acked_cb(void *arg, uint32_t csn,
                           uct_uccl_tx_entry_t *e)
 {
-    uct_uccl_ack_run_t *run = arg;
-    uct_uccl_conn_t *conn   = run->conn;
+    uct_uccl_conn_t *conn   = arg;
     uct_uccl_chunk_t *chunk = e->desc;
     uct_uccl_op_t *op       = chunk->op;
 
-    if (e->path != run->path) {
-        uct_uccl_ack_run_end(run);
-        run->path     = e->path;
-        run->count    = 0;
-        run->sent_max = 0;
-    }
-    ++run->count;
-    run->sent_max = ucs_max(run->sent_max, e->send_time);
+    uct_uccl_paths_acked(&conn->sel, e->path, e->send_time);
     if (ucs_likely((op != NULL) && (chunk->posted == 0) &&
                    !(chunk->flags & UCT_UCCL_CHUNK_F_SERVED))) {
         ucs_mpool_put_inline(chunk); /* its flags start anew in the pool */
@@ -189,16 +164,14 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack,
                             uint64_t arrived_ns, uint64_t now)
 {
     uct_uccl_iface_t *iface = conn->iface;
-    uct_uccl_ack_run_t run  = { .conn = conn, .path = UINT_MAX };
     uct_uccl_ack_info_t info;
     ucs_status_t status;
     uint64_t rtt;
 
     uct_uccl_paths_ack_time(&conn->sel, now);
     status = uct_uccl_tracker_ack_inline(&conn->tracker, ack, arrived_ns,
-                                         uct_uccl_tracker_acked_cb, &run,
+                                         uct_uccl_tracker_acked_cb, conn,
                                          &info);
-    uct_uccl_ack_run_end(&run);
     if (status != UCS_OK) {
         ++iface->stats.bad_ack;
         ucs_debug("uccl: conn %u: bogus ACK cum %u (una %u nxt %u)", conn->id,

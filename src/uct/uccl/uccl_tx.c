@@ -364,7 +364,7 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
         payload += chunk->length;
         bytes   += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
         ++count;
-        if (!conn->rc) {
+        if (!conn->rc && (conn->tx_queued > 0)) {
             count += uct_uccl_tx_follow_uc(conn, path,
                                            uct_uccl_tx_follow_room(
                                                conn, path, count, dest_room),
