@@ -526,10 +526,10 @@ uct_uccl_tx_wr_status(const uct_uccl_chunk_t *chunk,
 }
 
 /* A successful CQE of a UC conn's path: the WRs it completes are taken
- * off the path, and a chunk still tracked only counts a WR less (its ACK
- * frees it); one whose ACK came first (ACKED: freed, or its op completed,
- * now) goes to `batch`. Returns the chunks in `batch`; *found tells
- * whether `done` was reached. */
+ * off the path with one count, and a chunk still tracked only has a WR
+ * less (its ACK frees it); one whose ACK came first (ACKED) goes to
+ * `batch`, to be completed by the caller. Returns the chunks in `batch`;
+ * *found tells whether `done` was reached. */
 static UCS_F_ALWAYS_INLINE unsigned
 uct_uccl_tx_completion_uc(uct_uccl_iface_t *iface, uct_uccl_qp_t *path,
                           const uct_uccl_chunk_t *done,
