@@ -29,9 +29,8 @@ enum {
     UCT_UCCL_CHUNK_F_READ        = UCS_BIT(2), /* RC RDMA READ of a GET */
     UCT_UCCL_CHUNK_F_FENCE       = UCS_BIT(3), /* wait for all before it */
     UCT_UCCL_CHUNK_F_ZOMBIE      = UCS_BIT(4), /* released, WRs in flight */
-    UCT_UCCL_CHUNK_F_CHAINED     = UCS_BIT(5), /* its WR waits in a chain */
-    UCT_UCCL_CHUNK_F_SERVED      = UCS_BIT(6), /* a reply to a peer's GET */
-    UCT_UCCL_CHUNK_F_REDO        = UCS_BIT(7)  /* RC: queued again, its QP
+    UCT_UCCL_CHUNK_F_SERVED      = UCS_BIT(5), /* a reply to a peer's GET */
+    UCT_UCCL_CHUNK_F_REDO        = UCS_BIT(6)  /* RC: queued again, its QP
                                                   failed */
 };
 
@@ -53,6 +52,8 @@ struct uct_uccl_chunk {
     uint8_t                 last;
     uint16_t                path;
     uint32_t                csn;
+    uint32_t                chain_gen;   /* conn's chain_gen when its WR
+                                            was last chained */
     uint32_t                rc_seq;      /* RC: its place in issue order */
     uint32_t                rc_psn_end;  /* RC: the PSN after its WR's */
     uint32_t                barrier;     /* GETs issued before it */

@@ -215,6 +215,7 @@ struct uct_uccl_conn {
     unsigned                burst_left;  /* chunks left for sel.last */
     uct_uccl_qp_t           *chains;     /* paths with a chain, in the */
     uct_uccl_qp_t           **chains_tail; /* order their chains began */
+    uint32_t                chain_gen;   /* chains posted so far */
     uint32_t                psn;
 
     /* transmit */

@@ -269,9 +269,9 @@ void uct_uccl_path_probe_send(uct_uccl_conn_t *conn,
 }
 
 void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
-                         uct_uccl_chunk_t *chunk)
+                         uct_uccl_chunk_t *chunk, uint64_t now)
 {
-    uct_uccl_path_link(conn, path, chunk);
+    uct_uccl_path_link(conn, path, chunk, now);
 }
 
 /* One ibv_post_send per path that has a chain, in the order the chains
@@ -290,14 +290,12 @@ void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn)
     next              = conn->chains;
     conn->chains      = NULL;
     conn->chains_tail = &conn->chains;
+    ++conn->chain_gen; /* what was chained so far is not any more */
     while ((path = next) != NULL) {
         next = path->chain_next;
 
         ++iface->stats.doorbells;
         iface->stats.wrs += path->chain_len;
-        for (wr = path->chain; wr != NULL; wr = wr->next) {
-            ((uct_uccl_chunk_t*)wr->wr_id)->flags &= ~UCT_UCCL_CHUNK_F_CHAINED;
-        }
         /* solicited: a peer away from progress wakes for it */
         path->chain_tail->send_flags |= IBV_SEND_SIGNALED |
                                         IBV_SEND_SOLICITED;

@@ -47,7 +47,7 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
     int obsolete;
     uint64_t now;
 
-    if (chunk->flags & UCT_UCCL_CHUNK_F_CHAINED) {
+    if (uct_uccl_chunk_is_chained(conn, chunk)) {
         /* its resend waits for this pass's transmit step: its WR is linked
          * in that chain and must not be rebuilt */
         return UCS_ERR_ALREADY_EXISTS;
@@ -110,7 +110,7 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
         }
         uct_uccl_chunk_build_wr(conn, chunk);
     }
-    uct_uccl_path_chain(conn, path, chunk);
+    uct_uccl_path_chain(conn, path, chunk, now);
     uct_uccl_cc_on_resend(&conn->cc, chunk->length, now);
     e->gone          = 0;
     e->path          = path->index;

@@ -97,7 +97,7 @@ ucs_status_t uct_uccl_tx_mark(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
                                         mark);
     mark->flags |= UCT_UCCL_CHUNK_F_TRACKED;
     uct_uccl_chunk_build_wr(conn, mark);
-    uct_uccl_path_chain(conn, path, mark);
+    uct_uccl_path_chain(conn, path, mark, now);
     return UCS_OK;
 }
 
@@ -138,14 +138,27 @@ uct_uccl_tx_track_rc(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
     ucs_list_add_tail(&conn->rc_inflight, &chunk->zlink);
 }
 
-/* In UC mode the tracker keeps a chunk until it is ACKed, and a PUT's
- * target is remembered for the receiver's duplicate check */
+/* A PUT's target is remembered for the resend's obsolete check */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_tx_guard_put(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
+{
+    uct_uccl_put_guard_t *guard;
+
+    if (chunk->kind == UCT_UCCL_KIND_PUT) {
+        guard         = uct_uccl_put_guard(conn, chunk);
+        guard->raddr  = chunk->raddr;
+        guard->rkey   = chunk->rkey;
+        guard->csn    = chunk->csn;
+        guard->length = chunk->length;
+        guard->valid  = 1;
+    }
+}
+
+/* In UC mode the tracker keeps a chunk until it is ACKed */
 static UCS_F_ALWAYS_INLINE void
 uct_uccl_tx_track_uc(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
                      const uct_uccl_qp_t *path, uint64_t now)
 {
-    uct_uccl_put_guard_t *guard;
-
     if (uct_uccl_tracker_outstanding(&conn->tracker) == 0) {
         /* the peer owed nothing: its silence counts from now (a paced
          * sender is idle between chunks) */
@@ -155,14 +168,107 @@ uct_uccl_tx_track_uc(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
                                          path->index, now, chunk);
     chunk->flags |= UCT_UCCL_CHUNK_F_TRACKED;
     uct_uccl_rto_on_send(&conn->rto, now);
-    if (chunk->kind == UCT_UCCL_KIND_PUT) {
-        guard         = uct_uccl_put_guard(conn, chunk);
-        guard->raddr  = chunk->raddr;
-        guard->rkey   = chunk->rkey;
-        guard->csn    = chunk->csn;
-        guard->length = chunk->length;
-        guard->valid  = 1;
+    uct_uccl_tx_guard_put(conn, chunk);
+}
+
+/* UC: how many more chunks may follow the head of a burst on its path
+ * (chained, `count` chunks in this pump so far): the burst's, the path's
+ * send queue's, the CQ's, the tracker's and the dest's room, whichever
+ * is least; none when the next chunk would not take the burst's path
+ * anyway (a small one kept its own, uct_uccl_path_sticky) or may bring
+ * a probe (uct_uccl_path_link) */
+static UCS_F_ALWAYS_INLINE unsigned
+uct_uccl_tx_follow_room(uct_uccl_conn_t *conn, const uct_uccl_qp_t *path,
+                        unsigned count, uint32_t dest_room)
+{
+    const uct_uccl_iface_t *iface = conn->iface;
+    const uct_uccl_tracker_t *t   = &conn->tracker;
+    unsigned room                 = conn->burst_left;
+    uint32_t out                  = uct_uccl_tracker_outstanding(t);
+
+    if ((path->index != conn->sel.last) ||
+        ucs_unlikely(conn->sel.probe_due != 0)) {
+        return 0;
     }
+    room = ucs_min(room, (path->outstanding < iface->config.tx_queue_len) ?
+                         iface->config.tx_queue_len - path->outstanding : 0);
+    room = ucs_min(room, (iface->tx_outstanding < iface->config.cq_size) ?
+                         iface->config.cq_size - iface->tx_outstanding : 0);
+    room = ucs_min(room, (out < t->limit) ? t->limit - out : 0);
+    room = ucs_min(room, conn->tx_queued);
+    return ucs_min(room, (count < dest_room) ? dest_room - count : 0);
+}
+
+/* UC: the chunks behind the head of a burst join its chain on `path`
+ * while they may, at most `room`. What the head was admitted with (the
+ * rooms, the GETs in flight) holds for them; what may change from one to
+ * the next is checked for each (a fence, the cc's window, the quantum),
+ * and the first that fails ends the burst: the pump's checks then see it.
+ * The path's counts are taken once. Returns the chunks chained. */
+static UCS_F_ALWAYS_INLINE unsigned
+uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
+                      unsigned room, size_t quantum, size_t *bytes_p,
+                      size_t *payload_p, uint64_t now)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    uct_uccl_tracker_t *t   = &conn->tracker;
+    unsigned p              = path->index;
+    uint32_t mask           = iface->config.tx_ring_mask;
+    uint32_t pos            = path->sent_head + path->outstanding;
+    uint32_t gen            = conn->chain_gen;
+    uint32_t max_inline     = conn->max_inline;
+    uint32_t path_seq       = t->path_sent[p];
+    struct ibv_send_wr *tail = path->chain_tail;
+    size_t bytes            = *bytes_p;
+    size_t payload          = *payload_p;
+    unsigned n              = 0;
+    uct_uccl_chunk_t *chunk;
+
+    /* the queue holds `room` chunks at least */
+    if ((room == 0) || !ucs_list_is_empty(&conn->gets)) {
+        return 0;
+    }
+    while ((n < room) && (bytes < quantum)) {
+        chunk = ucs_queue_head_elem_non_empty(&conn->tx_queue,
+                                              uct_uccl_chunk_t, queue);
+        if (ucs_unlikely(chunk->flags & UCT_UCCL_CHUNK_F_FENCE) ||
+            !uct_uccl_cc_can_send(&conn->cc, chunk->length, now)) {
+            break;
+        }
+        ucs_queue_pull_non_empty(&conn->tx_queue);
+        chunk->csn    = uct_uccl_tracker_add_seq(t, chunk->length, p,
+                                                 path_seq++, now, chunk);
+        chunk->flags |= UCT_UCCL_CHUNK_F_TRACKED;
+        uct_uccl_tx_guard_put(conn, chunk);
+        if (ucs_likely(uct_uccl_chunk_is_write(chunk))) {
+            uct_uccl_chunk_build_write_as(chunk, IBV_WR_RDMA_WRITE_WITH_IMM,
+                                          max_inline);
+        } else {
+            uct_uccl_chunk_build_wr(conn, chunk);
+        }
+        tail->next       = &chunk->wr;
+        tail             = &chunk->wr;
+        chunk->chain_gen = gen;
+        chunk->path      = p;
+        ++chunk->posted;
+        path->sent[pos++ & mask] = chunk;
+        uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
+        payload += chunk->length;
+        bytes   += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
+        ++n;
+    }
+    tail->next             = NULL;
+    t->path_sent[p]        = path_seq;
+    path->chain_tail       = tail;
+    path->chain_len       += n;
+    path->outstanding     += n;
+    iface->tx_outstanding += n;
+    conn->tx_queued       -= n;
+    conn->burst_left      -= n;
+    uct_uccl_paths_sent_n(&conn->sel, p, n);
+    *bytes_p               = bytes;
+    *payload_p             = payload;
+    return n;
 }
 
 /* May the chunk at the head of the queue go now? Pacing, a fence, RC's
@@ -253,11 +359,17 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
         }
 
         uct_uccl_chunk_build(conn, chunk);
-        uct_uccl_path_link(conn, path, chunk);
+        uct_uccl_path_link(conn, path, chunk, now);
         uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
         payload += chunk->length;
         bytes   += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
         ++count;
+        if (!conn->rc && (conn->tx_queued > 0)) {
+            count += uct_uccl_tx_follow_uc(conn, path,
+                                           uct_uccl_tx_follow_room(
+                                               conn, path, count, dest_room),
+                                           quantum, &bytes, &payload, now);
+        }
     }
     conn->stats.chunks_tx += count;
     conn->stats.bytes_tx  += payload;
@@ -413,6 +525,49 @@ uct_uccl_tx_wr_status(const uct_uccl_chunk_t *chunk,
            wc->status : IBV_WC_SUCCESS;
 }
 
+/* A successful CQE of a UC conn's path: the WRs it completes are taken
+ * off the path with one count, and a chunk still tracked only has a WR
+ * less (its ACK frees it); one whose ACK came first (ACKED) goes to
+ * `batch`, to be completed by the caller. Returns the chunks in `batch`;
+ * *found tells whether `done` was reached. */
+static UCS_F_ALWAYS_INLINE unsigned
+uct_uccl_tx_completion_uc(uct_uccl_iface_t *iface, uct_uccl_qp_t *path,
+                          const uct_uccl_chunk_t *done,
+                          uct_uccl_chunk_t **batch, unsigned *found)
+{
+    uint32_t mask = iface->config.tx_ring_mask;
+    uint32_t head = path->sent_head;
+    uint32_t end  = head + path->outstanding;
+    unsigned n    = 0;
+    int hit       = 0;
+    uct_uccl_chunk_t *chunk;
+
+    while (head != end) {
+        chunk = path->sent[head++ & mask];
+        hit   = (chunk == done);
+        if (ucs_unlikely(chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
+            batch[n++] = chunk;
+            if (n == UCT_UCCL_CQ_BATCH) {
+                break;
+            }
+        } else {
+            ucs_assert(chunk->posted > 0);
+            --chunk->posted;
+        }
+        if (hit) {
+            break;
+        }
+    }
+    *found                 = hit;
+    iface->tx_outstanding -= head - path->sent_head;
+    path->outstanding     -= head - path->sent_head;
+    path->sent_head        = head;
+    if (path->conn->tx_queued > 0) {
+        uct_uccl_iface_sched_add(iface, path->conn);
+    }
+    return n;
+}
+
 /* Take the WRs a CQE completes off its path: every WR posted before the
  * one it names, and that one. The common completion is done on the way;
  * the others in batches, each with a fresh look-up: completing a chunk
@@ -428,6 +583,20 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
 
     do {
         path = uct_uccl_iface_qp_find(iface, wc->qp_num);
+        if (ucs_likely((path != NULL) && (wc->status == IBV_WC_SUCCESS) &&
+                       (path->conn != NULL) && !path->conn->rc)) {
+            n = uct_uccl_tx_completion_uc(iface, path, done, batch, &found);
+            if (ucs_unlikely(!found && (path->outstanding == 0))) {
+                ucs_error("uccl: qp 0x%x: completion of a WR it does not "
+                          "hold", wc->qp_num);
+                found = 1;
+            }
+            for (i = 0; i < n; ++i) {
+                uct_uccl_tx_wr_complete(iface, batch[i], IBV_WC_SUCCESS,
+                                        wc->qp_num);
+            }
+            continue;
+        }
         if (ucs_unlikely(path == NULL)) {
             if (!found) {   /* its QP is gone: only this WR is known */
                 --iface->tx_outstanding;

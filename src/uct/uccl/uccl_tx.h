@@ -135,29 +135,41 @@ uct_uccl_chunk_is_write(const uct_uccl_chunk_t *chunk)
            !(chunk->flags & UCT_UCCL_CHUNK_F_READ);
 }
 
+/* The WR of a WRITE chunk, with `opcode`; up to max_inline bytes go
+ * inline */
 static UCS_F_ALWAYS_INLINE void
-uct_uccl_chunk_build_write(const uct_uccl_conn_t *conn,
-                           uct_uccl_chunk_t *chunk)
+uct_uccl_chunk_build_write_as(uct_uccl_chunk_t *chunk,
+                              enum ibv_wr_opcode opcode, uint32_t max_inline)
 {
     struct ibv_send_wr *wr = &chunk->wr;
+    uint32_t length        = chunk->length;
 
-    /* RC: the send completion says the data landed; an immediate would
-     * only cost the target a receive WQE and a CQE */
-    wr->opcode              = (conn->rc &&
-                               (chunk->kind == UCT_UCCL_KIND_PUT)) ?
-                              IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr->opcode              = opcode;
     wr->imm_data            = uct_uccl_imm_to_wire(
                                   uct_uccl_imm_pack(chunk->csn, chunk->kind,
                                                     chunk->last));
     /* post_chains signals the end of a chain */
-    wr->send_flags          = (chunk->length <= conn->max_inline) ?
-                              IBV_SEND_INLINE : 0;
+    wr->send_flags          = (length <= max_inline) ? IBV_SEND_INLINE : 0;
     wr->wr.rdma.remote_addr = chunk->raddr;
     wr->wr.rdma.rkey        = chunk->rkey;
     chunk->sge[0].addr      = chunk->laddr;
-    chunk->sge[0].length    = chunk->length;
+    chunk->sge[0].length    = length;
     chunk->sge[0].lkey      = chunk->payload_lkey;
-    wr->num_sge             = (chunk->length > 0);
+    wr->num_sge             = (length > 0);
+}
+
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_chunk_build_write(const uct_uccl_conn_t *conn,
+                           uct_uccl_chunk_t *chunk)
+{
+    /* RC: the send completion says the data landed; an immediate would
+     * only cost the target a receive WQE and a CQE */
+    uct_uccl_chunk_build_write_as(chunk,
+                                  (conn->rc &&
+                                   (chunk->kind == UCT_UCCL_KIND_PUT)) ?
+                                  IBV_WR_RDMA_WRITE :
+                                  IBV_WR_RDMA_WRITE_WITH_IMM,
+                                  conn->max_inline);
 }
 
 void uct_uccl_path_probe_send(uct_uccl_conn_t *conn,
@@ -179,10 +191,11 @@ uct_uccl_wr_psn_span(const struct ibv_send_wr *wr, enum ibv_mtu mtu)
 }
 
 /* Chunk's WR joins path's chain of this transmit step (the chain goes out
- * with uct_uccl_conn_post_chains) */
+ * with uct_uccl_conn_post_chains) at `now` */
 static UCS_F_ALWAYS_INLINE void uct_uccl_path_link(uct_uccl_conn_t *conn,
                                                    uct_uccl_qp_t *path,
-                                                   uct_uccl_chunk_t *chunk)
+                                                   uct_uccl_chunk_t *chunk,
+                                                   uint64_t now)
 {
     uct_uccl_iface_t *iface = conn->iface;
 
@@ -196,12 +209,10 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_path_link(uct_uccl_conn_t *conn,
         path->chain_tail->next = &chunk->wr;
     }
     path->chain_tail = &chunk->wr;
-    chunk->flags    |= UCT_UCCL_CHUNK_F_CHAINED;
+    chunk->chain_gen = conn->chain_gen;
     if ((chunk->flags & UCT_UCCL_CHUNK_F_TRACKED) || conn->rc) {
         /* its ACK, loss or completion will be told to the path's health */
-        uct_uccl_paths_sent(&conn->sel, path->index,
-                            uct_uccl_paths_waiting(&conn->sel, path->index) ?
-                            0 : uct_uccl_now_ns());
+        uct_uccl_paths_sent(&conn->sel, path->index, now);
     }
     if (conn->rc) {
         path->psn_used    += uct_uccl_wr_psn_span(&chunk->wr, conn->path_mtu);
@@ -306,7 +317,16 @@ uct_uccl_qp_t *uct_uccl_path_select_ordered(uct_uccl_conn_t *conn,
 void uct_uccl_path_health(uct_uccl_conn_t *conn, uint64_t now,
                           uint32_t inflight);
 void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
-                         uct_uccl_chunk_t *chunk);
+                         uct_uccl_chunk_t *chunk, uint64_t now);
+
+/* Does the chunk's WR wait in a chain of conn (its last link came after
+ * the last uct_uccl_conn_post_chains)? Then it must not be rebuilt. */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_chunk_is_chained(const uct_uccl_conn_t *conn,
+                          const uct_uccl_chunk_t *chunk)
+{
+    return (conn->chains != NULL) && (chunk->chain_gen == conn->chain_gen);
+}
 void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn);
 void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
 void uct_uccl_chunk_build_retx(uct_uccl_chunk_t *chunk, int obsolete);

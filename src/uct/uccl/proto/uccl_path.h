@@ -269,6 +269,13 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_paths_sent(uct_uccl_paths_t *ps,
     ps->busy = 1;
 }
 
+/* n more transmissions go on p, which waits already (paths_sent) */
+static UCS_F_ALWAYS_INLINE void uct_uccl_paths_sent_n(uct_uccl_paths_t *ps,
+                                                      unsigned p, unsigned n)
+{
+    ps->path[p].unacked += n;
+}
+
 void uct_uccl_paths_unpark(uct_uccl_paths_t *ps, unsigned p);
 
 /* p is out for good: never chosen, probed nor unparked again */

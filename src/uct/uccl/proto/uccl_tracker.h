@@ -140,11 +140,13 @@ static inline int uct_uccl_tracker_in_flight(const uct_uccl_tracker_t *t,
     return uct_uccl_seq_dist(csn, t->una) < uct_uccl_tracker_outstanding(t);
 }
 
-/* Track a chunk about to be posted on path (< num_paths) after everything
- * posted on that path so far; returns its CSN. Must not be full. */
+/* The same with the path's send count kept by the caller: path_seq is
+ * the transmission's number there, and t->path_sent[path] must be set to
+ * one past the last before any other call */
 static UCS_F_ALWAYS_INLINE uint32_t
-uct_uccl_tracker_add(uct_uccl_tracker_t *t, uint32_t length, unsigned path,
-                     uint64_t now, void *desc)
+uct_uccl_tracker_add_seq(uct_uccl_tracker_t *t, uint32_t length,
+                         unsigned path, uint32_t path_seq, uint64_t now,
+                         void *desc)
 {
     uint32_t csn = t->nxt;
     uct_uccl_tx_entry_t *e = &t->ent[csn & t->mask];
@@ -153,13 +155,23 @@ uct_uccl_tracker_add(uct_uccl_tracker_t *t, uint32_t length, unsigned path,
     e->desc            = desc;
     e->length          = length;
     e->path            = path;
-    e->path_seq        = t->path_sent[path]++;
+    e->path_seq        = path_seq;
     e->retries         = 0;
     e->doubt           = 0;
     e->gone            = 0;
     t->nxt             = uct_uccl_seq_add(csn, 1);
     t->inflight_bytes += length;
     return csn;
+}
+
+/* Track a chunk about to be posted on path (< num_paths) after everything
+ * posted on that path so far; returns its CSN. Must not be full. */
+static UCS_F_ALWAYS_INLINE uint32_t
+uct_uccl_tracker_add(uct_uccl_tracker_t *t, uint32_t length, unsigned path,
+                     uint64_t now, void *desc)
+{
+    return uct_uccl_tracker_add_seq(t, length, path, t->path_sent[path]++,
+                                    now, desc);
 }
 
 /*
@@ -193,13 +205,14 @@ uct_uccl_tracker_path_lost(const uct_uccl_tracker_t *t,
     return (int32_t)(e->path_seq - t->path_acked[e->path]) < 0;
 }
 
-/* csn is newly acked: its path's order, the counts, then the callback */
-static UCS_F_ALWAYS_INLINE void
-uct_uccl_tracker_acked(uct_uccl_tracker_t *t, uint32_t csn,
-                       uct_uccl_tracker_ack_cb_t cb, void *arg,
-                       uct_uccl_ack_info_t *info)
+/* entry e is newly acked: its path's order, then the callback; returns
+ * its bytes (the caller counts them) */
+static UCS_F_ALWAYS_INLINE uint32_t
+uct_uccl_tracker_entry_acked(uct_uccl_tracker_t *t, uint32_t csn,
+                             uct_uccl_tx_entry_t *e,
+                             uct_uccl_tracker_ack_cb_t cb, void *arg)
 {
-    uct_uccl_tx_entry_t *e = &t->ent[csn & t->mask];
+    uint32_t length = e->length;
 
     /* a first transmission arrived: what its path carried before it and
      * is still missing was lost (a resend's arrival is ambiguous: its
@@ -207,11 +220,24 @@ uct_uccl_tracker_acked(uct_uccl_tracker_t *t, uint32_t csn,
     if ((e->retries == 0) && !uct_uccl_tracker_path_lost(t, e)) {
         t->path_acked[e->path] = e->path_seq + 1;
     }
-    ++info->acked;
-    info->acked_bytes += e->length;
-    t->inflight_bytes -= e->length;
     cb(arg, csn, e);
     e->desc = NULL;
+    return length;
+}
+
+/* csn is newly acked: its path's order, the counts, then the callback */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_tracker_acked(uct_uccl_tracker_t *t, uint32_t csn,
+                       uct_uccl_tracker_ack_cb_t cb, void *arg,
+                       uct_uccl_ack_info_t *info)
+{
+    uint32_t length = uct_uccl_tracker_entry_acked(t, csn,
+                                                   &t->ent[csn & t->mask],
+                                                   cb, arg);
+
+    ++info->acked;
+    info->acked_bytes += length;
+    t->inflight_bytes -= length;
 }
 
 /* cumulative part: every chunk of [una, to) not already SACKed is acked */
@@ -221,14 +247,20 @@ uct_uccl_tracker_ack_cum(uct_uccl_tracker_t *t, uint32_t to,
                          uct_uccl_ack_info_t *info)
 {
     uint32_t from = t->una, left = uct_uccl_seq_dist(to, from);
+    uint64_t *ring, m, pend, bytes;
     unsigned off, n;
-    uint64_t *ring, m, pend;
 
     if (t->sacked_cnt == 0) {
-        /* nothing SACKed (a clean fabric): every chunk is newly acked */
-        for (; left > 0; --left, from = uct_uccl_seq_add(from, 1)) {
-            uct_uccl_tracker_acked(t, from, cb, arg, info);
+        /* nothing SACKed (a clean fabric): every chunk is newly acked,
+         * and counted once */
+        info->acked += left;
+        for (bytes = 0; left > 0; --left, from = uct_uccl_seq_add(from, 1)) {
+            bytes += uct_uccl_tracker_entry_acked(t, from,
+                                                  &t->ent[from & t->mask],
+                                                  cb, arg);
         }
+        info->acked_bytes += bytes;
+        t->inflight_bytes -= bytes;
         return;
     }
 
