@@ -18,6 +18,19 @@ function(flt_env name)
                          ENVIRONMENT "${env}")
 endfunction()
 
+# flt_down(VAR PATH FIRST LAST EVERY LENGTH): in VAR, SOFTVERBS_PATH_DOWN
+# windows of LENGTH ms on core path PATH, one every EVERY ms from FIRST
+# to LAST (ms since the fabric's creation)
+function(flt_down var path first last every length)
+    set(windows "")
+    foreach(ms RANGE ${first} ${last} ${every})
+        math(EXPR end "${ms} + ${length}")
+        list(APPEND windows "${path}:${ms}-${end}")
+    endforeach()
+    string(REPLACE ";" "," windows "${windows}")
+    set(${var} "${windows}" PARENT_SCOPE)
+endfunction()
+
 # flt_perftest(NAME TEST LAYOUT SIZE ITERS [VAR=VALUE...])
 function(flt_perftest name test layout size iters)
     math(EXPR port "${FLT_PORT} + 1")
@@ -163,12 +176,7 @@ flt_verify(fault_uc_chunk_adapt_verify data "-n 300 -S 33" UCX_UCCL_MODE=uc
 # paths, every byte checked. The outage comes back every 3 s: the windows
 # count from the fabric's creation, and a loaded machine can start the
 # transfer after the first one ended.
-set(down "")
-foreach(ms RANGE 800 27800 3000)
-    math(EXPR end "${ms} + 1000")
-    list(APPEND down "2:${ms}-${end}")
-endforeach()
-string(REPLACE ";" "," down "${down}")
+flt_down(down 2 800 27800 3000 1000)
 flt_verify(fault_rc_path_down_verify data "-n 500 -S 32" UCX_UCCL_MODE=rc
            SOFTVERBS_LINK_GBPS=1 SOFTVERBS_PATH_DOWN=${down}
            UCX_UCCL_STATS_DUMP=y
@@ -221,12 +229,7 @@ flt_env(fault_uc_chain_counters UCX_UCCL_UC_CHUNK_MAX=64k)
 # resend, so the loss comes in short outages of one path with long quiet
 # between them (random loss can keep the chunks small for the whole run):
 # every outage in the run then hits grown chunks.
-set(down "")
-foreach(ms RANGE 150 4900 250)
-    math(EXPR end "${ms} + 3")
-    list(APPEND down "5:${ms}-${end}")
-endforeach()
-string(REPLACE ";" "," down "${down}")
+flt_down(down 5 150 4900 250 3)
 math(EXPR FLT_PORT "${FLT_PORT} + 1")
 add_test(NAME fault_uc_chunk_peer_small
          COMMAND ${UCCL_SRCDIR}/test/fault/uccl_chunk_peer.sh ${FLT_PORT}
