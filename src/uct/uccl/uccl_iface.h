@@ -262,8 +262,8 @@ struct uct_uccl_iface {
         unsigned            sack_window;
         unsigned            max_retries;
         uint64_t            peer_timeout_ns;
-        uint8_t             rc_timeout;      /* the QPs' ACK timeout: */
-        uint64_t            rc_ack_timeout_ns; /* 4.096 us << rc_timeout */
+        uint8_t             rc_timeout;      /* the QPs' ACK timeout, as the
+                                                verbs' exponent */
         uint64_t            rc_retry_ns;     /* QPs fail after this */
         uint64_t            rc_stall_min_ns;
         uint64_t            idle_timeout_ns; /* UINT64_MAX: never */

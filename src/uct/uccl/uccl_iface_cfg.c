@@ -417,17 +417,17 @@ static void uct_uccl_iface_rc_timeouts(uct_uccl_iface_t *iface,
     ucs_typeof(iface->config) *c = &iface->config;
     double want_ns               = config->rc_ack_timeout * 1e9;
     uint8_t timeout              = UCT_UCCL_RC_TIMEOUT_MIN;
+    uint64_t ack_ns;
 
     while ((timeout < UCT_UCCL_RC_TIMEOUT_MAX) &&
            ((double)(UCT_UCCL_RC_TIMEOUT_UNIT_NS << timeout) < want_ns)) {
         ++timeout;
     }
-    c->rc_timeout        = timeout;
-    c->rc_ack_timeout_ns = UCT_UCCL_RC_TIMEOUT_UNIT_NS << timeout;
-    c->rc_retry_ns       = c->rc_ack_timeout_ns * (UCT_UCCL_RC_RETRY_CNT + 1);
+    ack_ns          = UCT_UCCL_RC_TIMEOUT_UNIT_NS << timeout;
+    c->rc_timeout   = timeout;
+    c->rc_retry_ns  = ack_ns * (UCT_UCCL_RC_RETRY_CNT + 1);
     if (config->rc_stall_min == UCS_TIME_AUTO) {
-        c->rc_stall_min_ns = ucs_min(c->rc_ack_timeout_ns *
-                                     UCT_UCCL_RC_STALL_ACK_MULT,
+        c->rc_stall_min_ns = ucs_min(ack_ns * UCT_UCCL_RC_STALL_ACK_MULT,
                                      UCT_UCCL_RC_STALL_AUTO_MAX_NS);
     } else if (config->rc_stall_min == UCS_TIME_INFINITY) {
         c->rc_stall_min_ns = UINT64_MAX;
