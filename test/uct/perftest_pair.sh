@@ -81,6 +81,9 @@ for c in ${UCCL_EXPECT_COUNTERS:-}; do
     [ "$n" -gt 0 ] || { echo "FAIL: counter $c is 0"; exit 1; }
 done
 for c in ${UCCL_EXPECT_ZERO_COUNTERS:-}; do
+    # a counter nobody reported would sum to 0 as well
+    grep '^uccl\[' "$tmp/both" | grep -q " $c [0-9]" ||
+        { echo "FAIL: counter $c is not in the stats dump"; exit 1; }
     n=$(uccl_sum "$tmp/both" "$c")
     echo "counter $c: $n"
     [ "$n" -eq 0 ] || { echo "FAIL: counter $c is $n, not 0"; exit 1; }
