@@ -7,7 +7,7 @@
 
 #include "sv_model.h"
 
-#define SV_ABI_VERSION       8           /* bump when any shm layout changes */
+#define SV_ABI_VERSION       9           /* bump when any shm layout changes */
 
 #define SV_DEF_DEVICES       2           /* SOFTVERBS_DEVICES */
 #define SV_MAX_DEVICES       16

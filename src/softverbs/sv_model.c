@@ -744,12 +744,16 @@ static int64_t sv_model_xmit_loss(const sv_model_route_t *rt, uint64_t seq,
     int64_t lost = -1;
 
     ns            = sv_model_ns(cfg, sv_model_ps(cfg, now_ns));
-    fate->last_ns = (ns > now_ns) ? ns : now_ns;
-    fate->sent_ns = fate->last_ns;
+    fate->last_ns  = (ns > now_ns) ? ns : now_ns;
+    fate->sent_ns  = fate->last_ns;
+    fate->start_ns = fate->last_ns;
     for (i = first; i < npkts; ++i, ++seq) {
         if (!sv_model_loss_draw(rt, seq)) {
             if ((lost >= 0) && (fate->nak_ns == 0)) {
                 fate->nak_ns = ns;          /* out of sequence */
+            }
+            if (fate->first_ns == 0) {
+                fate->first_ns = fate->last_ns;
             }
             continue;
         }
@@ -776,9 +780,11 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
     sv_model_route_t rt;
     int drop;
 
-    fate->last_ns = now_ns;
-    fate->nak_ns  = 0;
-    fate->sent_ns = now_ns;
+    fate->last_ns  = now_ns;
+    fate->nak_ns   = 0;
+    fate->sent_ns  = now_ns;
+    fate->first_ns = 0;
+    fate->start_ns = now_ns;
     if (!sv_model_route(src_port, dst_port, src_qpn, dst_qpn, &rt)) {
         return (sv_model != NULL) ? (int64_t)first : -1;
     }
@@ -800,6 +806,9 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
         if (sent > sent_max) {
             sent_max = sent;
         }
+        if (i == first) {
+            fate->start_ns = sv_model_ns(rt.cfg, sent);
+        }
         if (drop) {
             ++drops;
             if (lost < 0) {
@@ -807,6 +816,9 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
             }
         } else {
             rx_bytes += pay;
+            if (fate->first_ns == 0) {
+                fate->first_ns = ns;
+            }
             if ((lost >= 0) && (fate->nak_ns == 0)) {
                 fate->nak_ns = ns;          /* out of sequence */
             }

@@ -74,6 +74,8 @@ typedef struct sv_msg_fate {
     uint64_t last_ns;  /* the latest arrival (or loss) */
     uint64_t nak_ns;   /* the first packet after a loss arrived (0: none) */
     uint64_t sent_ns;  /* the last packet left the sender's link */
+    uint64_t first_ns; /* the first packet that arrived did (0: none) */
+    uint64_t start_ns; /* the first packet left the sender's link */
 } sv_msg_fate_t;
 
 /* Packets first..npkts-1 of a message of `len` bytes (`mtu` per packet, the

@@ -41,6 +41,8 @@ typedef struct sv_wire {
     uint64_t ts;       /* last packet arrived (or was lost, or gave up) */
     uint64_t sent;     /* the last packet left the sender's link */
     uint64_t ack;      /* RC: an ACK's or NAK's way back (0: UC/UD) */
+    uint64_t first;    /* RC: the first packet to arrive did (0: none) */
+    uint64_t start;    /* the first try's first packet left the sender */
     uint64_t prefix;   /* UC: bytes before the first lost packet */
     int      ok;       /* 0: lost (UC/UD) or retries exhausted (RC) */
     int      ahead;    /* RC: it arrived at a time a timer set */
@@ -76,6 +78,8 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
                        len + npkts * SV_PKT_HDR, &qp->acct);
         out->ts    = t0;
         out->sent  = t0;
+        out->first = t0;
+        out->start = t0;
         out->ok    = 1;
         out->ahead = 0;
         return;
@@ -83,10 +87,17 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
     if (reliable) {
         out->ack = sv_model_idle_ns(dport, sport, dqpn, sqpn, SV_ACK_BYTES);
     }
+    out->start = 0;
     for (;;) {
         lost = sv_model_xmit_msg(sport, dport, sqpn, dqpn, first, npkts, len,
                                  (uint32_t)mtu, SV_PKT_HDR, t, ahead, &fate,
                                  &qp->acct);
+        if (out->start == 0) {
+            /* the first try: its first packet's ACK is the first answer,
+             * unless it was lost (the timer or a NAK then answer, below) */
+            out->start = fate.start_ns;
+            out->first = (lost == 0) ? 0 : fate.first_ns;
+        }
         out->ts    = fate.last_ns;
         out->sent  = fate.sent_ns;
         out->ahead = ahead;
@@ -366,6 +377,7 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w, uint64_t now)
     int batch = sv_req_batchable(qp, w);
     enum sv_resp r;
     sv_wire_t wire;
+    uint64_t start;
 
     if (!batch) {
         sv_req_batch_flush(qp);
@@ -408,18 +420,22 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w, uint64_t now)
          * is the answer, no ACK follows it */
         sv_req_wire(qp, sport, m.dport, qp->qp.qp_num, m.dqpn, 0, now, 1,
                     0, &wire);
+        start = wire.start;
         if (wire.ok) {
             sv_req_wire(qp, m.dport, sport, m.dqpn, qp->qp.qp_num, w->len,
                         wire.ts, 1, wire.ahead, &wire);
         }
-        wire.ack = 0;
+        wire.ack   = 0;
+        wire.start = start;
     } else {
         sv_req_wire(qp, sport, m.dport, qp->qp.qp_num, m.dqpn, w->len, now,
                     type == IBV_QPT_RC, 0, &wire);
     }
-    m.ts   = wire.ts;
-    m.sent = wire.sent;
-    m.ack  = wire.ack;
+    m.ts    = wire.ts;
+    m.sent  = wire.sent;
+    m.ack   = wire.ack;
+    m.first = wire.first;
+    m.start = wire.start;
     if (!wire.ok) {
         if (type == IBV_QPT_RC) {
             sv_req_complete(qp, w, IBV_WC_RETRY_EXC_ERR, wire.ts);
@@ -465,6 +481,42 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w, uint64_t now)
     return sv_req_finish(qp, w, &m, r, now);
 }
 
+/*
+ * An RC answer that comes back later than the QP's ACK timeout: the timer
+ * runs from the first packet's departure, or from the QP's previous answer
+ * when one was still due then, to the first packet's ACK (a READ: its
+ * response). Each timeout in between makes a NIC resend what it sent
+ * since, go-back-N, for nothing; `retry_cnt` timeouts in a row fail the
+ * WR, although its data arrived. The resent packets are counted, not put
+ * on the links: resends at times the timer set are ahead of the links'
+ * clocks (sv_model_pkt_ahead). Returns 1 if the WR fails; *ts is then
+ * when.
+ */
+static int sv_req_late(sv_qp_t *qp, const sv_msg_t *m, uint64_t *ts)
+{
+    sv_port_stats_t *st = sv_port_stats(qp->port->index);
+    uint64_t start      = (qp->ack_clock_ns > m->start) ? qp->ack_clock_ns :
+                          m->start;
+    uint64_t answer     = m->first + m->ack;
+    uint64_t late;
+
+    if (*ts > qp->ack_clock_ns) {
+        qp->ack_clock_ns = *ts;
+    }
+    if ((m->first == 0) || (answer <= start + qp->timeout_ns)) {
+        return 0;
+    }
+    late = (answer - start) / qp->timeout_ns;
+    if (late > qp->attr.retry_cnt) {
+        late = qp->attr.retry_cnt + 1;
+        *ts  = start + late * qp->timeout_ns;
+    }
+    SV_ADD(&st->rc_timeouts, late);
+    SV_ADD(&st->rc_late_acks, late);
+    SV_ADD(&st->rc_resends, late * ((m->len + qp->mtu - 1) / qp->mtu + 1));
+    return late > qp->attr.retry_cnt;
+}
+
 /* What the requester sees of the target's answer r, and when: RC once the
  * ACK or NAK is back, UC/UD once the last packet left. */
 static int sv_req_finish(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m,
@@ -474,6 +526,10 @@ static int sv_req_finish(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m,
     unsigned sport        = qp->port->index;
     uint64_t ts           = (type == IBV_QPT_RC) ? m->ts + m->ack : m->sent;
 
+    if ((type == IBV_QPT_RC) && sv_req_late(qp, m, &ts)) {
+        sv_req_complete(qp, w, IBV_WC_RETRY_EXC_ERR, ts);
+        return SV_REQ_DONE;
+    }
     if (r == SV_RESP_OK) {
         sv_req_complete(qp, w, IBV_WC_SUCCESS, ts);
         return SV_REQ_DONE;

@@ -32,6 +32,7 @@ typedef struct sv_port_stats {
     uint64_t msg_bytes;     /* payload bytes of send work requests */
     uint64_t rc_resends;    /* packets resent by go-back-N */
     uint64_t rc_timeouts;   /* retransmission timer expiries */
+    uint64_t rc_late_acks;  /* of them, while the answer was on its way */
     uint64_t rnr_naks;      /* receiver not ready */
     uint64_t msg_drops;     /* UC/UD messages lost or discarded */
     uint64_t recv_doorbells;/* ibv_post_recv / ibv_post_srq_recv calls */
@@ -44,8 +45,8 @@ typedef struct sv_port_stats {
 
 #define SV_PORT_STATS_FIELDS(_f) \
     _f(doorbells) _f(wrs) _f(msg_bytes) _f(rc_resends) _f(rc_timeouts) \
-    _f(rnr_naks) _f(msg_drops) _f(recv_doorbells) _f(recv_wrs) _f(cqes) \
-    _f(cq_overruns) _f(err_cqes) _f(bad_cqes)
+    _f(rc_late_acks) _f(rnr_naks) _f(msg_drops) _f(recv_doorbells) \
+    _f(recv_wrs) _f(cqes) _f(cq_overruns) _f(err_cqes) _f(bad_cqes)
 
 typedef struct sv_port_entry {
     uint32_t        state;
@@ -245,7 +246,7 @@ typedef struct sv_seg {
 #define SV_SEG_HEAP_START   ((sizeof(sv_seg_t) + 4095) & ~(size_t)4095)
 
 /* Sizes and the places other versions rely on. */
-_Static_assert(sizeof(sv_port_stats_t) == 104, "shared layout changed");
+_Static_assert(sizeof(sv_port_stats_t) == 112, "shared layout changed");
 _Static_assert(sizeof(sv_port_entry_t) == 192, "shared layout changed");
 _Static_assert(sizeof(sv_member_t) == 16, "shared layout changed");
 _Static_assert(offsetof(sv_fabric_hdr_t, port) == 128,

@@ -246,6 +246,7 @@ typedef struct sv_qp {
     unsigned           dport;
     uint32_t           mtu;
     uint64_t           timeout_ns;
+    uint64_t           ack_clock_ns;  /* RC: the latest answer modelled */
     /* deferred send work: RNR waits, retries to a QP not ready yet */
     sv_swqe_t         *pend;
     uint32_t           pend_size, pend_head, pend_tail;
@@ -459,6 +460,8 @@ typedef struct sv_msg {
     uint64_t          ts;       /* arrival of the last packet */
     uint64_t          sent;     /* the last packet left the sender */
     uint64_t          ack;      /* RC: the answer's way back to the sender */
+    uint64_t          first;    /* RC: the first packet arrived (0: lost) */
+    uint64_t          start;    /* RC: the first packet left the sender */
     int               partial;  /* UC: only a prefix arrived, no CQE */
     int               psn_taken; /* RC: the target's PSN moved past it */
 } sv_msg_t;

@@ -181,6 +181,7 @@ void svt_batch(svt_t *t);
 void svt_batch_loss(svt_t *t);
 void svt_comp_channel(svt_t *t);
 void svt_ack_time(svt_t *t);
+void svt_late_ack(svt_t *t);
 void svt_rq_psn(svt_t *t);
 
 #endif

@@ -45,6 +45,8 @@ static const svt_case_t svt_cases[] = {
       "a chain of 16 WRs is one doorbell in the SOFTVERBS_STATS dump" },
     { "ack_time",     svt_ack_time,
       "RC completes when the ACK is back, UC when the packet left" },
+    { "late_ack",     svt_late_ack,
+      "an answer later than the ACK timeout: resends, then RETRY_EXC" },
     { "stalled_path", svt_stalled_path,
       "RC QPs resending on a dead path hold up neither link nor CQ" },
     { "late_read",    svt_late_read,

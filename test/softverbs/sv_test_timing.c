@@ -214,3 +214,95 @@ void svt_ack_time(svt_t *t)
               "ibv_destroy_cq: %s", strerror(errno));
     svt_close(t);
 }
+
+/*
+ * An answer later than the ACK timeout (run with SOFTVERBS_DELAY_US=2000:
+ * the answer is back 4 ms after the post): a NIC's timer expires while
+ * the ACK or the READ response is on its way, and resends for nothing;
+ * retry_cnt expiries in a row fail the WR although its data arrived.
+ * Per QP: its verbs timeout exponent (4.096 us << e), its retry_cnt and
+ * what its one WR must end with.
+ */
+static const struct {
+    enum ibv_wr_opcode  op;
+    const char         *name;
+    uint8_t             timeout;
+    uint8_t             retry_cnt;
+    enum ibv_wc_status  status;
+} la_case[] = {
+    { IBV_WR_RDMA_WRITE, "WRITE", 12, 0, IBV_WC_SUCCESS },  /* 16.8 ms */
+    { IBV_WR_RDMA_WRITE, "WRITE",  9, 7, IBV_WC_SUCCESS },  /* 2.1: one */
+    { IBV_WR_RDMA_WRITE, "WRITE",  9, 0, IBV_WC_RETRY_EXC_ERR },
+    { IBV_WR_RDMA_READ,  "READ",  12, 0, IBV_WC_SUCCESS },
+    { IBV_WR_RDMA_READ,  "READ",   9, 0, IBV_WC_RETRY_EXC_ERR },
+};
+
+#define LA_NQP (sizeof(la_case) / sizeof(la_case[0]))
+
+void svt_late_ack(svt_t *t)
+{
+    const uint64_t d_ns = 1000 * svt_env_long("SOFTVERBS_DELAY_US", 0);
+    struct ibv_qp *qp[LA_NQP];
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    struct ibv_wc wc;
+    struct ibv_mr *mr;
+    struct ibv_cq *cq;
+    svt_info_t mine, peer;
+    uint64_t t0, wall, timeout_ns;
+    unsigned i;
+
+    SVT_CHECK(t, d_ns >= 1000000, "run with SOFTVERBS_DELAY_US >= 1000");
+    svt_open(t);
+    cq = svt_cq(t, 64);
+    mr = svt_mr(t, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                         IBV_ACCESS_REMOTE_READ);
+    svt_info_init(t, &mine);
+    for (i = 0; i < LA_NQP; ++i) {
+        qp[i]       = svt_qp(t, IBV_QPT_RC, cq, cq, NULL, 4, 1, 0);
+        mine.qpn[i] = qp[i]->qp_num;
+    }
+    mine.nqp  = LA_NQP;
+    mine.rkey = mr->rkey;
+    mine.addr = (uintptr_t)mr->addr;
+    svt_xchg(t, &mine, &peer, sizeof(mine));
+    for (i = 0; i < LA_NQP; ++i) {
+        svt_connect_rc(t, qp[i], &peer, peer.qpn[i], la_case[i].timeout,
+                       la_case[i].retry_cnt);
+    }
+    svt_barrier(t);
+
+    for (i = 0; (t->role == 0) && (i < LA_NQP); ++i) {
+        timeout_ns = 4096ull << la_case[i].timeout;
+        svt_sge(&sge, mr, 0, AT_LEN);
+        wr = (struct ibv_send_wr){
+            .wr_id = i, .sg_list = &sge, .num_sge = 1, .opcode = la_case[i].op,
+            .send_flags = IBV_SEND_SIGNALED,
+            .wr.rdma = { .remote_addr = peer.addr, .rkey = peer.rkey } };
+        t0 = svt_now_ns();
+        svt_post_send(t, qp[i], &wr);
+        svt_poll_n(t, cq, &wc, 1, AT_POLL_NS / 1000000, "late answer");
+        wall = svt_now_ns() - t0;
+        SVT_LOG(t, "QP %u (%s, timeout %.1f ms, retry_cnt %u): status %d "
+                "after %.1f ms", i, la_case[i].name,
+                timeout_ns / 1e6, la_case[i].retry_cnt, wc.status,
+                wall / 1e6);
+        SVT_CHECK(t, wc.status == la_case[i].status, "QP %u: status %s, "
+                  "expected %s", i, ibv_wc_status_str(wc.status),
+                  ibv_wc_status_str(la_case[i].status));
+        SVT_CHECK(t, wall >= ((wc.status == IBV_WC_SUCCESS) ? 2 * d_ns :
+                              (la_case[i].retry_cnt + 1u) * timeout_ns),
+                  "QP %u completed %.1f ms after its post, too early", i,
+                  wall / 1e6);
+    }
+
+    svt_barrier(t);
+    for (i = 0; i < LA_NQP; ++i) {
+        SVT_CHECK(t, ibv_destroy_qp(qp[i]) == 0, "ibv_destroy_qp: %s",
+                  strerror(errno));
+    }
+    svt_mr_free(mr);
+    SVT_CHECK(t, ibv_destroy_cq(cq) == 0, "ibv_destroy_cq: %s",
+              strerror(errno));
+    svt_close(t);
+}

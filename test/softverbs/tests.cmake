@@ -76,6 +76,8 @@ sv_verbs(sv_batch_loss batch_loss SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=21)
 sv_verbs(sv_ack_time ack_time SOFTVERBS_DELAY_US=200)
 sv_verbs(sv_ack_time_skew ack_time SOFTVERBS_DELAY_US=200
          SOFTVERBS_PATH_SKEW_US=100 SOFTVERBS_LINK_GBPS=10)
+# an answer 4 ms after the post against ACK timeouts of 2.1 and 16.8 ms
+sv_verbs(sv_late_ack late_ack SOFTVERBS_DELAY_US=2000)
 
 # three sender processes into one receiving port (port 0, the receiver's,
 # at 1 Gbit/s, the senders' at 8): queue depth and drops read with
