@@ -29,22 +29,37 @@ bench_next_port() {
     port=$((port + 1))
 }
 
+# bench_rt: the prefix that runs a pair's process under SCHED_FIFO at
+# priority BENCH_RT (unset: none). Two spinning processes then keep the
+# machine's two cores against other load, so one pair's figures are
+# those of a quiet machine; everything else gets the kernel's RT
+# throttling slack (5%) meanwhile, which a hung pair keeps for its whole
+# timeout. Pairs only: NetPIPE's ranks wait for mpirun's threads, which a
+# spinning rank at the same priority never lets run.
+bench_rt() {
+    if [ -n "${BENCH_RT:-}" ]; then
+        echo "chrt -f $BENCH_RT"
+    fi
+}
+
 # bench_pair SERVER_CMD... -- CLIENT_CMD...: both under $run on the fabric
 # of $port, server on core 0, client on core 1 once the server listens on
 # $port; prints the client's output (the server's is in $tmp/srv.log).
-# Environment assignments for both may be given in BENCH_ENV.
+# Environment assignments for both may be given in BENCH_ENV; BENCH_RT
+# runs both under SCHED_FIFO (bench_rt).
 bench_pair() {
     _srv=""
     while [ "$1" != "--" ]; do _srv="$_srv $1"; shift; done
     shift
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2046,SC2086
     env SOFTVERBS_FABRIC="${fab}_$port" ${BENCH_ENV:-} \
-        timeout "$tmo" taskset -c 0 "$run" $_srv >"$tmp/srv.log" 2>&1 &
+        timeout -k 5 "$tmo" taskset -c 0 $(bench_rt) "$run" $_srv \
+        >"$tmp/srv.log" 2>&1 &
     _pid=$!
     if uccl_wait_listen "$port" $_pid; then
-        # shellcheck disable=SC2086
+        # shellcheck disable=SC2046,SC2086
         env SOFTVERBS_FABRIC="${fab}_$port" ${BENCH_ENV:-} \
-            timeout "$tmo" taskset -c 1 "$run" "$@" 2>&1
+            timeout -k 5 "$tmo" taskset -c 1 $(bench_rt) "$run" "$@" 2>&1
     fi
     wait $_pid 2>/dev/null
     rm -f "/dev/shm/softverbs.${fab}_$port" \

@@ -23,7 +23,9 @@
 # own figure: the best of its trials, each the mean of AB_NP_ITERS round
 # trips) and its bandwidth there in MB/s.
 #
-# AB_ROUNDS (5), AB_TIMEOUT (120 s per process), AB_NP_ITERS (200).
+# AB_ROUNDS (5), AB_TIMEOUT (120 s per process), AB_NP_ITERS (200);
+# BENCH_RT=PRIO runs each ucx_perftest pair under SCHED_FIFO (bench_lib.sh's
+# bench_rt: a quiet machine's figures on a loaded one; not NetPIPE).
 set -u
 build=${1:?usage: $0 BUILDDIR "NAME|ENV" ... -- PERFTEST_ARGS...}
 shift
