@@ -142,15 +142,9 @@ uct_uccl_tx_track_rc(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
 static UCS_F_ALWAYS_INLINE void
 uct_uccl_tx_guard_put(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
 {
-    uct_uccl_put_guard_t *guard;
-
     if (chunk->kind == UCT_UCCL_KIND_PUT) {
-        guard         = uct_uccl_put_guard(conn, chunk);
-        guard->raddr  = chunk->raddr;
-        guard->rkey   = chunk->rkey;
-        guard->csn    = chunk->csn;
-        guard->length = chunk->length;
-        guard->valid  = 1;
+        uct_uccl_put_runs_sent(&conn->put_runs, chunk->raddr, chunk->rkey,
+                               chunk->length, chunk->csn);
     }
 }
 
