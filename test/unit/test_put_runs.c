@@ -81,7 +81,12 @@ static void test_random(void)
             ++run;
         }
         sent[n] = (sent_t){next, rkey, length, csn, run};
-        uct_uccl_put_runs_sent(&r, next, rkey, length, csn);
+        if ((n > 0) && (sent[n - 1].run == run) && ut_rand_below(2)) {
+            /* the next chunk of an op */
+            UT_EQ(uct_uccl_put_runs_extend(&r, next, length), 1);
+        } else {
+            uct_uccl_put_runs_sent(&r, next, rkey, length, csn);
+        }
         next += length;
         csn   = uct_uccl_seq_add(csn, 1);
 
@@ -124,6 +129,11 @@ static void test_fixed(void)
     /* CSNs 2^24 later (the ring kept stale runs): 13 - 2^24 is no
      * successor of a chunk sent at 5 */
     UT_EQ(uct_uccl_put_runs_cover(&r, 0x1000, 1, 0x1000, 5, 5, 6), 0);
+    /* a chunk that does not follow the newest run, [0x1000, 0x5000),
+     * and one that does */
+    UT_EQ(uct_uccl_put_runs_extend(&r, 0x4000, 0x1000), 0);
+    UT_EQ(uct_uccl_put_runs_extend(&r, 0x5000, 0x1000), 1);
+    UT_EQ(uct_uccl_put_runs_cover(&r, 0x5000, 1, 0x1000, 11, 10, 15), 1);
 }
 
 int main(int argc, char **argv)

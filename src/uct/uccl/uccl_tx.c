@@ -138,10 +138,16 @@ uct_uccl_tx_track_rc(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
     ucs_list_add_tail(&conn->rc_inflight, &chunk->zlink);
 }
 
-/* A PUT's target is remembered for the resend's obsolete check */
+/* A PUT's target is remembered for the resend's obsolete check; the
+ * chunks of one op after its first join its run */
 static UCS_F_ALWAYS_INLINE void
 uct_uccl_tx_guard_put(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
 {
+    if (ucs_likely(chunk->flags & UCT_UCCL_CHUNK_F_RUN) &&
+        uct_uccl_put_runs_extend(&conn->put_runs, chunk->raddr,
+                                 chunk->length)) {
+        return;
+    }
     if (chunk->kind == UCT_UCCL_KIND_PUT) {
         uct_uccl_put_runs_sent(&conn->put_runs, chunk->raddr, chunk->rkey,
                                chunk->length, chunk->csn);

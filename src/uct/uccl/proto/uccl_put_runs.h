@@ -6,9 +6,9 @@
  * between them, so in CSN order) to consecutive bytes under one rkey, and
  * it remembers the CSN of its first chunk. A lost chunk is obsolete when
  * one run that began after it covers all its bytes: every chunk of that
- * run is newer. A chunk joins the run of the PUT sent before it with one
- * compare; the check, done only for a resend, walks the runs from the
- * newest back to the first that began before the chunk. The last
+ * run is newer. A chunk joins the run of the PUT sent before it with a
+ * compare or two; the check, done only for a resend, walks the runs from
+ * the newest back to the first that began before the chunk. The last
  * UCT_UCCL_PUT_RUNS runs are kept: one further back is forgotten, and a
  * resend it made obsolete goes with its payload, as before any PUT.
  */
@@ -47,6 +47,22 @@ static inline void uct_uccl_put_runs_start(uct_uccl_put_runs_t *r,
     run->end   = raddr + length;
     run->key   = rkey | UCT_UCCL_PUT_RUN_VALID;
     run->csn   = csn;
+}
+
+/* A PUT chunk whose bytes come right after the newest run's, under its
+ * rkey (the next chunk of the op sent last), goes out: 0 if it does not
+ * follow the run after all (uct_uccl_put_runs_sent then) */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_put_runs_extend(uct_uccl_put_runs_t *r, uint64_t raddr,
+                         uint32_t length)
+{
+    uct_uccl_put_run_t *run = &r->run[r->cur];
+
+    if (ucs_unlikely(raddr != run->end)) {
+        return 0;
+    }
+    run->end = raddr + length;
+    return 1;
 }
 
 /* A PUT chunk (its first transmission) goes out with CSN csn */
