@@ -210,18 +210,23 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
                       unsigned room, size_t quantum, size_t *bytes_p,
                       size_t *payload_p, uint64_t now)
 {
-    uct_uccl_iface_t *iface = conn->iface;
-    uct_uccl_tracker_t *t   = &conn->tracker;
-    unsigned p              = path->index;
-    uint32_t mask           = iface->config.tx_ring_mask;
-    uint32_t pos            = path->sent_head + path->outstanding;
-    uint32_t gen            = conn->chain_gen;
-    uint32_t max_inline     = conn->max_inline;
-    uint32_t path_seq       = t->path_sent[p];
-    struct ibv_send_wr *tail = path->chain_tail;
-    size_t bytes            = *bytes_p;
-    size_t payload          = *payload_p;
-    unsigned n              = 0;
+    uct_uccl_iface_t *iface   = conn->iface;
+    uct_uccl_tracker_t *t     = &conn->tracker;
+    unsigned p                = path->index;
+    uint32_t mask             = iface->config.tx_ring_mask;
+    uint32_t pos              = path->sent_head + path->outstanding;
+    uct_uccl_chunk_t **sent   = path->sent;
+    uct_uccl_tx_entry_t *ent  = t->ent;
+    uint32_t ent_mask         = t->mask;
+    uint32_t csn              = t->nxt;
+    uint32_t path_seq         = t->path_sent[p];
+    uint32_t gen              = conn->chain_gen;
+    uint32_t max_inline       = conn->max_inline;
+    struct ibv_send_wr *tail  = path->chain_tail;
+    size_t bytes              = *bytes_p;
+    size_t payload            = *payload_p;
+    size_t first              = payload;
+    unsigned n                = 0;
     uct_uccl_chunk_t *chunk;
 
     /* the queue holds `room` chunks at least */
@@ -236,8 +241,10 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
             break;
         }
         ucs_queue_pull_non_empty(&conn->tx_queue);
-        chunk->csn    = uct_uccl_tracker_add_seq(t, chunk->length, p,
-                                                 path_seq++, now, chunk);
+        uct_uccl_tracker_entry_init(&ent[csn & ent_mask], chunk->length, p,
+                                    path_seq++, now, chunk);
+        chunk->csn    = csn;
+        csn           = uct_uccl_seq_add(csn, 1);
         chunk->flags |= UCT_UCCL_CHUNK_F_TRACKED;
         uct_uccl_tx_guard_put(conn, chunk);
         if (ucs_likely(uct_uccl_chunk_is_write(chunk))) {
@@ -251,14 +258,14 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
         chunk->chain_gen = gen;
         chunk->path      = p;
         ++chunk->posted;
-        path->sent[pos++ & mask] = chunk;
+        sent[pos++ & mask] = chunk;
         uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
         payload += chunk->length;
         bytes   += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
         ++n;
     }
     tail->next             = NULL;
-    t->path_sent[p]        = path_seq;
+    uct_uccl_tracker_add_burst(t, p, n, payload - first);
     path->chain_tail       = tail;
     path->chain_len       += n;
     path->outstanding     += n;
