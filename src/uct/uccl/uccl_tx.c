@@ -542,15 +542,16 @@ uct_uccl_tx_completion_uc(uct_uccl_iface_t *iface, uct_uccl_qp_t *path,
                           const uct_uccl_chunk_t *done,
                           uct_uccl_chunk_t **batch, unsigned *found)
 {
-    uint32_t mask = iface->config.tx_ring_mask;
-    uint32_t head = path->sent_head;
-    uint32_t end  = head + path->outstanding;
-    unsigned n    = 0;
-    int hit       = 0;
+    uint32_t mask           = iface->config.tx_ring_mask;
+    uint32_t head           = path->sent_head;
+    uint32_t end            = head + path->outstanding;
+    uct_uccl_chunk_t **sent = path->sent;
+    unsigned n              = 0;
+    int hit                 = 0;
     uct_uccl_chunk_t *chunk;
 
     while (head != end) {
-        chunk = path->sent[head++ & mask];
+        chunk = sent[head++ & mask];
         hit   = (chunk == done);
         if (ucs_unlikely(chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
             batch[n++] = chunk;
