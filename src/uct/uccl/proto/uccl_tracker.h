@@ -271,16 +271,23 @@ uct_uccl_tracker_ack_cum(uct_uccl_tracker_t *t, uint32_t to,
 {
     uint32_t from = t->una, left = uct_uccl_seq_dist(to, from);
     uint64_t *ring, m, pend, bytes;
+    uct_uccl_tx_entry_t *e;
     unsigned off, n;
 
     if (t->sacked_cnt == 0) {
         /* nothing SACKed (a clean fabric): every chunk is newly acked,
-         * and counted once */
+         * and counted once. No first transmission acked so far came after
+         * one of these on its path (it would be SACKed, or below una), so
+         * none of them was overtaken: each sets its path's order. */
         info->acked += left;
         for (bytes = 0; left > 0; --left, from = uct_uccl_seq_add(from, 1)) {
-            bytes += uct_uccl_tracker_entry_acked(t, from,
-                                                  &t->ent[from & t->mask],
-                                                  cb, arg);
+            e = &t->ent[from & t->mask];
+            if (e->retries == 0) {
+                t->path_acked[e->path] = e->path_seq + 1;
+            }
+            bytes  += e->length;
+            cb(arg, from, e);
+            e->desc = NULL;
         }
         info->acked_bytes += bytes;
         t->inflight_bytes -= bytes;
