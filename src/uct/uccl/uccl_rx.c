@@ -625,7 +625,9 @@ uct_uccl_rx_completion(uct_uccl_iface_t *iface, const struct ibv_wc *wc)
         goto out_put;
     }
     /* what crossed the link, duplicates too (receiver-driven cc) */
-    uct_uccl_cc_rx_on_data(&conn->cc, wc->byte_len, iface->rx_poll_ns);
+    if (ucs_unlikely(iface->config.cc_rx_bytes)) {
+        uct_uccl_cc_rx_on_data(&conn->cc, wc->byte_len, iface->rx_poll_ns);
+    }
 
     imm = uct_uccl_imm_from_wire(wc->imm_data);
     if (ucs_unlikely(uct_uccl_imm_check(imm) != UCS_OK)) {
