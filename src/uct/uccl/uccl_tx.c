@@ -138,20 +138,28 @@ uct_uccl_tx_track_rc(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
     ucs_list_add_tail(&conn->rc_inflight, &chunk->zlink);
 }
 
-/* A PUT's target is remembered for the resend's obsolete check; the
- * chunks of one op after its first join its run */
+/* A PUT's target is remembered for the resend's obsolete check */
 static UCS_F_ALWAYS_INLINE void
 uct_uccl_tx_guard_put(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
+{
+    if (chunk->kind == UCT_UCCL_KIND_PUT) {
+        uct_uccl_put_runs_sent(&conn->put_runs, chunk->raddr, chunk->rkey,
+                               chunk->length, chunk->csn);
+    }
+}
+
+/* The same for a burst's follower: the chunks of one op after its first
+ * join its run (a burst's head, often a small message, pays no test) */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_tx_guard_follower(uct_uccl_conn_t *conn,
+                           const uct_uccl_chunk_t *chunk)
 {
     if (ucs_likely(chunk->flags & UCT_UCCL_CHUNK_F_RUN) &&
         uct_uccl_put_runs_extend(&conn->put_runs, chunk->raddr,
                                  chunk->length)) {
         return;
     }
-    if (chunk->kind == UCT_UCCL_KIND_PUT) {
-        uct_uccl_put_runs_sent(&conn->put_runs, chunk->raddr, chunk->rkey,
-                               chunk->length, chunk->csn);
-    }
+    uct_uccl_tx_guard_put(conn, chunk);
 }
 
 /* In UC mode the tracker keeps a chunk until it is ACKed */
@@ -246,7 +254,7 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
         chunk->csn    = csn;
         csn           = uct_uccl_seq_add(csn, 1);
         chunk->flags |= UCT_UCCL_CHUNK_F_TRACKED;
-        uct_uccl_tx_guard_put(conn, chunk);
+        uct_uccl_tx_guard_follower(conn, chunk);
         if (ucs_likely(uct_uccl_chunk_is_write(chunk))) {
             uct_uccl_chunk_build_write_as(chunk, IBV_WR_RDMA_WRITE_WITH_IMM,
                                           max_inline);
