@@ -30,8 +30,11 @@ enum {
     UCT_UCCL_CHUNK_F_FENCE       = UCS_BIT(3), /* wait for all before it */
     UCT_UCCL_CHUNK_F_ZOMBIE      = UCS_BIT(4), /* released, WRs in flight */
     UCT_UCCL_CHUNK_F_SERVED      = UCS_BIT(5), /* a reply to a peer's GET */
-    UCT_UCCL_CHUNK_F_REDO        = UCS_BIT(6)  /* RC: queued again, its QP
+    UCT_UCCL_CHUNK_F_REDO        = UCS_BIT(6), /* RC: queued again, its QP
                                                   failed */
+    UCT_UCCL_CHUNK_F_RUN         = UCS_BIT(7)  /* a PUT's bytes right after
+                                                  the chunk queued before it,
+                                                  of its op */
 };
 
 

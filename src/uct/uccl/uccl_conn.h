@@ -16,6 +16,7 @@
 #include "proto/uccl_rto.h"
 #include "proto/uccl_path.h"
 #include "proto/uccl_order.h"
+#include "proto/uccl_put_runs.h"
 #include "proto/cc/uccl_cc.h"
 
 #include <ucs/datastruct/arbiter.h>
@@ -102,17 +103,6 @@ enum {
     UCT_UCCL_QP_F_PEER_MUTE = UCS_BIT(2), /* the peer could not tell it */
     UCT_UCCL_QP_F_PEER_TOLD = UCT_UCCL_QP_F_PEER_PSN | UCT_UCCL_QP_F_PEER_MUTE
 };
-
-
-/* The newest PUT chunk sent to a target: a resend of an older chunk to the
- * same target must not land after it (UC retransmission reorders) */
-typedef struct uct_uccl_put_guard {
-    uint64_t                raddr;
-    uint32_t                rkey;
-    uint32_t                csn;
-    uint32_t                length;
-    uint32_t                valid;
-} uct_uccl_put_guard_t;
 
 
 /* A peer iface, as our conns to it name it (uct_uccl_conn_same_peer) */
@@ -248,7 +238,7 @@ struct uct_uccl_conn {
     uct_uccl_cc_t           cc;
     uct_uccl_conn_credit_t  credit;      /* receiver-driven cc */
     ucs_wtimer_t            pace_timer;  /* on the iface's pace_wheel */
-    uct_uccl_put_guard_t    put_guard[UCT_UCCL_PUT_GUARD];
+    uct_uccl_put_runs_t     put_runs;    /* UC: the PUTs sent lately */
     uint8_t                 fence;       /* wait for all acked before next */
     uint64_t                last_progress; /* ns: una last moved */
     uint64_t                last_busy;   /* ns: the peer said busy */

@@ -104,14 +104,21 @@ uct_uccl_iface_cqe_read(uct_uccl_iface_t *iface, struct ibv_cq_ex *cq,
         *tick = iface->cq_clock.ref_tick;
         return;
     }
-    wc->byte_len = ibv_wc_read_byte_len(cq);
     if (ucs_likely(wc->qp_num != iface->ctl.qpn)) {
         wc->opcode   = ibv_wc_read_opcode(cq);
         wc->imm_data = ibv_wc_read_imm_data(cq);
-        /* a WRITE completes at the target only with an immediate */
-        wc->wc_flags = (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) ?
-                       IBV_WC_WITH_IMM : ibv_wc_read_wc_flags(cq);
+        if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+            /* a WRITE completes at the target only with an immediate; its
+             * length only the cc may count */
+            wc->wc_flags = IBV_WC_WITH_IMM;
+            wc->byte_len = iface->config.cc_rx_bytes ?
+                           ibv_wc_read_byte_len(cq) : 0;
+        } else {
+            wc->wc_flags = ibv_wc_read_wc_flags(cq);
+            wc->byte_len = ibv_wc_read_byte_len(cq);
+        }
     } else {
+        wc->byte_len = ibv_wc_read_byte_len(cq);
         wc->wc_flags = ibv_wc_read_wc_flags(cq);
         wc->src_qp   = ibv_wc_read_src_qp(cq);
         wc->slid     = ibv_wc_read_slid(cq);

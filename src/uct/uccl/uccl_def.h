@@ -31,7 +31,6 @@
  * one costs fewer work requests and completions per message */
 #define UCT_UCCL_CHUNK_UC         (64ul * UCS_KBYTE)
 #define UCT_UCCL_CHUNK_RC         (256ul * UCS_KBYTE)
-#define UCT_UCCL_PUT_GUARD        64     /* recent PUT targets remembered */
 #define UCT_UCCL_TX_GROW_MIN      32     /* send buffers per pool growth */
 #define UCT_UCCL_HDR_GROW         256    /* zcopy descriptors per growth */
 #define UCT_UCCL_CLOSE_WAIT_NS    10000000ull /* closing: control buffers */

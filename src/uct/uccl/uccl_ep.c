@@ -287,6 +287,7 @@ uct_uccl_ep_zcopy_chunks(uct_uccl_conn_t *conn, uct_uccl_op_t *op, int read,
                          uint64_t remote_addr, uct_rkey_t rkey)
 {
     size_t chunk_size = uct_uccl_conn_chunk_size(conn);
+    uint8_t flags     = read ? UCT_UCCL_CHUNK_F_READ : 0;
     uct_uccl_chunk_t *chunk;
     size_t offset = 0;
 
@@ -298,7 +299,7 @@ uct_uccl_ep_zcopy_chunks(uct_uccl_conn_t *conn, uct_uccl_op_t *op, int read,
             return UCS_ERR_NO_MEMORY;
         }
         chunk->kind         = UCT_UCCL_KIND_PUT;
-        chunk->flags       |= read ? UCT_UCCL_CHUNK_F_READ : 0;
+        chunk->flags        = flags;
         chunk->length       = ucs_min(chunk_size, length - offset);
         chunk->laddr        = (uintptr_t)buffer + offset;
         chunk->payload_lkey = lkey;
@@ -307,6 +308,8 @@ uct_uccl_ep_zcopy_chunks(uct_uccl_conn_t *conn, uct_uccl_op_t *op, int read,
         chunk->op           = op;
         offset             += chunk->length;
         chunk->last         = (offset >= length);
+        flags               = read ? UCT_UCCL_CHUNK_F_READ :
+                                     UCT_UCCL_CHUNK_F_RUN;
         ++op->pending;
         uct_uccl_tx_enqueue(conn, chunk);
     } while (offset < length);

@@ -191,7 +191,9 @@ uct_uccl_iface_cc_init(uct_uccl_iface_t *iface,
     if (status != UCS_OK) {
         return status;
     }
-    iface->config.cc = uct_uccl_cc_find(config->cc.name)->name;
+    iface->config.cc          = uct_uccl_cc_find(config->cc.name)->name;
+    iface->config.cc_rx_bytes = (uct_uccl_cc_find(config->cc.name)->
+                                 rx_on_data != NULL);
     status = uct_uccl_credit_init(iface, &config->cc);
     if (status != UCS_OK) {
         return status;

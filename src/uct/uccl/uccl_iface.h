@@ -274,6 +274,8 @@ struct uct_uccl_iface {
         unsigned            reorder_thresh;
         unsigned            ack_every;
         const char          *cc;
+        int                 cc_rx_bytes; /* its receivers count the bytes
+                                            that arrive (rx_on_data) */
         uct_uccl_cc_params_t cc_params;  /* every conn starts from them */
         ucs_time_t          pace_res;    /* pace_wheel's resolution */
         unsigned            path_burst;

@@ -422,16 +422,15 @@ void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     uct_uccl_chunk_inline(conn, chunk);
 }
 
-/* A later PUT chunk to the same target, at least as long, was sent after
- * this one: its data wins, a resend of this one must not overwrite it */
+/* PUT chunks sent after this one wrote all its target: their data wins, a
+ * resend of this one must not overwrite it */
 int uct_uccl_put_is_obsolete(uct_uccl_conn_t *conn,
                              const uct_uccl_chunk_t *chunk)
 {
-    const uct_uccl_put_guard_t *g = uct_uccl_put_guard(conn, chunk);
-
-    return (chunk->kind == UCT_UCCL_KIND_PUT) && g->valid &&
-           (g->raddr == chunk->raddr) && (g->rkey == chunk->rkey) &&
-           uct_uccl_seq_gt(g->csn, chunk->csn) && (g->length >= chunk->length);
+    return (chunk->kind == UCT_UCCL_KIND_PUT) &&
+           uct_uccl_put_runs_cover(&conn->put_runs, chunk->raddr, chunk->rkey,
+                                   chunk->length, chunk->csn,
+                                   conn->tracker.una, conn->tracker.nxt);
 }
 
 /* A lost WRITE chunk whose earlier transmission may still be on its way

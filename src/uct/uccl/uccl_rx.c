@@ -346,18 +346,16 @@ uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn, unsigned path,
     conn->echo_path = path;
     conn->echo_time = now;
     conn->echo_since = uct_uccl_iface_rx_since(iface);
-    if (!conn->ack_pending) {
+    if (ucs_unlikely(!conn->ack_pending)) {
         conn->ack_due  = now + iface->config.ack_delay_ns;
         conn->ack_hold = (when == UCT_UCCL_ACK_REPLY) &&
                          (r == UCT_UCCL_SACK_IN_ORDER) &&
                          !iface->async.active;
+        uct_uccl_iface_ack_add(iface, conn);
     }
     if ((++conn->rx_since_ack >= iface->config.ack_every) ||
         (r == UCT_UCCL_SACK_DUPLICATE) || (when == UCT_UCCL_ACK_NOW)) {
         conn->ack_due = 0;
-    }
-    if (!conn->ack_pending) {
-        uct_uccl_iface_ack_add(iface, conn);
     }
 }
 
@@ -625,7 +623,9 @@ uct_uccl_rx_completion(uct_uccl_iface_t *iface, const struct ibv_wc *wc)
         goto out_put;
     }
     /* what crossed the link, duplicates too (receiver-driven cc) */
-    uct_uccl_cc_rx_on_data(&conn->cc, wc->byte_len, iface->rx_poll_ns);
+    if (ucs_unlikely(iface->config.cc_rx_bytes)) {
+        uct_uccl_cc_rx_on_data(&conn->cc, wc->byte_len, iface->rx_poll_ns);
+    }
 
     imm = uct_uccl_imm_from_wire(wc->imm_data);
     if (ucs_unlikely(uct_uccl_imm_check(imm) != UCS_OK)) {

@@ -142,16 +142,24 @@ uct_uccl_tx_track_rc(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
 static UCS_F_ALWAYS_INLINE void
 uct_uccl_tx_guard_put(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
 {
-    uct_uccl_put_guard_t *guard;
-
     if (chunk->kind == UCT_UCCL_KIND_PUT) {
-        guard         = uct_uccl_put_guard(conn, chunk);
-        guard->raddr  = chunk->raddr;
-        guard->rkey   = chunk->rkey;
-        guard->csn    = chunk->csn;
-        guard->length = chunk->length;
-        guard->valid  = 1;
+        uct_uccl_put_runs_sent(&conn->put_runs, chunk->raddr, chunk->rkey,
+                               chunk->length, chunk->csn);
     }
+}
+
+/* The same for a burst's follower: the chunks of one op after its first
+ * join its run (a burst's head, often a small message, pays no test) */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_tx_guard_follower(uct_uccl_conn_t *conn,
+                           const uct_uccl_chunk_t *chunk)
+{
+    if (ucs_likely(chunk->flags & UCT_UCCL_CHUNK_F_RUN) &&
+        uct_uccl_put_runs_extend(&conn->put_runs, chunk->raddr,
+                                 chunk->length)) {
+        return;
+    }
+    uct_uccl_tx_guard_put(conn, chunk);
 }
 
 /* In UC mode the tracker keeps a chunk until it is ACKed */
@@ -210,18 +218,23 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
                       unsigned room, size_t quantum, size_t *bytes_p,
                       size_t *payload_p, uint64_t now)
 {
-    uct_uccl_iface_t *iface = conn->iface;
-    uct_uccl_tracker_t *t   = &conn->tracker;
-    unsigned p              = path->index;
-    uint32_t mask           = iface->config.tx_ring_mask;
-    uint32_t pos            = path->sent_head + path->outstanding;
-    uint32_t gen            = conn->chain_gen;
-    uint32_t max_inline     = conn->max_inline;
-    uint32_t path_seq       = t->path_sent[p];
-    struct ibv_send_wr *tail = path->chain_tail;
-    size_t bytes            = *bytes_p;
-    size_t payload          = *payload_p;
-    unsigned n              = 0;
+    uct_uccl_iface_t *iface   = conn->iface;
+    uct_uccl_tracker_t *t     = &conn->tracker;
+    unsigned p                = path->index;
+    uint32_t mask             = iface->config.tx_ring_mask;
+    uint32_t pos              = path->sent_head + path->outstanding;
+    uct_uccl_chunk_t **sent   = path->sent;
+    uct_uccl_tx_entry_t *ent  = t->ent;
+    uint32_t ent_mask         = t->mask;
+    uint32_t csn              = t->nxt;
+    uint32_t path_seq         = t->path_sent[p];
+    uint32_t gen              = conn->chain_gen;
+    uint32_t max_inline       = conn->max_inline;
+    struct ibv_send_wr *tail  = path->chain_tail;
+    size_t bytes              = *bytes_p;
+    size_t payload            = *payload_p;
+    size_t first              = payload;
+    unsigned n                = 0;
     uct_uccl_chunk_t *chunk;
 
     /* the queue holds `room` chunks at least */
@@ -236,10 +249,12 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
             break;
         }
         ucs_queue_pull_non_empty(&conn->tx_queue);
-        chunk->csn    = uct_uccl_tracker_add_seq(t, chunk->length, p,
-                                                 path_seq++, now, chunk);
+        uct_uccl_tracker_entry_init(&ent[csn & ent_mask], chunk->length, p,
+                                    path_seq++, now, chunk);
+        chunk->csn    = csn;
+        csn           = uct_uccl_seq_add(csn, 1);
         chunk->flags |= UCT_UCCL_CHUNK_F_TRACKED;
-        uct_uccl_tx_guard_put(conn, chunk);
+        uct_uccl_tx_guard_follower(conn, chunk);
         if (ucs_likely(uct_uccl_chunk_is_write(chunk))) {
             uct_uccl_chunk_build_write_as(chunk, IBV_WR_RDMA_WRITE_WITH_IMM,
                                           max_inline);
@@ -251,14 +266,14 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
         chunk->chain_gen = gen;
         chunk->path      = p;
         ++chunk->posted;
-        path->sent[pos++ & mask] = chunk;
+        sent[pos++ & mask] = chunk;
         uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
         payload += chunk->length;
         bytes   += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
         ++n;
     }
     tail->next             = NULL;
-    t->path_sent[p]        = path_seq;
+    uct_uccl_tracker_add_burst(t, p, n, payload - first);
     path->chain_tail       = tail;
     path->chain_len       += n;
     path->outstanding     += n;
@@ -535,15 +550,16 @@ uct_uccl_tx_completion_uc(uct_uccl_iface_t *iface, uct_uccl_qp_t *path,
                           const uct_uccl_chunk_t *done,
                           uct_uccl_chunk_t **batch, unsigned *found)
 {
-    uint32_t mask = iface->config.tx_ring_mask;
-    uint32_t head = path->sent_head;
-    uint32_t end  = head + path->outstanding;
-    unsigned n    = 0;
-    int hit       = 0;
+    uint32_t mask           = iface->config.tx_ring_mask;
+    uint32_t head           = path->sent_head;
+    uint32_t end            = head + path->outstanding;
+    uct_uccl_chunk_t **sent = path->sent;
+    unsigned n              = 0;
+    int hit                 = 0;
     uct_uccl_chunk_t *chunk;
 
     while (head != end) {
-        chunk = path->sent[head++ & mask];
+        chunk = sent[head++ & mask];
         hit   = (chunk == done);
         if (ucs_unlikely(chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
             batch[n++] = chunk;

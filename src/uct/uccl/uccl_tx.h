@@ -116,15 +116,6 @@ static inline int uct_uccl_path_has_room(uct_uccl_conn_t *conn,
     return path->outstanding < conn->iface->config.tx_queue_len;
 }
 
-static inline uct_uccl_put_guard_t *
-uct_uccl_put_guard(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
-{
-    uint64_t h = (chunk->raddr ^ ((uint64_t)chunk->rkey << 32)) *
-                 0x9e3779b97f4a7c15ull;
-
-    return &conn->put_guard[(h >> 58) % UCT_UCCL_PUT_GUARD];
-}
-
 /* A PUT chunk or GET reply goes as a WRITE (UC: with the immediate that
  * names it) to its target */
 static UCS_F_ALWAYS_INLINE int

@@ -140,6 +140,22 @@ static inline int uct_uccl_tracker_in_flight(const uct_uccl_tracker_t *t,
     return uct_uccl_seq_dist(csn, t->una) < uct_uccl_tracker_outstanding(t);
 }
 
+/* The entry of a first transmission, path_seq its number on its path */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_tracker_entry_init(uct_uccl_tx_entry_t *e, uint32_t length,
+                            unsigned path, uint32_t path_seq, uint64_t now,
+                            void *desc)
+{
+    e->send_time = now;
+    e->desc      = desc;
+    e->length    = length;
+    e->path      = path;
+    e->path_seq  = path_seq;
+    e->retries   = 0;
+    e->doubt     = 0;
+    e->gone      = 0;
+}
+
 /* The same with the path's send count kept by the caller: path_seq is
  * the transmission's number there, and t->path_sent[path] must be set to
  * one past the last before any other call */
@@ -149,19 +165,26 @@ uct_uccl_tracker_add_seq(uct_uccl_tracker_t *t, uint32_t length,
                          void *desc)
 {
     uint32_t csn = t->nxt;
-    uct_uccl_tx_entry_t *e = &t->ent[csn & t->mask];
 
-    e->send_time       = now;
-    e->desc            = desc;
-    e->length          = length;
-    e->path            = path;
-    e->path_seq        = path_seq;
-    e->retries         = 0;
-    e->doubt           = 0;
-    e->gone            = 0;
+    uct_uccl_tracker_entry_init(&t->ent[csn & t->mask], length, path,
+                                path_seq, now, desc);
     t->nxt             = uct_uccl_seq_add(csn, 1);
     t->inflight_bytes += length;
     return csn;
+}
+
+/* A burst of first transmissions on one path, tracked by the caller's
+ * loop: the entries of CSNs nxt, nxt + 1, ... filled with
+ * uct_uccl_tracker_entry_init (t->ent[csn & t->mask]) and path_seq counted
+ * on from t->path_sent[path]; then n of them, `bytes` long, are taken
+ * here at once */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_tracker_add_burst(uct_uccl_tracker_t *t, unsigned path, uint32_t n,
+                           uint64_t bytes)
+{
+    t->nxt              = uct_uccl_seq_add(t->nxt, n);
+    t->path_sent[path] += n;
+    t->inflight_bytes  += bytes;
 }
 
 /* Track a chunk about to be posted on path (< num_paths) after everything
@@ -248,16 +271,23 @@ uct_uccl_tracker_ack_cum(uct_uccl_tracker_t *t, uint32_t to,
 {
     uint32_t from = t->una, left = uct_uccl_seq_dist(to, from);
     uint64_t *ring, m, pend, bytes;
+    uct_uccl_tx_entry_t *e;
     unsigned off, n;
 
     if (t->sacked_cnt == 0) {
         /* nothing SACKed (a clean fabric): every chunk is newly acked,
-         * and counted once */
+         * and counted once. No first transmission acked so far came after
+         * one of these on its path (it would be SACKed, or below una), so
+         * none of them was overtaken: each sets its path's order. */
         info->acked += left;
         for (bytes = 0; left > 0; --left, from = uct_uccl_seq_add(from, 1)) {
-            bytes += uct_uccl_tracker_entry_acked(t, from,
-                                                  &t->ent[from & t->mask],
-                                                  cb, arg);
+            e = &t->ent[from & t->mask];
+            if (e->retries == 0) {
+                t->path_acked[e->path] = e->path_seq + 1;
+            }
+            bytes  += e->length;
+            cb(arg, from, e);
+            e->desc = NULL;
         }
         info->acked_bytes += bytes;
         t->inflight_bytes -= bytes;
