@@ -307,6 +307,8 @@ uct_uccl_qp_t *uct_uccl_path_select_ordered(uct_uccl_conn_t *conn,
                                             uint64_t now);
 void uct_uccl_path_health(uct_uccl_conn_t *conn, uint64_t now,
                           uint32_t inflight);
+/* uct_uccl_path_link out of line, for the cold paths (resends, marks):
+ * the pump alone inlines it */
 void uct_uccl_path_chain(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
                          uct_uccl_chunk_t *chunk, uint64_t now);
 
