@@ -48,6 +48,12 @@ typedef struct sv_wire {
     int      ahead;    /* RC: it arrived at a time a timer set */
 } sv_wire_t;
 
+/* The packets of a message of `len` bytes: an empty one is one */
+static inline uint64_t sv_req_npkts(const sv_qp_t *qp, uint64_t len)
+{
+    return (len == 0) ? 1 : (len + qp->mtu - 1) / qp->mtu;
+}
+
 /*
  * One message of `len` bytes from sport to dport through the model.  RC
  * recovers losses by go-back-N: a NAK when a later packet of the burst
@@ -68,10 +74,7 @@ static void sv_req_wire(sv_qp_t *qp, unsigned sport, unsigned dport,
     sv_msg_fate_t fate;
     int64_t lost;
 
-    npkts = (len + mtu - 1) / mtu;
-    if (npkts == 0) {
-        npkts = 1;
-    }
+    npkts    = sv_req_npkts(qp, len);
     out->ack = 0;
     if (!sv_model_active()) {
         sv_model_count(sport, dport, sqpn, dqpn, npkts,
@@ -513,7 +516,7 @@ static int sv_req_late(sv_qp_t *qp, const sv_msg_t *m, uint64_t *ts)
     }
     SV_ADD(&st->rc_timeouts, late);
     SV_ADD(&st->rc_late_acks, late);
-    SV_ADD(&st->rc_resends, late * ((m->len + qp->mtu - 1) / qp->mtu + 1));
+    SV_ADD(&st->rc_resends, late * sv_req_npkts(qp, m->len));
     return late > qp->attr.retry_cnt;
 }
 
