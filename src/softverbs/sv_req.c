@@ -484,6 +484,15 @@ static int sv_req_execute(sv_qp_t *qp, sv_swqe_t *w, uint64_t now)
     return sv_req_finish(qp, w, &m, r, now);
 }
 
+/* Did the target answer (an ACK or a NAK)? Not when its QP was missing or
+ * not ready (the packets were dropped), its process gone, or the
+ * requester's own buffer unreadable: no answer came back to be late. */
+static int sv_resp_answered(enum sv_resp r)
+{
+    return (r != SV_RESP_NOT_READY) && (r != SV_RESP_DEAD) &&
+           (r != SV_RESP_LOCAL);
+}
+
 /*
  * An RC answer that comes back later than the QP's ACK timeout: the timer
  * runs from the first packet's departure, or from the QP's previous answer
@@ -529,7 +538,8 @@ static int sv_req_finish(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m,
     unsigned sport        = qp->port->index;
     uint64_t ts           = (type == IBV_QPT_RC) ? m->ts + m->ack : m->sent;
 
-    if ((type == IBV_QPT_RC) && sv_req_late(qp, m, &ts)) {
+    if ((type == IBV_QPT_RC) && sv_resp_answered(r) &&
+        sv_req_late(qp, m, &ts)) {
         sv_req_complete(qp, w, IBV_WC_RETRY_EXC_ERR, ts);
         return SV_REQ_DONE;
     }
