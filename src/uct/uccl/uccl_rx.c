@@ -487,11 +487,17 @@ uct_uccl_rx_write_imm(uct_uccl_conn_t *conn, const uct_uccl_qp_t *path,
 /* RC: AMs come numbered without gaps. One the sender sent again after its
  * QP failed may arrive a second time (the first copy's ACK was lost, or
  * its late completion still came), and copies that took different QPs may
- * overtake each other: one handed over or parked already is dropped */
+ * overtake each other: one handed over or parked already is dropped. The
+ * ring is looked at only within its window: a number beyond would name
+ * the slot of another, and goes on to fail the conn (rc_am_hold). */
 static int uct_uccl_rx_rc_am_new(uct_uccl_conn_t *conn, uint32_t csn)
 {
+    uint32_t ahead = uct_uccl_seq_dist(csn,
+                                       uct_uccl_seq_add(conn->rc_am_csn, 1));
+
     if (ucs_unlikely(!uct_uccl_seq_gt(csn, conn->rc_am_csn) ||
-                     uct_uccl_order_has(&conn->order, csn))) {
+                     ((ahead < conn->order.size) &&
+                      uct_uccl_order_has(&conn->order, csn)))) {
         ++conn->stats.dup_rx;
         return 0;
     }
