@@ -156,23 +156,6 @@ uct_uccl_tracker_entry_init(uct_uccl_tx_entry_t *e, uint32_t length,
     e->gone      = 0;
 }
 
-/* The same with the path's send count kept by the caller: path_seq is
- * the transmission's number there, and t->path_sent[path] must be set to
- * one past the last before any other call */
-static UCS_F_ALWAYS_INLINE uint32_t
-uct_uccl_tracker_add_seq(uct_uccl_tracker_t *t, uint32_t length,
-                         unsigned path, uint32_t path_seq, uint64_t now,
-                         void *desc)
-{
-    uint32_t csn = t->nxt;
-
-    uct_uccl_tracker_entry_init(&t->ent[csn & t->mask], length, path,
-                                path_seq, now, desc);
-    t->nxt             = uct_uccl_seq_add(csn, 1);
-    t->inflight_bytes += length;
-    return csn;
-}
-
 /* A burst of first transmissions on one path, tracked by the caller's
  * loop: the entries of CSNs nxt, nxt + 1, ... filled with
  * uct_uccl_tracker_entry_init (t->ent[csn & t->mask]) and path_seq counted
@@ -193,8 +176,13 @@ static UCS_F_ALWAYS_INLINE uint32_t
 uct_uccl_tracker_add(uct_uccl_tracker_t *t, uint32_t length, unsigned path,
                      uint64_t now, void *desc)
 {
-    return uct_uccl_tracker_add_seq(t, length, path, t->path_sent[path]++,
-                                    now, desc);
+    uint32_t csn = t->nxt;
+
+    uct_uccl_tracker_entry_init(&t->ent[csn & t->mask], length, path,
+                                t->path_sent[path]++, now, desc);
+    t->nxt             = uct_uccl_seq_add(csn, 1);
+    t->inflight_bytes += length;
+    return csn;
 }
 
 /*
@@ -228,14 +216,14 @@ uct_uccl_tracker_path_lost(const uct_uccl_tracker_t *t,
     return (int32_t)(e->path_seq - t->path_acked[e->path]) < 0;
 }
 
-/* entry e is newly acked: its path's order, then the callback; returns
- * its bytes (the caller counts them) */
-static UCS_F_ALWAYS_INLINE uint32_t
-uct_uccl_tracker_entry_acked(uct_uccl_tracker_t *t, uint32_t csn,
-                             uct_uccl_tx_entry_t *e,
-                             uct_uccl_tracker_ack_cb_t cb, void *arg)
+/* csn is newly acked: its path's order, the callback, then the counts */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_tracker_acked(uct_uccl_tracker_t *t, uint32_t csn,
+                       uct_uccl_tracker_ack_cb_t cb, void *arg,
+                       uct_uccl_ack_info_t *info)
 {
-    uint32_t length = e->length;
+    uct_uccl_tx_entry_t *e = &t->ent[csn & t->mask];
+    uint32_t length        = e->length;
 
     /* a first transmission arrived: what its path carried before it and
      * is still missing was lost (a resend's arrival is ambiguous: its
@@ -245,19 +233,6 @@ uct_uccl_tracker_entry_acked(uct_uccl_tracker_t *t, uint32_t csn,
     }
     cb(arg, csn, e);
     e->desc = NULL;
-    return length;
-}
-
-/* csn is newly acked: its path's order, the counts, then the callback */
-static UCS_F_ALWAYS_INLINE void
-uct_uccl_tracker_acked(uct_uccl_tracker_t *t, uint32_t csn,
-                       uct_uccl_tracker_ack_cb_t cb, void *arg,
-                       uct_uccl_ack_info_t *info)
-{
-    uint32_t length = uct_uccl_tracker_entry_acked(t, csn,
-                                                   &t->ent[csn & t->mask],
-                                                   cb, arg);
-
     ++info->acked;
     info->acked_bytes += length;
     t->inflight_bytes -= length;
