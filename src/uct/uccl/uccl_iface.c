@@ -183,6 +183,7 @@ static ucs_status_t
 uct_uccl_iface_cc_init(uct_uccl_iface_t *iface,
                        const uct_uccl_iface_config_t *config)
 {
+    const uct_uccl_cc_ops_t *ops = uct_uccl_cc_find(config->cc.name);
     ucs_status_t status;
 
     status = uct_uccl_cc_config_params(&config->cc, iface->config.chunk_size,
@@ -191,9 +192,8 @@ uct_uccl_iface_cc_init(uct_uccl_iface_t *iface,
     if (status != UCS_OK) {
         return status;
     }
-    iface->config.cc          = uct_uccl_cc_find(config->cc.name)->name;
-    iface->config.cc_rx_bytes = (uct_uccl_cc_find(config->cc.name)->
-                                 rx_on_data != NULL);
+    iface->config.cc          = ops->name;
+    iface->config.cc_rx_bytes = (ops->rx_on_data != NULL);
     status = uct_uccl_credit_init(iface, &config->cc);
     if (status != UCS_OK) {
         return status;

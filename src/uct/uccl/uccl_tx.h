@@ -320,6 +320,7 @@ uct_uccl_chunk_is_chained(const uct_uccl_conn_t *conn,
 {
     return (conn->chains != NULL) && (chunk->chain_gen == conn->chain_gen);
 }
+
 void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn);
 void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
 void uct_uccl_chunk_build_retx(uct_uccl_chunk_t *chunk, int obsolete);
