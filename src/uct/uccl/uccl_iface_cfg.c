@@ -49,7 +49,7 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      "the QP fails and its path is retired and replaced. Rounded up to\n"
      "4.096 us times a power of two (the verbs' timeout exponent). Keep it\n"
      "above the fabric's queueing delay: a NIC whose ACK is later than this\n"
-     "resends what is merely queued (softverbs does not model such resends):\n"
+     "resends what is merely queued, and fails the QP after the retries:\n"
      "4ms recovers losses faster where queues stay below it.",
      ucs_offsetof(uct_uccl_iface_config_t, rc_ack_timeout),
      UCS_CONFIG_TYPE_TIME},
