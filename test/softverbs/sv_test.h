@@ -136,6 +136,9 @@ typedef struct svt_pair {
 void svt_pair_setup(svt_t *t, svt_pair_t *p, enum ibv_qp_type type,
                     size_t len, int depth, int max_sge, int max_inline);
 void svt_pair_destroy(svt_t *t, svt_pair_t *p);
+/* Destroy nqp QPs, then the MR (svt_mr_free) and the CQ, and close */
+void svt_destroy(svt_t *t, struct ibv_qp **qp, unsigned nqp,
+                 struct ibv_mr *mr, struct ibv_cq *cq);
 
 /* Work request helpers */
 void svt_sge(struct ibv_sge *sge, struct ibv_mr *mr, size_t off, size_t len);

@@ -838,14 +838,7 @@ void svt_unmapped_src_self(svt_t *t)
         svt_check_wc(t, &wc, IBV_WC_LOC_PROT_ERR, -1, 0x52, qp[0], -1,
                      "loopback WRITE from an unreadable buffer");
         svt_unreadable_free(t, mr);
-        for (i = 0; i < 2; ++i) {
-            SVT_CHECK(t, ibv_destroy_qp(qp[i]) == 0, "ibv_destroy_qp: %s",
-                      strerror(errno));
-        }
-        svt_mr_free(dst);
-        SVT_CHECK(t, ibv_destroy_cq(cq) == 0, "ibv_destroy_cq: %s",
-                  strerror(errno));
-        svt_close(t);
+        svt_destroy(t, qp, 2, dst, cq);
     }
     svt_barrier(t);
 }

@@ -205,14 +205,7 @@ void svt_ack_time(svt_t *t)
     }
 
     svt_barrier(t);
-    for (i = 0; i < AT_NQP; ++i) {
-        SVT_CHECK(t, ibv_destroy_qp(c.qp[i]) == 0, "ibv_destroy_qp: %s",
-                  strerror(errno));
-    }
-    svt_mr_free(c.mr);
-    SVT_CHECK(t, ibv_destroy_cq(ibv_cq_ex_to_cq(c.cqx)) == 0,
-              "ibv_destroy_cq: %s", strerror(errno));
-    svt_close(t);
+    svt_destroy(t, c.qp, AT_NQP, c.mr, ibv_cq_ex_to_cq(c.cqx));
 }
 
 /*
@@ -297,12 +290,5 @@ void svt_late_ack(svt_t *t)
     }
 
     svt_barrier(t);
-    for (i = 0; i < LA_NQP; ++i) {
-        SVT_CHECK(t, ibv_destroy_qp(qp[i]) == 0, "ibv_destroy_qp: %s",
-                  strerror(errno));
-    }
-    svt_mr_free(mr);
-    SVT_CHECK(t, ibv_destroy_cq(cq) == 0, "ibv_destroy_cq: %s",
-              strerror(errno));
-    svt_close(t);
+    svt_destroy(t, qp, LA_NQP, mr, cq);
 }

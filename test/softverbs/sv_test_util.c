@@ -516,14 +516,24 @@ void svt_pair_setup(svt_t *t, svt_pair_t *p, enum ibv_qp_type type,
     svt_barrier(t);
 }
 
-void svt_pair_destroy(svt_t *t, svt_pair_t *p)
+void svt_destroy(svt_t *t, struct ibv_qp **qp, unsigned nqp,
+                 struct ibv_mr *mr, struct ibv_cq *cq)
 {
-    SVT_CHECK(t, ibv_destroy_qp(p->qp) == 0, "ibv_destroy_qp: %s",
-              strerror(errno));
-    svt_mr_free(p->mr);
-    SVT_CHECK(t, ibv_destroy_cq(p->cq) == 0, "ibv_destroy_cq: %s",
+    unsigned i;
+
+    for (i = 0; i < nqp; ++i) {
+        SVT_CHECK(t, ibv_destroy_qp(qp[i]) == 0, "ibv_destroy_qp: %s",
+                  strerror(errno));
+    }
+    svt_mr_free(mr);
+    SVT_CHECK(t, ibv_destroy_cq(cq) == 0, "ibv_destroy_cq: %s",
               strerror(errno));
     svt_close(t);
+}
+
+void svt_pair_destroy(svt_t *t, svt_pair_t *p)
+{
+    svt_destroy(t, &p->qp, 1, p->mr, p->cq);
 }
 
 void svt_sge(struct ibv_sge *sge, struct ibv_mr *mr, size_t off, size_t len)
