@@ -377,11 +377,13 @@ void svt_rc_loss(svt_t *t)
 
 /*
  * The link's rate must hold within 5% by the completion timestamps of an
- * extended CQ at the receiver (the device clock: what hardware reports).
- * The sender's wall clock, from its first post to its last completion, must
- * agree from above (a completion never shows before its packets could have
- * arrived: +5%) and loosely from below (a process may be descheduled on a
- * loaded machine: -15%).
+ * extended CQ at the receiver (the device clock: what hardware reports),
+ * taken from the median time between two messages: a sender descheduled
+ * for longer than its 32 messages in flight leaves the link idle once,
+ * which widens one gap, not the median. The sender's wall clock, from its
+ * first post to its last completion, must agree from above (a completion
+ * never shows before its packets could have arrived: +5%); from below a
+ * loaded machine may make it as slow as it likes.
  */
 static void svt_rate_check(svt_t *t, const char *who, double got, double want,
                            double lo, double hi)
@@ -393,6 +395,13 @@ static void svt_rate_check(svt_t *t, const char *who, double got, double want,
             lo * 100, hi * 100);
     SVT_CHECK(t, err >= lo && err <= hi, "%s rate %.3f Gbit/s is off by "
               "%+.2f%% from %.3f", who, got, err * 100, want);
+}
+
+static int svt_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
+
+    return (x > y) - (x < y);
 }
 
 void svt_rate(svt_t *t)
@@ -413,7 +422,7 @@ void svt_rate(svt_t *t)
     struct ibv_recv_wr rwr;
     struct ibv_sge sge;
     struct ibv_wc wc[16];
-    uint64_t first = 0, last = 0, ts, ts_first = 0, ts_last = 0;
+    uint64_t first = 0, last = 0, ts, ts_last = 0, *gaps;
     uint64_t deadline;
     int outstanding = 0, k, j, ret;
     double mtu, wire;
@@ -422,6 +431,9 @@ void svt_rate(svt_t *t)
     svt_pair_t p;
 
     SVT_CHECK(t, gbps > 0, "run with SOFTVERBS_LINK_GBPS set");
+    SVT_CHECK(t, n >= 2, "SVT_RATE_MSGS must be at least 2");
+    gaps = calloc(n, sizeof(*gaps));
+    SVT_CHECK(t, gaps != NULL, "out of memory");
     svt_open(t);
     memset(&p, 0, sizeof(p));
     p.mr = svt_mr(t, 16 * MB, IBV_ACCESS_LOCAL_WRITE |
@@ -487,7 +499,7 @@ void svt_rate(svt_t *t)
         SVT_LOG(t, "%u x 1 MiB WRITE_WITH_IMM on a %.3f Gbit/s link (%.0f B "
                 "headers per %.0f B packet)", n, gbps, hdr, mtu);
         svt_rate_check(t, "sender, first post to last completion",
-                       n * len * 8.0 / (last - first), wire, -0.15, 0.05);
+                       n * len * 8.0 / (last - first), wire, -1, 0.05);
     } else {
         /* k: receive WQEs re-posted so far */
         for (done = 0, k = 0; done < n; ) {
@@ -514,8 +526,8 @@ void svt_rate(svt_t *t)
                           "timestamps go backwards: %llu after %llu",
                           (unsigned long long)ts,
                           (unsigned long long)ts_last);
-                if (done == 0) {
-                    ts_first = ts;
+                if (done > 0) {
+                    gaps[done - 1] = ts - ts_last;
                 }
                 ts_last = ts;
                 ++done;
@@ -527,9 +539,10 @@ void svt_rate(svt_t *t)
                 svt_post_recv(t, p.qp, &rwr);
             }
         }
-        svt_rate_check(t, "receiver, completion timestamps",
-                       (n - 1) * len * 8.0 /
-                       ((ts_last - ts_first) * 1e6 / dx.hca_core_clock),
+        qsort(gaps, n - 1, sizeof(*gaps), svt_u64_cmp);
+        svt_rate_check(t, "receiver, median completion timestamp gap",
+                       len * 8.0 /
+                       (gaps[(n - 1) / 2] * 1e6 / dx.hca_core_clock),
                        wire, -0.05, 0.05);
         /* the data of the last 16 messages is in place */
         svt_verify(t, p.mr->addr, 16 * MB, 5, "bulk data");
@@ -538,6 +551,7 @@ void svt_rate(svt_t *t)
     SVT_CHECK(t, ibv_destroy_qp(p.qp) == 0, "ibv_destroy_qp");
     svt_mr_free(p.mr);
     SVT_CHECK(t, ibv_destroy_cq(p.cq) == 0, "ibv_destroy_cq");
+    free(gaps);
     svt_close(t);
 }
 
