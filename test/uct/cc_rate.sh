@@ -4,7 +4,9 @@
 # rate-based timely limited to UCX_UCCL_CC_LINK_RATE=RATE_MBPS stays below
 # that rate (plus a tenth), and the held-back sends waited on the pacing
 # timer (cc_paced counts them); the same stream with the fixed window
-# must go clearly faster, or this machine cannot tell the two apart.
+# must go clearly faster, or this machine cannot tell the two apart (a
+# loaded machine can hold a process back for seconds: the best of up to
+# FIXED_TRIES runs counts).
 #   cc_rate.sh PORT RATE_MBPS SIZE ITERS
 # Environment: UCCL_RUN, SOFTVERBS_FABRIC.
 #
@@ -41,12 +43,21 @@ stream() {
     grep '^Final:' "$tmp/${name}_client" | awk '{ printf "%d\n", $7 }'
 }
 
+FIXED_TRIES=3
+cap=$((rate / 8))
 paced=$(stream timely UCX_UCCL_CC=timely UCX_UCCL_CC_LINK_RATE=${rate}Mbps)
-free=$(stream fixed UCX_UCCL_CC=fixed)
-[ -n "$paced" ] && [ -n "$free" ] || fail "no result line"
+[ -n "$paced" ] || fail "no result line"
+free=0
+try=0
+while [ "$free" -le $((2 * cap)) ] && [ $try -lt $FIXED_TRIES ]; do
+    try=$((try + 1))
+    got=$(stream fixed UCX_UCCL_CC=fixed)
+    [ -n "$got" ] || fail "no result line"
+    echo "fixed window, run $try: $got MB/s"
+    [ "$got" -gt "$free" ] && free=$got
+done
 held=$(grep -h '^uccl\[' "$tmp/timely_client" | grep -o " cc_paced [0-9]*" |
        awk '{ s += $2 } END { print s + 0 }')
-cap=$((rate / 8))
 echo "am_bw $size B: timely at $rate Mbit/s ($cap MB/s): $paced MB/s," \
      "$held sends held by the pacing; fixed window: $free MB/s"
 [ "$held" -gt 0 ] || fail "timely never waited for its pacing time"
