@@ -36,6 +36,10 @@ tmp=$(mktemp -d /tmp/uccl-counters.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/../uct/listen.sh"
 export UCX_UCCL_STATS_DUMP=y UCX_UCCL_MODE=uc
+# a ping-pong's timeouts must count lost probes, not a loaded machine's
+# pauses: the RTO floor stays above how long a busy scheduler holds a
+# process back (a probe, two RTTs, repairs the losses long before)
+[ "$test" = am_lat ] && export UCX_UCCL_RTO_MIN=${UCX_UCCL_RTO_MIN:-50ms}
 # a stream's chain counts assume a window that admits a whole message:
 # under receiver-driven credit (eqds) a message leaves one grant at a time
 [ "$test" = put_bw ] && export UCX_UCCL_CC=fixed
@@ -64,8 +68,8 @@ if [ "$test" = am_lat ]; then
          "$tmo retransmission timeouts"
     [ "$retx" -gt 0 ] || fail "nothing was resent: is SOFTVERBS_LOSS set?"
     # a lost message (nothing follows it) is resent by the tail probe after
-    # two RTTs, well before the RTO (>= 1 ms); only a lost probe should
-    # need the timeout. Without probes every loss cost one (aging resends
+    # two RTTs, well before the RTO; only a lost probe should need the
+    # timeout. Without probes every loss cost one (aging resends
     # against the backed-off RTO once cost ~7).
     [ "$probes" -gt 0 ] || fail "no tail probe: losses wait for the RTO"
     [ $((tmo * 4)) -le $((retx + 40)) ] ||
@@ -143,25 +147,32 @@ echo "data sender: doorbells $doorbells for $wrs work requests," \
 
 [ "$drops" -gt 0 ] || fail "the fabric dropped nothing: is SOFTVERBS_LOSS set?"
 # every lost chunk must be repaired (the fabric's drops count the
-# sender's control messages too: ACKs, set-up, teardown); resends beyond
-# the losses are spurious (timeouts on a busy machine) and must stay a
-# fraction of them
+# sender's control messages too: ACKs, set-up, teardown)
 ctl=$(uccl_sum "$tmp/client" ctl_msgs)
 [ $((retx + ctl)) -ge "$drops" ] ||
     fail "fewer retransmissions ($retx) than losses ($drops, at most $ctl" \
          "of them control messages)"
-[ "$retx" -le $((drops * 2 + 20)) ] ||
-    fail "retransmitted $retx chunks for $drops losses: not selective"
+# A resend of a chunk that had arrived is a duplicate at the receiver: a
+# probe or timeout while a loaded machine held the receiver back. The
+# rest repaired losses, and those must be selective and found by SACK
+# holes, not the timer, whatever the load.
+repairs=$((retx - dup))
+[ "$repairs" -le $((drops * 2 + 20)) ] ||
+    fail "$repairs repairs (resends not duplicated) for $drops losses:" \
+         "not selective"
+[ "$fast" -le $((drops * 2 + 20)) ] ||
+    fail "$fast resends from SACK information for $drops losses:" \
+         "not selective"
 # a 1 MiB PUT is one chain on one path: a chunk lost before its end is
 # overtaken there, so its resend is the only copy and writes the target
 # (about two thirds; half under CPU load, when more go by age)
-[ $((direct * 4)) -ge "$retx" ] ||
-    fail "only $direct of $retx resends went straight to the target"
-# SACK holes, not the timer, find the losses of a stream
-[ $((fast * 2)) -ge "$retx" ] ||
-    fail "only $fast of $retx resends came from SACK information"
-[ $(((retx - fast - probes) * 4)) -le "$retx" ] ||
-    fail "$((retx - fast - probes)) of $retx resends waited for the timeout"
+[ $((direct * 4)) -ge "$repairs" ] ||
+    fail "only $direct of $repairs repairs went straight to the target"
+[ $((fast * 2)) -ge "$repairs" ] ||
+    fail "only $fast of $repairs repairs came from SACK information"
+[ $(((repairs - fast - probes) * 4)) -le "$repairs" ] ||
+    fail "$((repairs - fast - probes)) of $repairs repairs waited for the" \
+         "timeout"
 # chains: resends join bursts of new data, so even at 1% loss a doorbell
 # carries several work requests (a clean 1 MiB message is one chain:
 # TEST=chains)
