@@ -642,6 +642,51 @@ static int sv_model_pkt_ahead(const sv_model_route_t *rt, uint64_t seq,
     return 0;
 }
 
+/* A FIFO link for a packet modelled at a time still ahead (*t_ps): busy
+ * then, the packet queues behind what it holds; idle, it crosses without
+ * taking time (sv_model_pkt_ahead's rule). A link's clock never goes
+ * back, so one found busy stays so. -1: tail-dropped. */
+static int sv_model_hop_join(sv_model_link_t *l, double ps_per_byte,
+                             uint64_t buf, uint32_t bytes, uint64_t *t_ps)
+{
+    if (__atomic_load_n(&l->next_free_ps, __ATOMIC_RELAXED) < *t_ps) {
+        *t_ps += sv_model_ser_ps(ps_per_byte, bytes);
+        return 0;
+    }
+    return sv_model_hop(l, ps_per_byte, buf, bytes, t_ps);
+}
+
+/* A copy of a packet that had arrived, resent at *t_ps (ahead of now_ps)
+ * by RC's timer: it joins the FIFO links' queues where they are busy then
+ * (sv_model_hop_join) and takes free time on the receiving link's
+ * calendar, which serves packets modelled out of order; past the
+ * calendar's end it crosses as if idle (the FIFO tail there would hold up
+ * what comes before it). Never lost at random: a lost duplicate changes
+ * nothing the model keeps. 1: tail-dropped or its path down. */
+static int sv_model_pkt_dup(const sv_model_route_t *rt, uint32_t bytes,
+                            uint64_t now_ps, uint64_t *t_ps)
+{
+    const sv_model_cfg_t *cfg = rt->cfg;
+    uint64_t q                = sv_model_cal_q[rt->dport];
+    double rx_ps_per_byte     = cfg->port_ps_per_byte[rt->dport];
+
+    if (sv_model_hop_join(rt->tx, cfg->port_ps_per_byte[rt->sport], 0, bytes,
+                          t_ps) ||
+        (cfg->nwindows && sv_model_path_down(cfg, rt->path, *t_ps)) ||
+        sv_model_hop_join(rt->pl, cfg->path_ps_per_byte[rt->path],
+                          cfg->buf_bytes, bytes, t_ps)) {
+        return 1;
+    }
+    *t_ps += cfg->path_delay_ps[rt->path];
+    if ((q != 0) &&
+        (*t_ps >= sv_model_cal_limit(rt->rx, rt->rx_cal, q, now_ps))) {
+        *t_ps += sv_model_ser_ps(rx_ps_per_byte, bytes);
+        return 0;
+    }
+    return sv_model_hop_cal(rt->rx, rt->rx_cal, q, rx_ps_per_byte,
+                            cfg->buf_bytes, bytes, now_ps, t_ps) != 0;
+}
+
 static inline uint64_t sv_model_ps(const sv_model_cfg_t *cfg, uint64_t now_ns)
 {
     return (now_ns > cfg->epoch_ns) ? (now_ns - cfg->epoch_ns) * 1000 : 0;
@@ -833,6 +878,39 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
     }
     sv_model_account(&rt, 0, npkts - first, bytes, drops, rx_bytes, acct);
     return lost;
+}
+
+uint64_t sv_model_xmit_dup(unsigned src_port, unsigned dst_port,
+                           uint32_t src_qpn, uint32_t dst_qpn, uint64_t npkts,
+                           uint64_t len, uint32_t mtu, uint32_t hdr,
+                           uint64_t t_ns, uint64_t now_ns,
+                           sv_model_acct_t *acct)
+{
+    uint64_t i, t, t0, now_ps, last, pay, bytes = 0, rx_bytes = 0;
+    uint64_t drops = 0;
+    sv_model_route_t rt;
+
+    if (!sv_model_route(src_port, dst_port, src_qpn, dst_qpn, &rt)) {
+        return t_ns;
+    }
+    t0     = sv_model_ps(rt.cfg, t_ns);
+    now_ps = sv_model_ps(rt.cfg, now_ns);
+    last   = t0;
+    for (i = 0; i < npkts; ++i) {
+        pay    = ((i + 1 < npkts) ? mtu : len - i * mtu) + hdr;
+        bytes += pay;
+        t      = t0;
+        if (sv_model_timed_cfg || (rt.cfg->nwindows != 0)) {
+            if (sv_model_pkt_dup(&rt, pay, now_ps, &t)) {
+                ++drops;
+                continue;
+            }
+        }
+        rx_bytes += pay;
+        last      = (t > last) ? t : last;
+    }
+    sv_model_account(&rt, npkts, npkts, bytes, drops, rx_bytes, acct);
+    return sv_model_ns(rt.cfg, last);
 }
 
 uint64_t sv_model_idle_ns(unsigned src_port, unsigned dst_port,

@@ -90,6 +90,18 @@ int64_t sv_model_xmit_msg(unsigned src_port, unsigned dst_port,
                           uint32_t hdr, uint64_t now_ns, int timer,
                           sv_msg_fate_t *fate, sv_model_acct_t *acct);
 
+/* Packets 0..npkts-1 of a message of `len` bytes that RC's retransmission
+ * timer resent at `t_ns` (modelled at `now_ns`, ahead of it) although its
+ * first copy had arrived: go-back-N behind a late ACK. They take link time
+ * where the links are busy then and are counted, tx packets too; they are
+ * never lost at random. Returns when the last one arrived (t_ns if none
+ * did). */
+uint64_t sv_model_xmit_dup(unsigned src_port, unsigned dst_port,
+                           uint32_t src_qpn, uint32_t dst_qpn, uint64_t npkts,
+                           uint64_t len, uint32_t mtu, uint32_t hdr,
+                           uint64_t t_ns, uint64_t now_ns,
+                           sv_model_acct_t *acct);
+
 /* How long a packet of `bytes` takes from src_port to dst_port on an idle
  * fabric: the path's propagation delay plus one serialization time per
  * rate-limited hop; 0 when the model has no rates or delays. What an ACK

@@ -493,24 +493,47 @@ static int sv_resp_answered(enum sv_resp r)
            (r != SV_RESP_LOCAL);
 }
 
+/* The copies the timer resent at t_ns of a message that had arrived: a
+ * READ's request, and its response once more; anything else itself */
+static void sv_req_late_dup(sv_qp_t *qp, const sv_swqe_t *w,
+                            const sv_msg_t *m, uint64_t t_ns, uint64_t now)
+{
+    unsigned sport = qp->port->index;
+    uint32_t sqpn  = qp->qp.qp_num;
+    uint64_t npkts = sv_req_npkts(qp, m->len);
+
+    if (w->opcode == IBV_WR_RDMA_READ) {
+        t_ns = sv_model_xmit_dup(sport, m->dport, sqpn, m->dqpn, 1, 0,
+                                 (uint32_t)qp->mtu, SV_PKT_HDR, t_ns, now,
+                                 &qp->acct);
+        (void)sv_model_xmit_dup(m->dport, sport, m->dqpn, sqpn, npkts,
+                                m->len, (uint32_t)qp->mtu, SV_PKT_HDR, t_ns,
+                                now, &qp->acct);
+        return;
+    }
+    (void)sv_model_xmit_dup(sport, m->dport, sqpn, m->dqpn, npkts, m->len,
+                            (uint32_t)qp->mtu, SV_PKT_HDR, t_ns, now,
+                            &qp->acct);
+}
+
 /*
  * An RC answer that comes back later than the QP's ACK timeout: the timer
  * runs from the first packet's departure, or from the QP's previous answer
  * when one was still due then, to the first packet's ACK (a READ: its
  * response). Each timeout in between makes a NIC resend what it sent
  * since, go-back-N, for nothing; `retry_cnt` timeouts in a row fail the
- * WR, although its data arrived. The resent packets are counted, not put
- * on the links: resends at times the timer set are ahead of the links'
- * clocks (sv_model_pkt_ahead). Returns 1 if the WR fails; *ts is then
- * when.
+ * WR, although its data arrived. The message's resent packets are counted
+ * and take link time where the links are busy when they go
+ * (sv_model_xmit_dup). Returns 1 if the WR fails; *ts is then when.
  */
-static int sv_req_late(sv_qp_t *qp, const sv_msg_t *m, uint64_t *ts)
+static int sv_req_late(sv_qp_t *qp, const sv_swqe_t *w, const sv_msg_t *m,
+                       uint64_t now, uint64_t *ts)
 {
     sv_port_stats_t *st = sv_port_stats(qp->port->index);
     uint64_t start      = (qp->ack_clock_ns > m->start) ? qp->ack_clock_ns :
                           m->start;
     uint64_t answer     = m->first + m->ack;
-    uint64_t late;
+    uint64_t late, resent, k;
 
     if (*ts > qp->ack_clock_ns) {
         qp->ack_clock_ns = *ts;
@@ -523,9 +546,14 @@ static int sv_req_late(sv_qp_t *qp, const sv_msg_t *m, uint64_t *ts)
         late = qp->attr.retry_cnt + 1;
         *ts  = start + late * qp->timeout_ns;
     }
+    /* the expiry past retry_cnt fails the WR instead of resending */
+    resent = (late > qp->attr.retry_cnt) ? qp->attr.retry_cnt : late;
+    for (k = 1; k <= resent; ++k) {
+        sv_req_late_dup(qp, w, m, start + k * qp->timeout_ns, now);
+    }
     SV_ADD(&st->rc_timeouts, late);
     SV_ADD(&st->rc_late_acks, late);
-    SV_ADD(&st->rc_resends, late * sv_req_npkts(qp, m->len));
+    SV_ADD(&st->rc_resends, resent * sv_req_npkts(qp, m->len));
     return late > qp->attr.retry_cnt;
 }
 
@@ -539,7 +567,7 @@ static int sv_req_finish(sv_qp_t *qp, sv_swqe_t *w, sv_msg_t *m,
     uint64_t ts           = (type == IBV_QPT_RC) ? m->ts + m->ack : m->sent;
 
     if ((type == IBV_QPT_RC) && sv_resp_answered(r) &&
-        sv_req_late(qp, m, &ts)) {
+        sv_req_late(qp, w, m, now, &ts)) {
         sv_req_complete(qp, w, IBV_WC_RETRY_EXC_ERR, ts);
         return SV_REQ_DONE;
     }

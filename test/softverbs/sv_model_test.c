@@ -230,6 +230,68 @@ static void test_rate(void *area)
 }
 
 /*
+ * Copies of packets that had arrived, resent by RC's timer behind a late
+ * ACK (sv_model_xmit_dup), at 8 Gbit/s (4096 ns a packet a hop): where
+ * the links are busy at their time they queue there and hold up what
+ * comes after; where they are idle they take no time that a packet
+ * modelled earlier needs; they are counted.
+ */
+static void test_dup(void *area)
+{
+    static const char *const cfg[] = { "SOFTVERBS_LINK_GBPS=8", NULL };
+    const uint64_t pkt = 4096, ahead = 10000000;
+    static const struct {
+        unsigned    sport, dport;
+        const char *link;
+    } dup_route[] = { { 0, 2, "sending" }, { 3, 1, "receiving" } };
+    sv_model_counters_t tx, rx;
+    sv_pkt_fate_t f;
+    uint64_t now, t;
+    unsigned i, j;
+
+    printf("resent duplicates:\n");
+    /* 16 packets from port 0 to 1 keep port 0's sending link busy until
+     * 16 packets' time and port 1's receiving link until 17; 4 duplicates
+     * resent at 2 packets' time, on one of those links but not the other,
+     * queue there: the last arrives at 21, and the next packet from 0 to
+     * 1 at 22 instead of 18 */
+    for (i = 0; i < 2; ++i) {
+        model_setup(area, cfg, 0);
+        now = sv_now_ns();
+        for (j = 0; j < 16; ++j) {
+            sv_model_xmit(0, 1, 10, 20, pkt, now, &f);
+        }
+        t = sv_model_xmit_dup(dup_route[i].sport, dup_route[i].dport, 10, 20,
+                              4, 4 * pkt, pkt, 0, now + 2 * pkt, now, NULL);
+        CHECK(t - now == 21 * pkt, "4 duplicates from port %u to %u behind "
+              "16 packets from 0 to 1: the last arrives after %llu ns "
+              "(expected 21 x 4096)", dup_route[i].sport, dup_route[i].dport,
+              (unsigned long long)(t - now));
+        sv_model_xmit(0, 1, 10, 20, pkt, now, &f);
+        CHECK(f.arrive_ns - now == 22 * pkt, "the next packet from 0 to 1 "
+              "waits behind them on the %s link: %llu ns (expected 22 x "
+              "4096, 18 without them)", dup_route[i].link,
+              (unsigned long long)(f.arrive_ns - now));
+    }
+    sv_model_port_counters(3, &tx, &rx);
+    CHECK(tx.pkts == 4, "port 3's sending link counted %llu packets "
+          "(expected 4)", (unsigned long long)tx.pkts);
+
+    model_setup(area, cfg, 0);
+    now = sv_now_ns();
+    t   = sv_model_xmit_dup(0, 1, 10, 20, 4, 4 * pkt, pkt, 0, now + ahead,
+                            now, NULL);
+    CHECK(t - now == ahead + 5 * pkt, "4 duplicates 10 ms ahead on idle "
+          "links: the last arrives %llu ns after them (expected 5 x 4096: "
+          "the receiving link's calendar serves them)",
+          (unsigned long long)(t - now - ahead));
+    sv_model_xmit(0, 1, 10, 20, pkt, now, &f);
+    CHECK(f.arrive_ns - now == 2 * pkt, "a packet sent now is not held up: "
+          "%llu ns (expected 2 x 4096)",
+          (unsigned long long)(f.arrive_ns - now));
+}
+
+/*
  * Two senders at full rate into one receiver: its link queue grows by a
  * packet every 4096 ns. The test keeps its own copy of the receiver link
  * (busy-until) and predicts each drop from the queue the packet finds, and
@@ -738,6 +800,7 @@ int main(void)
     test_config_errors(area);
     test_joiner(area);
     test_rate(area);
+    test_dup(area);
     test_tail_drop(area);
     test_loss(area);
     test_outage(area);

@@ -1,8 +1,8 @@
 /*
  * Doorbell accounting, seen from outside: the initiator posts a chain of 16
  * WRITEs with one ibv_post_send on one device, and 16 WRITEs with 16 calls
- * on a second device; sv_doorbell.sh reads the SOFTVERBS_STATS dump after
- * both processes exit and checks doorbells/wrs of the two ports.
+ * on a second device; sv_stats_expect.sh reads the SOFTVERBS_STATS dump
+ * after both processes exit and checks doorbells/wrs of the two ports.
  */
 #include "sv_test.h"
 
@@ -107,12 +107,11 @@ void svt_doorbell(svt_t *t)
         svt_poll_n(t, cq2, wc, 1, 5000, "16 single posts");
         svt_check_wc(t, &wc[0], IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, DB_N - 1,
                      qp2, -1, "last single post");
-        /* machine-readable: sv_doorbell.sh matches these to the dump */
-        printf("DOORBELL_PORT chain pid=%d dev=%s lid=%u doorbells=1 wrs=%d\n",
-               (int)getpid(), t->dev, t->port_attr.lid, DB_N);
-        printf("DOORBELL_PORT single pid=%d dev=%s lid=%u doorbells=%d "
-               "wrs=%d\n", (int)getpid(), ibv_get_device_name(ctx2->device),
-               pa2.lid, DB_N, DB_N);
+        /* machine-readable: sv_stats_expect.sh matches these to the dump */
+        printf("STATS_EXPECT chain pid=%d lid=%u doorbells=1 wrs=%d\n",
+               (int)getpid(), t->port_attr.lid, DB_N);
+        printf("STATS_EXPECT single pid=%d lid=%u doorbells=%d wrs=%d\n",
+               (int)getpid(), pa2.lid, DB_N, DB_N);
         svt_barrier(t);
     } else {
         svt_barrier(t);

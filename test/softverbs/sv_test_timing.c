@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define AT_LEN     8        /* bytes per message */
 #define AT_POLL_NS 10000000000ull
@@ -213,8 +214,10 @@ void svt_ack_time(svt_t *t)
  * the answer is back 4 ms after the post): a NIC's timer expires while
  * the ACK or the READ response is on its way, and resends for nothing;
  * retry_cnt expiries in a row fail the WR although its data arrived.
- * Per QP: its verbs timeout exponent (4.096 us << e), its retry_cnt and
- * what its one WR must end with.
+ * Per QP: its verbs timeout exponent (4.096 us << e), its retry_cnt, what
+ * its one WR must end with, and its timer's expiries and resends (a
+ * resent READ is its request and its response again). Run by
+ * sv_stats_expect.sh, which checks the counts in the exit dumps.
  */
 static const struct {
     enum ibv_wr_opcode  op;
@@ -222,12 +225,14 @@ static const struct {
     uint8_t             timeout;
     uint8_t             retry_cnt;
     enum ibv_wc_status  status;
+    unsigned            expiries, resends;
 } la_case[] = {
-    { IBV_WR_RDMA_WRITE, "WRITE", 12, 0, IBV_WC_SUCCESS },  /* 16.8 ms */
-    { IBV_WR_RDMA_WRITE, "WRITE",  9, 7, IBV_WC_SUCCESS },  /* 2.1: one */
-    { IBV_WR_RDMA_WRITE, "WRITE",  9, 0, IBV_WC_RETRY_EXC_ERR },
-    { IBV_WR_RDMA_READ,  "READ",  12, 0, IBV_WC_SUCCESS },
-    { IBV_WR_RDMA_READ,  "READ",   9, 0, IBV_WC_RETRY_EXC_ERR },
+    { IBV_WR_RDMA_WRITE, "WRITE", 12, 0, IBV_WC_SUCCESS, 0, 0 }, /* 16.8 ms */
+    { IBV_WR_RDMA_WRITE, "WRITE",  9, 7, IBV_WC_SUCCESS, 1, 1 }, /* 2.1 ms */
+    { IBV_WR_RDMA_WRITE, "WRITE",  9, 0, IBV_WC_RETRY_EXC_ERR, 1, 0 },
+    { IBV_WR_RDMA_READ,  "READ",  12, 0, IBV_WC_SUCCESS, 0, 0 },
+    { IBV_WR_RDMA_READ,  "READ",   9, 7, IBV_WC_SUCCESS, 1, 1 },
+    { IBV_WR_RDMA_READ,  "READ",   9, 0, IBV_WC_RETRY_EXC_ERR, 1, 0 },
 };
 
 #define LA_NQP (sizeof(la_case) / sizeof(la_case[0]))
@@ -243,7 +248,7 @@ void svt_late_ack(svt_t *t)
     struct ibv_cq *cq;
     svt_info_t mine, peer;
     uint64_t t0, wall, timeout_ns;
-    unsigned i;
+    unsigned i, expiries = 0, resends = 0, tx = 0, peer_tx = 0;
 
     SVT_CHECK(t, d_ns >= 1000000, "run with SOFTVERBS_DELAY_US >= 1000");
     svt_open(t);
@@ -288,6 +293,25 @@ void svt_late_ack(svt_t *t)
                   "QP %u completed %.1f ms after its post, too early", i,
                   wall / 1e6);
     }
+
+    /* one packet (AT_LEN) a message, request and response a READ;
+     * machine-readable: sv_stats_expect.sh matches these to the dumps */
+    for (i = 0; i < LA_NQP; ++i) {
+        expiries += la_case[i].expiries;
+        resends  += la_case[i].resends;
+        tx       += 1 + la_case[i].resends;
+        peer_tx  += (la_case[i].op == IBV_WR_RDMA_READ) ?
+                    1 + la_case[i].resends : 0;
+    }
+    if (t->role == 0) {
+        printf("STATS_EXPECT requester pid=%d lid=%u rc_late_acks=%u "
+               "rc_resends=%u tx_pkts=%u\n", (int)getpid(),
+               t->port_attr.lid, expiries, resends, tx);
+    } else {
+        printf("STATS_EXPECT responder pid=%d lid=%u tx_pkts=%u\n",
+               (int)getpid(), t->port_attr.lid, peer_tx);
+    }
+    fflush(stdout);
 
     svt_barrier(t);
     svt_destroy(t, qp, LA_NQP, mr, cq);

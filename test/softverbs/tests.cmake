@@ -76,8 +76,13 @@ sv_verbs(sv_batch_loss batch_loss SOFTVERBS_LOSS=0.01 SOFTVERBS_SEED=21)
 sv_verbs(sv_ack_time ack_time SOFTVERBS_DELAY_US=200)
 sv_verbs(sv_ack_time_skew ack_time SOFTVERBS_DELAY_US=200
          SOFTVERBS_PATH_SKEW_US=100 SOFTVERBS_LINK_GBPS=10)
-# an answer 4 ms after the post against ACK timeouts of 2.1 and 16.8 ms
-sv_verbs(sv_late_ack late_ack SOFTVERBS_DELAY_US=2000)
+# an answer 4 ms after the post against ACK timeouts of 2.1 and 16.8 ms;
+# the expiries and the packets resent, from the SOFTVERBS_STATS dumps
+add_test(NAME sv_late_ack
+         COMMAND ${UCCL_SRCDIR}/test/softverbs/sv_stats_expect.sh
+                 ${SV_BIN}/sv_verbs_test late_ack 2)
+set_tests_properties(sv_late_ack PROPERTIES LABELS "softverbs" TIMEOUT 120
+    ENVIRONMENT "SOFTVERBS_LIB=${SOFTVERBS_LIB};SOFTVERBS_FABRIC=t_sv_late_ack;SOFTVERBS_DELAY_US=2000")
 
 # three sender processes into one receiving port (port 0, the receiver's,
 # at 1 Gbit/s, the senders' at 8): queue depth and drops read with
@@ -131,8 +136,9 @@ set_tests_properties(sv_fabric_robust PROPERTIES LABELS "softverbs"
     TIMEOUT 200
     ENVIRONMENT "SOFTVERBS_LIB=${SOFTVERBS_LIB};SOFTVERBS_FABRIC=t_sv_robust")
 # chained posting counted as one doorbell, read from the SOFTVERBS_STATS dump
-add_test(NAME sv_doorbell COMMAND ${UCCL_SRCDIR}/test/softverbs/sv_doorbell.sh
-         ${SV_BIN}/sv_verbs_test)
+add_test(NAME sv_doorbell
+         COMMAND ${UCCL_SRCDIR}/test/softverbs/sv_stats_expect.sh
+                 ${SV_BIN}/sv_verbs_test doorbell 2)
 set_tests_properties(sv_doorbell PROPERTIES LABELS "softverbs" TIMEOUT 120
     ENVIRONMENT "SOFTVERBS_LIB=${SOFTVERBS_LIB};SOFTVERBS_FABRIC=t_sv_doorbell")
 
