@@ -390,6 +390,21 @@ static uint32_t uct_uccl_cc_eqds_rx_credit(uct_uccl_cc_t *cc, uint64_t now)
     return (uint32_t)e->rx.granted;
 }
 
+static int uct_uccl_cc_eqds_rx_pull(uct_uccl_cc_t *cc, uint64_t bytes,
+                                    uint64_t now)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+
+    return uct_uccl_cc_eqds_pacer_pull(&e->rx, bytes, now);
+}
+
+static void uct_uccl_cc_eqds_rx_pulled(uct_uccl_cc_t *cc, uint64_t bytes)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+
+    uct_uccl_cc_eqds_pacer_pulled(&e->rx, bytes);
+}
+
 static void uct_uccl_cc_eqds_rx_attach(uct_uccl_cc_t *cc,
                                        uct_uccl_cc_eqds_pacer_t *pacer,
                                        void *arg)
@@ -434,6 +449,8 @@ const uct_uccl_cc_ops_t uct_uccl_cc_eqds_ops = {
     .rx_on_data    = uct_uccl_cc_eqds_rx_on_data,
     .rx_on_request = uct_uccl_cc_eqds_rx_on_request,
     .rx_credit     = uct_uccl_cc_eqds_rx_credit,
+    .rx_pull       = uct_uccl_cc_eqds_rx_pull,
+    .rx_pulled     = uct_uccl_cc_eqds_rx_pulled,
     .rx_attach     = uct_uccl_cc_eqds_rx_attach,
     .query         = uct_uccl_cc_eqds_query,
 };

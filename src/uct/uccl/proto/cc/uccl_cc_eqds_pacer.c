@@ -129,10 +129,23 @@ void uct_uccl_cc_eqds_pacer_add(uct_uccl_cc_eqds_pacer_t *pacer,
     sender->active = 0;
     sender->tick   = 0;
     sender->out    = 0;
+    sender->pull   = 0;
     sender->epoch  = pacer->epoch;
     ++pacer->num_senders;
     if (sender->demand > 0) {
         uct_uccl_cc_eqds_pacer_activate(sender);
+    }
+}
+
+/* on the ring while it wants credit or pulls */
+static void uct_uccl_cc_eqds_pacer_update(uct_uccl_cc_eqds_sender_t *s)
+{
+    int wants = (s->demand > 0) || (s->pull > 0);
+
+    if (wants && !s->active) {
+        uct_uccl_cc_eqds_pacer_activate(s);
+    } else if (!wants && s->active) {
+        uct_uccl_cc_eqds_pacer_deactivate(s);
     }
 }
 
@@ -145,6 +158,7 @@ void uct_uccl_cc_eqds_pacer_remove(uct_uccl_cc_eqds_sender_t *sender)
         uct_uccl_cc_eqds_pacer_deactivate(sender);
     }
     --sender->pacer->num_senders;
+    sender->pull = 0;
     uct_uccl_cc_eqds_pacer_sync(sender);
     sender->pacer->out -= sender->out;
     sender->out         = 0;
@@ -155,13 +169,8 @@ void uct_uccl_cc_eqds_pacer_demand(uct_uccl_cc_eqds_sender_t *sender,
                                    uint64_t demand)
 {
     sender->demand = demand;
-    if (sender->pacer == NULL) {
-        return;
-    }
-    if ((demand > 0) && !sender->active) {
-        uct_uccl_cc_eqds_pacer_activate(sender);
-    } else if ((demand == 0) && sender->active) {
-        uct_uccl_cc_eqds_pacer_deactivate(sender);
+    if (sender->pacer != NULL) {
+        uct_uccl_cc_eqds_pacer_update(sender);
     }
 }
 
@@ -235,6 +244,49 @@ void uct_uccl_cc_eqds_pacer_arrived(uct_uccl_cc_eqds_sender_t *sender,
     pacer->out  -= done;
 }
 
+/* `bytes` granted to s: the link's time, and on their way */
+static void uct_uccl_cc_eqds_pacer_give(uct_uccl_cc_eqds_pacer_t *pacer,
+                                        uct_uccl_cc_eqds_sender_t *s,
+                                        uint64_t bytes, uint64_t now)
+{
+    pacer->granted_bytes += bytes;
+    uct_uccl_cc_eqds_pacer_grow(pacer, s, bytes, now);
+    uct_uccl_cc_eqds_pacer_advance(pacer, bytes);
+}
+
+int uct_uccl_cc_eqds_pacer_pull(uct_uccl_cc_eqds_sender_t *sender,
+                                uint64_t bytes, uint64_t now)
+{
+    uct_uccl_cc_eqds_pacer_t *pacer = sender->pacer;
+
+    if ((pacer == NULL) || (sender->pulled >= bytes)) {
+        return 1;
+    }
+    if (sender->pull > 0) {
+        return 0; /* asked already */
+    }
+    sender->pull = bytes - sender->pulled;
+    uct_uccl_cc_eqds_pacer_floor(pacer, now);
+    if ((pacer->cursor == NULL) && (pacer->t_next <= now) &&
+        !uct_uccl_cc_eqds_pacer_full(pacer)) {
+        /* nobody waits: its turn is now */
+        uct_uccl_cc_eqds_pacer_sync(sender);
+        uct_uccl_cc_eqds_pacer_give(pacer, sender, sender->pull, now);
+        pacer->pulled_bytes += sender->pull;
+        sender->pulled      += sender->pull;
+        sender->pull    = 0;
+        return 1;
+    }
+    uct_uccl_cc_eqds_pacer_update(sender);
+    return 0;
+}
+
+void uct_uccl_cc_eqds_pacer_pulled(uct_uccl_cc_eqds_sender_t *sender,
+                                   uint64_t bytes)
+{
+    sender->pulled -= (bytes < sender->pulled) ? bytes : sender->pulled;
+}
+
 /* Full for OUT_STALE_NS: forget every count (each sender's at its next
  * use). 0: still full, wait. */
 static int uct_uccl_cc_eqds_pacer_unfill(uct_uccl_cc_eqds_pacer_t *pacer,
@@ -284,19 +336,28 @@ unsigned uct_uccl_cc_eqds_pacer_tick(uct_uccl_cc_eqds_pacer_t *pacer,
             if (n == max_out) {
                 break;
             }
-            out[n++] = s;
-            s->tick  = pacer->tick;
+            out[n++]      = s;
+            s->tick       = pacer->tick;
+            s->credit_due = 0;
+            s->pull_due   = 0;
         }
-        g = (s->demand < pacer->quantum) ? s->demand : pacer->quantum;
-        s->demand            -= g;
-        s->granted           += g;
-        pacer->granted_bytes += g;
-        uct_uccl_cc_eqds_pacer_grow(pacer, s, g, now);
-        uct_uccl_cc_eqds_pacer_advance(pacer, g);
+        if (s->pull > 0) {
+            /* the owner's own request waits: its turn is all of it */
+            g            = s->pull;
+            s->pull      = 0;
+            s->pulled   += g;
+            s->pull_due  = 1;
+            pacer->pulled_bytes += g;
+        } else {
+            g              = (s->demand < pacer->quantum) ? s->demand :
+                                                            pacer->quantum;
+            s->demand     -= g;
+            s->granted    += g;
+            s->credit_due  = 1;
+        }
+        uct_uccl_cc_eqds_pacer_give(pacer, s, g, now);
         pacer->cursor = s->next;
-        if (s->demand == 0) {
-            uct_uccl_cc_eqds_pacer_deactivate(s);
-        }
+        uct_uccl_cc_eqds_pacer_update(s);
     }
     return n;
 }
