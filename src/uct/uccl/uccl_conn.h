@@ -211,6 +211,8 @@ struct uct_uccl_conn {
     /* transmit */
     ucs_queue_head_t        tx_queue;    /* chunks not posted yet */
     unsigned                tx_queued;
+    uint64_t                tx_queued_bytes; /* of them, what credit must
+                                            cover (uct_uccl_chunk_asks) */
     uct_uccl_tracker_t      tracker;     /* UC: unacked chunks */
     uct_uccl_rto_t          rto;
     uint32_t                init_csn;

@@ -126,6 +126,18 @@ uct_uccl_chunk_is_write(const uct_uccl_chunk_t *chunk)
            !(chunk->flags & UCT_UCCL_CHUNK_F_READ);
 }
 
+/* What a chunk spends of its conn's window or credit: a reply to the
+ * peer's GET, or in RC our READ, is pulled by its receiver, whose pacer
+ * scheduled it (uct_uccl_cc_charge) */
+static UCS_F_ALWAYS_INLINE uint32_t
+uct_uccl_chunk_cc_bytes(const uct_uccl_conn_t *conn,
+                        const uct_uccl_chunk_t *chunk)
+{
+    return uct_uccl_cc_charge(&conn->cc, chunk->length,
+                              chunk->flags & (UCT_UCCL_CHUNK_F_SERVED |
+                                              UCT_UCCL_CHUNK_F_READ));
+}
+
 /* The WR of a WRITE chunk, with `opcode`; up to max_inline bytes go
  * inline */
 static UCS_F_ALWAYS_INLINE void
@@ -270,6 +282,7 @@ uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     }
     ucs_queue_push(&conn->tx_queue, &chunk->queue);
     ++conn->tx_queued;
+    conn->tx_queued_bytes += uct_uccl_chunk_asks(chunk);
 }
 
 /* tx (uccl_tx.c) */
