@@ -412,7 +412,7 @@ static void uct_uccl_tx_rc_unflight(uct_uccl_conn_t *conn,
     conn->rc_writes -= uct_uccl_chunk_is_rc_write(chunk);
     ucs_list_del(&chunk->zlink);
     uct_uccl_dest_done(conn, 1);
-    conn->cc.inflight_bytes -= ucs_min(chunk->length,
+    conn->cc.inflight_bytes -= ucs_min(uct_uccl_chunk_cc_flight(conn, chunk),
                                        conn->cc.inflight_bytes);
 }
 

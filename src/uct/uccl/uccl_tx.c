@@ -390,7 +390,8 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 
         uct_uccl_chunk_build(conn, chunk);
         uct_uccl_path_link(conn, path, chunk, now);
-        uct_uccl_cc_on_send_part(&conn->cc, chunk->length,
+        uct_uccl_cc_on_send_part(&conn->cc,
+                                 uct_uccl_chunk_cc_flight(conn, chunk),
                                  uct_uccl_chunk_cc_bytes(conn, chunk), now);
         if (ucs_unlikely(conn->iface->credit.on)) {
             uct_uccl_credit_pull_spent(conn, chunk);
@@ -470,7 +471,8 @@ static void uct_uccl_tx_rc_done(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     uct_uccl_paths_ack_time(&conn->sel, now);
     uct_uccl_paths_completed(&conn->sel, chunk->path);
     conn->stats.cc_samples += (lat > 0);
-    uct_uccl_cc_on_ack(&conn->cc, chunk->length, lat, now);
+    uct_uccl_cc_on_ack(&conn->cc, uct_uccl_chunk_cc_flight(conn, chunk), lat,
+                       now);
     uct_uccl_chunk_wr_done(chunk);
     uct_uccl_chunk_done(conn, chunk, UCS_OK);
     uct_uccl_conn_kick(conn);

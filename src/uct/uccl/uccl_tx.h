@@ -126,16 +126,26 @@ uct_uccl_chunk_is_write(const uct_uccl_chunk_t *chunk)
            !(chunk->flags & UCT_UCCL_CHUNK_F_READ);
 }
 
+/* What the conn's cc counts in flight of a chunk: all of it, but an RC
+ * READ that our own pacer scheduled (receiver-driven cc): the data comes
+ * to us, and neither the window nor the peer's credit has a say in it */
+static UCS_F_ALWAYS_INLINE uint32_t
+uct_uccl_chunk_cc_flight(const uct_uccl_conn_t *conn,
+                         const uct_uccl_chunk_t *chunk)
+{
+    return ucs_unlikely((chunk->flags & UCT_UCCL_CHUNK_F_READ) &&
+                        conn->iface->credit.on) ? 0 : chunk->length;
+}
+
 /* What a chunk spends of its conn's window or credit: a reply to the
- * peer's GET, or in RC our READ, is pulled by its receiver, whose pacer
- * scheduled it (uct_uccl_cc_charge) */
+ * peer's GET is pulled by its receiver, whose pacer scheduled it
+ * (uct_uccl_cc_charge); our READ, see uct_uccl_chunk_cc_flight */
 static UCS_F_ALWAYS_INLINE uint32_t
 uct_uccl_chunk_cc_bytes(const uct_uccl_conn_t *conn,
                         const uct_uccl_chunk_t *chunk)
 {
-    return uct_uccl_cc_charge(&conn->cc, chunk->length,
-                              chunk->flags & (UCT_UCCL_CHUNK_F_SERVED |
-                                              UCT_UCCL_CHUNK_F_READ));
+    return uct_uccl_cc_charge(&conn->cc, uct_uccl_chunk_cc_flight(conn, chunk),
+                              chunk->flags & UCT_UCCL_CHUNK_F_SERVED);
 }
 
 /* The queue's byte counts with a chunk more, or less */
