@@ -967,6 +967,83 @@ static void test_pull_sender(void)
            "requester's pacer grants the pull, no credit\n");
 }
 
+/* A full pacer forgets its counts of grants after OUT_STALE_NS, but not
+ * of pulls: a GET's reply comes however late its sender is, and a grant
+ * on top of it overflows the port; those only after PULL_STALE_NS (a peer
+ * that never answers) */
+static void test_pull_stale(void)
+{
+    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS,
+                                          .max_out  = 3 * CC_CHUNK};
+    uct_uccl_cc_eqds_sender_t s[2], *out[2];
+    uct_uccl_cc_eqds_pacer_t pacer;
+    uint64_t now = CC_T0, full;
+
+    memset(s, 0, sizeof(s));
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now), UCS_OK);
+    uct_uccl_cc_eqds_pacer_add(&pacer, &s[0], &s[0]);
+    uct_uccl_cc_eqds_pacer_add(&pacer, &s[1], &s[1]);
+    uct_uccl_cc_eqds_pacer_demand(&s[1], CC_CHUNK);
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 2), 1);
+    UT_EQ(uct_uccl_cc_eqds_pacer_pull(&s[0], 2 * CC_CHUNK, now), 0);
+    now += 1000 * CC_US;
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 2), 1);
+    UT_TRUE(s[0].pull_due && uct_uccl_cc_eqds_pacer_full(&pacer));
+    UT_EQ(pacer.pull_out, 2 * CC_CHUNK);
+    uct_uccl_cc_eqds_pacer_pulled(&s[0], 2 * CC_CHUNK);
+    full = now;
+    uct_uccl_cc_eqds_pacer_demand(&s[1], 4 * CC_CHUNK);
+    UT_EQ(uct_uccl_cc_eqds_pacer_next_ns(&pacer),
+          full + UCT_UCCL_CC_EQDS_OUT_STALE_NS);
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, full +
+                                      UCT_UCCL_CC_EQDS_OUT_STALE_NS - 1,
+                                      out, 2), 0);
+    /* the grant that never arrived is forgotten, the pull is not */
+    now = full + UCT_UCCL_CC_EQDS_OUT_STALE_NS;
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 2), 1);
+    UT_TRUE(out[0] == &s[1]);
+    UT_EQ(pacer.forgot, 1);
+    UT_EQ(pacer.pull_out, 2 * CC_CHUNK);
+    UT_EQ(pacer.out, 3 * CC_CHUNK);
+    /* arrivals: the pull's bytes were the last to count */
+    uct_uccl_cc_eqds_pacer_arrived(&s[0], CC_CHUNK);
+    UT_EQ(s[0].pull_out, CC_CHUNK);
+    UT_EQ(pacer.pull_out, CC_CHUNK);
+    uct_uccl_cc_eqds_pacer_arrived(&s[0], CC_CHUNK);
+    uct_uccl_cc_eqds_pacer_arrived(&s[1], CC_CHUNK);
+    UT_EQ(pacer.out, 0);
+    UT_EQ(pacer.pull_out, 0);
+    /* full of pulls alone: held past OUT_STALE_NS, forgotten after
+     * PULL_STALE_NS */
+    uct_uccl_cc_eqds_pacer_demand(&s[1], 0);
+    now += 1000 * CC_US;
+    UT_EQ(uct_uccl_cc_eqds_pacer_pull(&s[0], 3 * CC_CHUNK, now), 1);
+    uct_uccl_cc_eqds_pacer_pulled(&s[0], 3 * CC_CHUNK);
+    full = now;
+    uct_uccl_cc_eqds_pacer_demand(&s[1], CC_CHUNK);
+    UT_EQ(uct_uccl_cc_eqds_pacer_next_ns(&pacer),
+          full + UCT_UCCL_CC_EQDS_PULL_STALE_NS);
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, full +
+                                      UCT_UCCL_CC_EQDS_OUT_STALE_NS, out, 2),
+          0);
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, full +
+                                      UCT_UCCL_CC_EQDS_PULL_STALE_NS - 1,
+                                      out, 2), 0);
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, full +
+                                      UCT_UCCL_CC_EQDS_PULL_STALE_NS, out, 2),
+          1);
+    UT_EQ(pacer.pull_out, 0);
+    UT_EQ(pacer.out, CC_CHUNK);
+    uct_uccl_cc_eqds_pacer_arrived(&s[0], CC_CHUNK); /* forgotten: none */
+    UT_EQ(pacer.out, CC_CHUNK);
+    uct_uccl_cc_eqds_pacer_cleanup(&pacer);
+    uct_uccl_cc_eqds_pacer_remove(&s[0]);
+    uct_uccl_cc_eqds_pacer_remove(&s[1]);
+    printf("  pull: a full pacer forgets its grants after %llu ms, pulls "
+           "after %llu ms\n", UCT_UCCL_CC_EQDS_OUT_STALE_NS / 1000000,
+           UCT_UCCL_CC_EQDS_PULL_STALE_NS / 1000000);
+}
+
 static void test_pacer_misc(void)
 {
     uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS};
@@ -1360,6 +1437,7 @@ int main(int argc, char **argv)
     test_pacer_misc();
     test_pull_pacer();
     test_pull_sender();
+    test_pull_stale();
     test_sim();
     return ut_done("test_cc_eqds");
 }

@@ -166,6 +166,8 @@ typedef struct uct_uccl_conn_credit {
                                             since; 0: not waiting */
     uint8_t                 resend_wait; /* a resend waits for credit */
     uint8_t                 owed;        /* a grant goes to the peer */
+    uint8_t                 pull_wait;   /* the head GET waits for our
+                                            pacer (counted once) */
     ucs_list_link_t         owed_link;   /* iface's credit.owed */
 } uct_uccl_conn_credit_t;
 

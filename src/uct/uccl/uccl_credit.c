@@ -403,7 +403,8 @@ int uct_uccl_credit_may_pull(uct_uccl_conn_t *conn,
     if ((bytes == 0) || uct_uccl_cc_rx_pull(&conn->cc, bytes, now)) {
         return 1;
     }
-    ++conn->stats.pull_waits;
+    conn->stats.pull_waits  += !conn->credit.pull_wait;
+    conn->credit.pull_wait   = 1;
     return 0;
 }
 
@@ -415,6 +416,7 @@ void uct_uccl_credit_pull_spent(uct_uccl_conn_t *conn,
 
     if (bytes > 0) {
         uct_uccl_cc_rx_pulled(&conn->cc, bytes);
+        conn->credit.pull_wait = 0;
     }
 }
 

@@ -60,6 +60,8 @@ struct uct_uccl_cc_eqds_sender {
                                          * replies to its own GETs), not
                                          * granted yet */
     uint64_t                  pulled;   /* granted pulls, not spent yet */
+    uint64_t                  pull_out; /* of out, pulls */
+    uint64_t                  pull_epoch; /* pull_out counts since it */
     uint8_t                   credit_due; /* the last tick that returned
                                            * it granted credit */
     uint8_t                   pull_due;   /* ... or a pull */
@@ -86,7 +88,9 @@ struct uct_uccl_cc_eqds_pacer {
     uint64_t                  tick;
     uint64_t                  max_out;    /* bound of out */
     uint64_t                  out;        /* sum of the senders' out */
+    uint64_t                  pull_out;   /* of it, pulls */
     uint64_t                  epoch;      /* counts before it forgotten */
+    uint64_t                  pull_epoch; /* counts of pulls before it */
     uint64_t                  full_ns;    /* out reached max_out then */
     uint64_t                  granted_bytes; /* statistics */
     uint64_t                  charged_bytes;
@@ -173,7 +177,8 @@ uct_uccl_cc_eqds_pacer_full(const uct_uccl_cc_eqds_pacer_t *pacer)
 }
 
 /* When the next grant may go: 0 when no sender waits; when full, the
- * time its counts go stale (an arrival may come first) */
+ * time its counts go stale, those of pulls later (an arrival may come
+ * first) */
 static inline uint64_t
 uct_uccl_cc_eqds_pacer_next_ns(const uct_uccl_cc_eqds_pacer_t *pacer)
 {
@@ -181,7 +186,9 @@ uct_uccl_cc_eqds_pacer_next_ns(const uct_uccl_cc_eqds_pacer_t *pacer)
         return 0;
     }
     if (uct_uccl_cc_eqds_pacer_full(pacer)) {
-        return pacer->full_ns + UCT_UCCL_CC_EQDS_OUT_STALE_NS;
+        return pacer->full_ns + ((pacer->out > pacer->pull_out) ?
+                                 UCT_UCCL_CC_EQDS_OUT_STALE_NS :
+                                 UCT_UCCL_CC_EQDS_PULL_STALE_NS);
     }
     return pacer->t_next;
 }
