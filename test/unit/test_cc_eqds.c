@@ -991,6 +991,10 @@ static void test_pull_stale(void)
     UT_TRUE(s[0].pull_due && uct_uccl_cc_eqds_pacer_full(&pacer));
     UT_EQ(pacer.pull_out, 2 * CC_CHUNK);
     uct_uccl_cc_eqds_pacer_pulled(&s[0], 2 * CC_CHUNK);
+    /* what the peer says it holds bounds its grants, not our pulls (it
+     * may have told it before the GET reached it) */
+    uct_uccl_cc_eqds_pacer_bound(&s[0], 0);
+    UT_EQ(pacer.out, 3 * CC_CHUNK);
     full = now;
     uct_uccl_cc_eqds_pacer_demand(&s[1], 4 * CC_CHUNK);
     UT_EQ(uct_uccl_cc_eqds_pacer_next_ns(&pacer),

@@ -215,9 +215,6 @@ struct uct_uccl_conn {
     unsigned                tx_queued;
     uint64_t                tx_queued_bytes; /* of them, what credit must
                                             cover (uct_uccl_chunk_asks) */
-    uint64_t                tx_queued_pulled; /* and what their receiver
-                                            pulls (replies to GETs; RC:
-                                            our READs) */
     uct_uccl_tracker_t      tracker;     /* UC: unacked chunks */
     uct_uccl_rto_t          rto;
     uint32_t                init_csn;

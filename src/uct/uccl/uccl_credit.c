@@ -241,10 +241,6 @@ void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
     }
 
     uct_uccl_cc_tx_request(cc, backlog, &req);
-    /* the replies the peer pulled and we did not send yet can still
-     * arrive: its count of what is on its way must not fall below them */
-    req.held = (uint32_t)ucs_min((uint64_t)req.held + conn->tx_queued_pulled,
-                                 UINT32_MAX);
     uct_uccl_cc_query(cc, &stats);
     (void)uct_uccl_credit_pack(conn, &rec, &req, now);
     if (uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,

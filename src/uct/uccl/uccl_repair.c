@@ -442,7 +442,7 @@ static void uct_uccl_tx_rc_redo(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
         queue->ptail = &chunk->queue.next;
     }
     ++conn->tx_queued;
-    uct_uccl_conn_queued_add(conn, chunk);
+    conn->tx_queued_bytes += uct_uccl_chunk_asks(chunk);
     ++conn->stats.rc_redo;
     uct_uccl_iface_sched_add(conn->iface, conn);
 }
@@ -593,8 +593,7 @@ void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
         --conn->tx_queued;
         uct_uccl_chunk_done(conn, chunk, status);
     }
-    conn->tx_queued_bytes  = 0;
-    conn->tx_queued_pulled = 0;
+    conn->tx_queued_bytes = 0;
 
     if (!conn->rc) {
         uct_uccl_tracker_purge(&conn->tracker, uct_uccl_tracker_purge_cb,

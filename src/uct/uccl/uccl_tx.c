@@ -286,8 +286,7 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
     path->outstanding     += n;
     iface->tx_outstanding += n;
     conn->tx_queued       -= n;
-    conn->tx_queued_bytes  -= asks;
-    conn->tx_queued_pulled -= (payload - first) - asks;
+    conn->tx_queued_bytes -= asks;
     conn->burst_left      -= n;
     uct_uccl_paths_sent_n(&conn->sel, p, n);
     *bytes_p               = bytes;
@@ -381,7 +380,7 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 
         ucs_queue_pull_non_empty(&conn->tx_queue);
         --conn->tx_queued;
-        uct_uccl_conn_queued_sub(conn, chunk);
+        conn->tx_queued_bytes -= uct_uccl_chunk_asks(chunk);
         if (conn->rc) {
             uct_uccl_tx_track_rc(conn, chunk, now);
         } else {

@@ -148,25 +148,6 @@ uct_uccl_chunk_cc_bytes(const uct_uccl_conn_t *conn,
                               chunk->flags & UCT_UCCL_CHUNK_F_SERVED);
 }
 
-/* The queue's byte counts with a chunk more, or less */
-static UCS_F_ALWAYS_INLINE void
-uct_uccl_conn_queued_add(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
-{
-    uint32_t asks = uct_uccl_chunk_asks(chunk);
-
-    conn->tx_queued_bytes  += asks;
-    conn->tx_queued_pulled += chunk->length - asks;
-}
-
-static UCS_F_ALWAYS_INLINE void
-uct_uccl_conn_queued_sub(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
-{
-    uint32_t asks = uct_uccl_chunk_asks(chunk);
-
-    conn->tx_queued_bytes  -= asks;
-    conn->tx_queued_pulled -= chunk->length - asks;
-}
-
 /* The WR of a WRITE chunk, with `opcode`; up to max_inline bytes go
  * inline */
 static UCS_F_ALWAYS_INLINE void
@@ -311,7 +292,7 @@ uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     }
     ucs_queue_push(&conn->tx_queue, &chunk->queue);
     ++conn->tx_queued;
-    uct_uccl_conn_queued_add(conn, chunk);
+    conn->tx_queued_bytes += uct_uccl_chunk_asks(chunk);
 }
 
 /* tx (uccl_tx.c) */

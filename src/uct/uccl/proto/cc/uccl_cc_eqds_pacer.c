@@ -349,6 +349,9 @@ void uct_uccl_cc_eqds_pacer_bound(uct_uccl_cc_eqds_sender_t *sender,
         return;
     }
     uct_uccl_cc_eqds_pacer_sync(sender);
+    /* not its pulls: the sender tells what it holds as it was when it
+     * asked, which may be before a GET we pulled since reached it */
+    bytes += sender->pull_out;
     if (sender->out > bytes) {
         uct_uccl_cc_eqds_pacer_arrived(sender, sender->out - bytes);
     }

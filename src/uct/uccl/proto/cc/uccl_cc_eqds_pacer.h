@@ -155,7 +155,7 @@ void uct_uccl_cc_eqds_pacer_arrived(uct_uccl_cc_eqds_sender_t *sender,
                                     uint64_t bytes);
 
 /* At most `bytes` of the sender's grants can still arrive (what it told
- * it holds): its out falls to that */
+ * it holds): its out falls to that, plus its pulls */
 void uct_uccl_cc_eqds_pacer_bound(uct_uccl_cc_eqds_sender_t *sender,
                                   uint64_t bytes);
 
