@@ -895,7 +895,8 @@ static void test_pull_pacer(void)
 }
 
 /* The responder's side of a pulled reply: under credit it spends none
- * (in flight, acknowledged like any), and the credit's conservation
+ * (in flight, acknowledged like any; paced at the link's rate), and the
+ * credit's conservation
  * (issued = sent + given back + held) holds for the rest; before the
  * peer grants (ACK-clocked) it counts like any send. The requester's
  * rx_pull goes through its pacer; with no pacer it is granted. */
@@ -925,6 +926,11 @@ static void test_pull_sender(void)
     uct_uccl_cc_on_send_part(&tx, 4 * CC_CHUNK, 0, now);
     UT_EQ(tx.inflight_bytes, 4 * CC_CHUNK);
     UT_EQ(st(&tx).credit_bytes, credit);
+    /* but no faster than the link: the next send waits for its time */
+    UT_EQ(tx.next_send_ns, now + (uint64_t)(4.0 * CC_CHUNK * 8e9 /
+                                            p.link_bps));
+    UT_TRUE(!uct_uccl_cc_can_send(&tx, 0, tx.next_send_ns - 1));
+    now = tx.next_send_ns;
     UT_TRUE(uct_uccl_cc_can_send(&tx, 0, now));
     UT_TRUE(uct_uccl_cc_can_send(&tx, CC_CHUNK, now)); /* its own credit */
     uct_uccl_cc_on_send(&tx, CC_CHUNK, now);

@@ -140,6 +140,7 @@ typedef struct uct_uccl_cc_ops {
 
     /* sender events */
     void (*on_send)(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now);
+    void (*on_send_pulled)(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now);
     void (*on_ack)(uct_uccl_cc_t *cc, const uct_uccl_cc_ack_t *ack);
     void (*on_loss)(uct_uccl_cc_t *cc, uint64_t lost_bytes, uint64_t now);
     void (*on_timeout)(uct_uccl_cc_t *cc, uint64_t now);
@@ -177,7 +178,7 @@ struct uct_uccl_cc {
     uint64_t acked_bytes;     /* statistics */
     uint64_t lost_bytes;
     uint64_t timeouts;
-    uint64_t priv[36];        /* algorithm state */
+    uint64_t priv[38];        /* algorithm state */
 };
 
 /* Algorithm by name (case-sensitive); NULL if unknown */
@@ -208,12 +209,16 @@ uct_uccl_cc_can_send(const uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now)
 }
 
 /* `bytes` went out, in flight until acked; `charged` of them spend the
- * window or credit (see uct_uccl_cc_charge) */
+ * window or credit (see uct_uccl_cc_charge), the rest the receiver
+ * pulled */
 static UCS_F_ALWAYS_INLINE void
 uct_uccl_cc_on_send_part(uct_uccl_cc_t *cc, uint32_t bytes, uint32_t charged,
                          uint64_t now)
 {
     cc->inflight_bytes += bytes;
+    if (ucs_unlikely(charged < bytes) && (cc->ops->on_send_pulled != NULL)) {
+        cc->ops->on_send_pulled(cc, bytes - charged, now);
+    }
     if (cc->ops->on_send != NULL) {
         cc->ops->on_send(cc, charged, now);
     }

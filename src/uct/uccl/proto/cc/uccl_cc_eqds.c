@@ -75,6 +75,7 @@ typedef struct uct_uccl_cc_eqds {
     uint64_t returned;      /* granted credit given back unused */
     uint64_t drained_ret;   /* of it, given back drained */
     uint64_t held_ns;       /* the last send or grant came then */
+    double   byte_ns;       /* the link's time per byte */
     int      peer_grants;   /* the peer grants: credit is strict */
     /* receiver */
     uct_uccl_cc_eqds_sender_t rx;  /* the peer as the pacer sees it */
@@ -152,6 +153,8 @@ static ucs_status_t uct_uccl_cc_eqds_init(uct_uccl_cc_t *cc,
     }
     e->demand_cap = uct_uccl_cc_def_u64(p->demand_cap,
                                         UCT_UCCL_CC_EQDS_DEMAND_CAP);
+    e->byte_ns    = 8e9 / (double)uct_uccl_cc_def_u64(params->link_bps,
+                                                      UCT_UCCL_CC_DEF_LINK_BPS);
     /* requests and grants are 32-bit serial numbers */
     if ((e->cap < e->spec) || (e->cap >= (1ull << 31)) ||
         (e->demand_cap >= (1ull << 31))) {
@@ -183,6 +186,19 @@ static void uct_uccl_cc_eqds_on_send(uct_uccl_cc_t *cc, uint32_t bytes,
     e->sent_total += bytes;
     e->held_ns     = now;
     uct_uccl_cc_eqds_publish(cc);
+}
+
+/* Bytes the receiver pulled (a reply to its GET) go without credit, but
+ * no faster than the link: the next send waits for their time on it.
+ * Its pacer scheduled them, not their burst: a whole reply at once would
+ * queue in our own port (and its tail there would look lost), and
+ * several at once in the receiver's. */
+static void uct_uccl_cc_eqds_on_send_pulled(uct_uccl_cc_t *cc, uint32_t bytes,
+                                            uint64_t now)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+
+    uct_uccl_cc_pace(cc, bytes * e->byte_ns, now);
 }
 
 /* a resend crossed the link too: once the peer grants, it spends credit
@@ -440,6 +456,7 @@ const uct_uccl_cc_ops_t uct_uccl_cc_eqds_ops = {
     .init          = uct_uccl_cc_eqds_init,
     .cleanup       = uct_uccl_cc_eqds_cleanup,
     .on_send       = uct_uccl_cc_eqds_on_send,
+    .on_send_pulled = uct_uccl_cc_eqds_on_send_pulled,
     .on_ack        = uct_uccl_cc_eqds_on_ack,
     .on_resend     = uct_uccl_cc_eqds_on_resend,
     .on_gone       = uct_uccl_cc_eqds_on_gone,
