@@ -926,9 +926,11 @@ static void test_pull_sender(void)
     uct_uccl_cc_on_send_part(&tx, 4 * CC_CHUNK, 0, now);
     UT_EQ(tx.inflight_bytes, 4 * CC_CHUNK);
     UT_EQ(st(&tx).credit_bytes, credit);
-    /* but no faster than the link: the next send waits for its time */
+    /* but no faster than the link: the next send waits for its time
+     * beyond a burst */
     UT_EQ(tx.next_send_ns, now + (uint64_t)(4.0 * CC_CHUNK * 8e9 /
-                                            p.link_bps));
+                                            p.link_bps) -
+                           UCT_UCCL_CC_EQDS_PULL_BURST_NS);
     UT_TRUE(!uct_uccl_cc_can_send(&tx, 0, tx.next_send_ns - 1));
     now = tx.next_send_ns;
     UT_TRUE(uct_uccl_cc_can_send(&tx, 0, now));

@@ -75,6 +75,10 @@
  * OUT_STALE_NS, so that grants a full receiver forgets are not sent on
  * top of the ones it grants next */
 #define UCT_UCCL_CC_EQDS_EXPIRE_NS       (2 * UCT_UCCL_CC_EQDS_HOLD_NS)
+/* a responder sends pulled bytes (a GET's reply) back to back while its
+ * link is busy with them for at most this long ahead: a port's buffer
+ * holds some microseconds of its link, whatever its rate */
+#define UCT_UCCL_CC_EQDS_PULL_BURST_NS   25000ull
 /* pulled bytes not arrived (a GET's reply, which comes however late its
  * sender is) are forgotten only after this long: a peer that never
  * answers must not stop the grants for good */

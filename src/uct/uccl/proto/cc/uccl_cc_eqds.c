@@ -76,6 +76,7 @@ typedef struct uct_uccl_cc_eqds {
     uint64_t drained_ret;   /* of it, given back drained */
     uint64_t held_ns;       /* the last send or grant came then */
     double   byte_ns;       /* the link's time per byte */
+    uint64_t pull_t;        /* the link is done with the pulled bytes */
     int      peer_grants;   /* the peer grants: credit is strict */
     /* receiver */
     uct_uccl_cc_eqds_sender_t rx;  /* the peer as the pacer sees it */
@@ -189,16 +190,20 @@ static void uct_uccl_cc_eqds_on_send(uct_uccl_cc_t *cc, uint32_t bytes,
 }
 
 /* Bytes the receiver pulled (a reply to its GET) go without credit, but
- * no faster than the link: the next send waits for their time on it.
- * Its pacer scheduled them, not their burst: a whole reply at once would
- * queue in our own port (and its tail there would look lost), and
- * several at once in the receiver's. */
+ * no faster than the link: once they keep it busy for more than
+ * PULL_BURST_NS ahead, the next send waits. The receiver's pacer
+ * scheduled the reply, not its burst: a whole reply at once would queue
+ * in our own port (and its tail there would look lost), and several at
+ * once in the receiver's. */
 static void uct_uccl_cc_eqds_on_send_pulled(uct_uccl_cc_t *cc, uint32_t bytes,
                                             uint64_t now)
 {
     uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
 
-    uct_uccl_cc_pace(cc, bytes * e->byte_ns, now);
+    e->pull_t        = ((e->pull_t > now) ? e->pull_t : now) +
+                       (uint64_t)(bytes * e->byte_ns);
+    cc->next_send_ns = (e->pull_t > now + UCT_UCCL_CC_EQDS_PULL_BURST_NS) ?
+                       e->pull_t - UCT_UCCL_CC_EQDS_PULL_BURST_NS : 0;
 }
 
 /* a resend crossed the link too: once the peer grants, it spends credit
