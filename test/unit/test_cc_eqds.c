@@ -14,6 +14,7 @@
 
 
 #define LINK_BPS 10000000000ull
+#define UT_MAX(_a, _b) (((_a) > (_b)) ? (_a) : (_b))
 
 static uct_uccl_cc_stats_t st(const uct_uccl_cc_t *cc)
 {
@@ -780,6 +781,281 @@ static void test_pacer_fair(void)
            "a small demand met exactly; join/leave mid-round\n", NS);
 }
 
+/* A GET of the receiver's own: its pacer schedules the reply's bytes as a
+ * pull, a whole turn of the ring (the request is one unit), at once when
+ * nobody waits; else in its turn, round robin with the grants, the link's
+ * rate over both; not spent until the request goes (a request the
+ * transport could not send keeps its pull); counted on their way like a
+ * grant, never as credit to the peer */
+static void test_pull_pacer(void)
+{
+    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS,
+                                          .max_out  = 3 * CC_CHUNK};
+    enum { N = 3000 };
+    uct_uccl_cc_eqds_sender_t s[2], *out[2];
+    uct_uccl_cc_eqds_pacer_t pacer;
+    uint64_t now = CC_T0, t_next, pulls = 0, credit0, pulled0, bytes;
+    uint64_t t[N], g[N], most_pull = 0;
+    unsigned i, j, n, turns_pull = 0, turns_credit = 0;
+    double slack;
+
+    memset(s, 0, sizeof(s));
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now), UCS_OK);
+    uct_uccl_cc_eqds_pacer_add(&pacer, &s[0], &s[0]);
+    uct_uccl_cc_eqds_pacer_add(&pacer, &s[1], &s[1]);
+    /* idle: granted at once, the link's time taken, on its way */
+    t_next = pacer.t_next;
+    UT_EQ(uct_uccl_cc_eqds_pacer_pull(&s[0], 3 * CC_CHUNK, now), 1);
+    UT_EQ(s[0].pulled, 3 * CC_CHUNK);
+    UT_EQ(s[0].granted, 0);             /* no credit to the peer */
+    UT_EQ(pacer.pulled_bytes, 3 * CC_CHUNK);
+    UT_EQ(pacer.out, 3 * CC_CHUNK);
+    UT_TRUE(pacer.t_next - UT_MAX(t_next, now) >=
+            (uint64_t)(3.0 * CC_CHUNK * 8e9 / pacer.rate_bps) - 1);
+    /* not sent yet: asked again, it is still granted, once */
+    UT_EQ(uct_uccl_cc_eqds_pacer_pull(&s[0], 3 * CC_CHUNK, now), 1);
+    UT_EQ(pacer.pulled_bytes, 3 * CC_CHUNK);
+    uct_uccl_cc_eqds_pacer_pulled(&s[0], 3 * CC_CHUNK);
+    UT_EQ(s[0].pulled, 0);
+    /* the link is busy with it: the next pull waits for its turn */
+    UT_EQ(uct_uccl_cc_eqds_pacer_pull(&s[0], CC_CHUNK, now), 0);
+    UT_EQ(s[0].active, 1);
+    UT_EQ(uct_uccl_cc_eqds_pacer_pull(&s[0], CC_CHUNK, now), 0); /* once */
+    /* a bound larger than the room: nothing until arrivals */
+    n = uct_uccl_cc_eqds_pacer_tick(&pacer, now + 1000 * CC_US, out, 2);
+    UT_EQ(n, 0);
+    uct_uccl_cc_eqds_pacer_arrived(&s[0], 3 * CC_CHUNK);
+    now += 1000 * CC_US;
+    n = uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 2);
+    UT_EQ(n, 1);
+    UT_TRUE((out[0] == &s[0]) && s[0].pull_due && !s[0].credit_due);
+    UT_EQ(s[0].pulled, CC_CHUNK);
+    UT_EQ(s[0].active, 0);
+    UT_EQ(uct_uccl_cc_eqds_pacer_pull(&s[0], CC_CHUNK, now), 1);
+    uct_uccl_cc_eqds_pacer_pulled(&s[0], CC_CHUNK);
+    arrive_all(s, 2);
+
+    /* pulls of random sizes beside a sender that always wants credit:
+     * turns alternate, and grants and pulls together keep the rate */
+    uct_uccl_cc_eqds_pacer_demand(&s[1], 1ull << 40);
+    credit0 = s[1].granted;
+    pulled0 = pacer.pulled_bytes;
+    for (i = 0; i < N; ++i) {
+        now += ut_rand_below(40000);
+        if (s[0].pull == 0) {
+            bytes = CC_MSS * (1 + ut_rand_below(3 * CC_CHUNK / CC_MSS));
+            if (uct_uccl_cc_eqds_pacer_pull(&s[0], bytes, now)) {
+                uct_uccl_cc_eqds_pacer_pulled(&s[0], bytes);
+                pulls    += bytes;
+                most_pull = UT_MAX(most_pull, bytes);
+            }
+        }
+        n = uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 2);
+        for (j = 0; j < n; ++j) {
+            UT_TRUE(out[j]->credit_due + out[j]->pull_due == 1);
+            turns_pull   += out[j]->pull_due;
+            turns_credit += out[j]->credit_due;
+            if (out[j]->pull_due) {
+                UT_TRUE(out[j] == &s[0]);
+                /* granted in its turn: the request goes */
+                UT_TRUE(s[0].pulled > 0);
+                UT_EQ(uct_uccl_cc_eqds_pacer_pull(&s[0], s[0].pulled, now),
+                      1);
+                pulls    += s[0].pulled;
+                most_pull = UT_MAX(most_pull, s[0].pulled);
+                uct_uccl_cc_eqds_pacer_pulled(&s[0], s[0].pulled);
+            }
+        }
+        arrive_all(s, 2);
+        t[i] = now;
+        g[i] = pacer.granted_bytes;
+    }
+    UT_EQ(pacer.pulled_bytes - pulled0, pulls);
+    UT_EQ(s[0].granted, 0);
+    UT_EQ(pacer.granted_bytes, s[1].granted + pacer.pulled_bytes);
+    /* round robin: a pull's turn is followed by a quantum of credit */
+    UT_TRUE(turns_pull > N / 20);
+    UT_TRUE(s[1].granted - credit0 >= (uint64_t)turns_pull * CC_CHUNK);
+    UT_TRUE(turns_pull <= turns_credit + 1);
+    slack = UCT_UCCL_CC_EQDS_MAX_BURST + UT_MAX(most_pull, pacer.quantum);
+    for (i = 0; i < N; i += 7) {
+        for (j = i + 1; j < N; ++j) {
+            UT_TRUE((double)(g[j] - g[i]) <=
+                    (double)(t[j] - t[i]) * pacer.rate_bps / 8e9 + slack);
+        }
+    }
+    /* a sender that leaves forgets its pull */
+    (void)uct_uccl_cc_eqds_pacer_pull(&s[0], 1ull << 30, now);
+    uct_uccl_cc_eqds_pacer_remove(&s[0]);
+    UT_EQ(s[0].pull, 0);
+    uct_uccl_cc_eqds_pacer_cleanup(&pacer);
+    printf("  pull: a GET's bytes granted at once when idle, else a whole "
+           "turn of the ring (%u pulls, %u grants), the rate kept over "
+           "both, never credit\n", turns_pull, turns_credit);
+}
+
+/* The responder's side of a pulled reply: under credit it spends none
+ * (in flight, acknowledged like any; paced at the link's rate), and the
+ * credit's conservation
+ * (issued = sent + given back + held) holds for the rest; before the
+ * peer grants (ACK-clocked) it counts like any send. The requester's
+ * rx_pull goes through its pacer; with no pacer it is granted. */
+static void test_pull_sender(void)
+{
+    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS};
+    uct_uccl_cc_eqds_sender_t *out[1];
+    uct_uccl_cc_eqds_pacer_t pacer;
+    uct_uccl_cc_params_t p;
+    uct_uccl_cc_t tx, rx, fixed;
+    uint64_t now = CC_T0, sent = 0, credit;
+
+    cc_params(&p);
+    p.eqds.spec_bytes = CC_CHUNK;
+    UT_EQ(uct_uccl_cc_init(&tx, "eqds", &p), UCS_OK);
+    p.window_chunks = 4;
+    UT_EQ(uct_uccl_cc_init(&fixed, "fixed", &p), UCS_OK);
+    /* ACK-clocked, and a window: everything counts */
+    UT_EQ(uct_uccl_cc_charge(&tx, CC_CHUNK, 1), CC_CHUNK);
+    UT_EQ(uct_uccl_cc_charge(&fixed, CC_CHUNK, 1), CC_CHUNK);
+    UT_EQ(uct_uccl_cc_rx_pull(&fixed, CC_CHUNK, now), 1);
+    /* the peer grants: a pulled reply spends no credit */
+    uct_uccl_cc_on_credit(&tx, 0, now);
+    UT_EQ(uct_uccl_cc_charge(&tx, CC_CHUNK, 1), 0);
+    UT_EQ(uct_uccl_cc_charge(&tx, CC_CHUNK, 0), CC_CHUNK);
+    credit = st(&tx).credit_bytes;
+    uct_uccl_cc_on_send_part(&tx, 4 * CC_CHUNK, 0, now);
+    UT_EQ(tx.inflight_bytes, 4 * CC_CHUNK);
+    UT_EQ(st(&tx).credit_bytes, credit);
+    /* but no faster than the link: the next send waits for its time
+     * beyond a burst */
+    UT_EQ(tx.next_send_ns, now + (uint64_t)(4.0 * CC_CHUNK * 8e9 /
+                                            p.link_bps) -
+                           UCT_UCCL_CC_EQDS_PULL_BURST_NS);
+    UT_TRUE(!uct_uccl_cc_can_send(&tx, 0, tx.next_send_ns - 1));
+    now = tx.next_send_ns;
+    UT_TRUE(uct_uccl_cc_can_send(&tx, 0, now));
+    UT_TRUE(uct_uccl_cc_can_send(&tx, CC_CHUNK, now)); /* its own credit */
+    uct_uccl_cc_on_send(&tx, CC_CHUNK, now);
+    sent += CC_CHUNK;
+    UT_TRUE(!uct_uccl_cc_can_send(&tx, CC_MSS, now));
+    UT_TRUE(uct_uccl_cc_can_send(&tx, 0, now));  /* a reply still goes */
+    check_conserved(&tx, sent);
+    check_exact(&tx, sent);
+    /* acknowledged: in flight falls, no credit appears */
+    cc_ack(&tx, 4 * CC_CHUNK, 10 * CC_US, 0, now);
+    UT_EQ(tx.inflight_bytes, CC_CHUNK);
+    UT_EQ(st(&tx).credit_bytes, 0);
+    check_exact(&tx, sent);
+    /* and it does not ask for what it need not */
+    UT_EQ(want_of(&tx, 0), 0);
+
+    /* the requester: its own pacer, no credit for the peer */
+    UT_EQ(uct_uccl_cc_init(&rx, "eqds", &p), UCS_OK);
+    UT_EQ(uct_uccl_cc_rx_pull(&rx, CC_CHUNK, now), 1);  /* no pacer */
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now), UCS_OK);
+    uct_uccl_cc_rx_attach(&rx, &pacer, &rx);
+    UT_EQ(uct_uccl_cc_rx_pull(&rx, 2 * CC_CHUNK, now), 1);
+    uct_uccl_cc_rx_pulled(&rx, 2 * CC_CHUNK);
+    UT_EQ(uct_uccl_cc_rx_pull(&rx, CC_CHUNK, now), 0);
+    UT_TRUE(uct_uccl_cc_eqds_pacer_full(&pacer)); /* the reply is coming */
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, now + 100 * CC_US, out, 1), 0);
+    uct_uccl_cc_rx_on_data(&rx, 2 * CC_CHUNK, now);
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, now + 1000 * CC_US, out, 1), 1);
+    UT_TRUE(out[0]->pull_due && (out[0]->arg == &rx));
+    UT_EQ(uct_uccl_cc_rx_pull(&rx, CC_CHUNK, now), 1);
+    uct_uccl_cc_rx_pulled(&rx, CC_CHUNK);
+    UT_EQ(uct_uccl_cc_rx_credit(&rx, now), 0);
+    UT_EQ(st(&rx).rx_granted_bytes, 0);
+    uct_uccl_cc_cleanup(&rx);
+    uct_uccl_cc_eqds_pacer_cleanup(&pacer);
+    uct_uccl_cc_cleanup(&tx);
+    uct_uccl_cc_cleanup(&fixed);
+    printf("  pull: a reply the receiver pulled spends no credit of the "
+           "responder's (conservation kept), a window counts it; the "
+           "requester's pacer grants the pull, no credit\n");
+}
+
+/* A full pacer forgets its counts of grants after OUT_STALE_NS, but not
+ * of pulls: a GET's reply comes however late its sender is, and a grant
+ * on top of it overflows the port; those only after PULL_STALE_NS (a peer
+ * that never answers) */
+static void test_pull_stale(void)
+{
+    uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS,
+                                          .max_out  = 3 * CC_CHUNK};
+    uct_uccl_cc_eqds_sender_t s[2], *out[2];
+    uct_uccl_cc_eqds_pacer_t pacer;
+    uint64_t now = CC_T0, full;
+
+    memset(s, 0, sizeof(s));
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now), UCS_OK);
+    uct_uccl_cc_eqds_pacer_add(&pacer, &s[0], &s[0]);
+    uct_uccl_cc_eqds_pacer_add(&pacer, &s[1], &s[1]);
+    uct_uccl_cc_eqds_pacer_demand(&s[1], CC_CHUNK);
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 2), 1);
+    UT_EQ(uct_uccl_cc_eqds_pacer_pull(&s[0], 2 * CC_CHUNK, now), 0);
+    now += 1000 * CC_US;
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 2), 1);
+    UT_TRUE(s[0].pull_due && uct_uccl_cc_eqds_pacer_full(&pacer));
+    UT_EQ(pacer.pull_out, 2 * CC_CHUNK);
+    uct_uccl_cc_eqds_pacer_pulled(&s[0], 2 * CC_CHUNK);
+    /* what the peer says it holds bounds its grants, not our pulls (it
+     * may have told it before the GET reached it) */
+    uct_uccl_cc_eqds_pacer_bound(&s[0], 0);
+    UT_EQ(pacer.out, 3 * CC_CHUNK);
+    full = now;
+    uct_uccl_cc_eqds_pacer_demand(&s[1], 4 * CC_CHUNK);
+    UT_EQ(uct_uccl_cc_eqds_pacer_next_ns(&pacer),
+          full + UCT_UCCL_CC_EQDS_OUT_STALE_NS);
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, full +
+                                      UCT_UCCL_CC_EQDS_OUT_STALE_NS - 1,
+                                      out, 2), 0);
+    /* the grant that never arrived is forgotten, the pull is not */
+    now = full + UCT_UCCL_CC_EQDS_OUT_STALE_NS;
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 2), 1);
+    UT_TRUE(out[0] == &s[1]);
+    UT_EQ(pacer.forgot, 1);
+    UT_EQ(pacer.pull_out, 2 * CC_CHUNK);
+    UT_EQ(pacer.out, 3 * CC_CHUNK);
+    /* arrivals: the pull's bytes were the last to count */
+    uct_uccl_cc_eqds_pacer_arrived(&s[0], CC_CHUNK);
+    UT_EQ(s[0].pull_out, CC_CHUNK);
+    UT_EQ(pacer.pull_out, CC_CHUNK);
+    uct_uccl_cc_eqds_pacer_arrived(&s[0], CC_CHUNK);
+    uct_uccl_cc_eqds_pacer_arrived(&s[1], CC_CHUNK);
+    UT_EQ(pacer.out, 0);
+    UT_EQ(pacer.pull_out, 0);
+    /* full of pulls alone: held past OUT_STALE_NS, forgotten after
+     * PULL_STALE_NS */
+    uct_uccl_cc_eqds_pacer_demand(&s[1], 0);
+    now += 1000 * CC_US;
+    UT_EQ(uct_uccl_cc_eqds_pacer_pull(&s[0], 3 * CC_CHUNK, now), 1);
+    uct_uccl_cc_eqds_pacer_pulled(&s[0], 3 * CC_CHUNK);
+    full = now;
+    uct_uccl_cc_eqds_pacer_demand(&s[1], CC_CHUNK);
+    UT_EQ(uct_uccl_cc_eqds_pacer_next_ns(&pacer),
+          full + UCT_UCCL_CC_EQDS_PULL_STALE_NS);
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, full +
+                                      UCT_UCCL_CC_EQDS_OUT_STALE_NS, out, 2),
+          0);
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, full +
+                                      UCT_UCCL_CC_EQDS_PULL_STALE_NS - 1,
+                                      out, 2), 0);
+    UT_EQ(uct_uccl_cc_eqds_pacer_tick(&pacer, full +
+                                      UCT_UCCL_CC_EQDS_PULL_STALE_NS, out, 2),
+          1);
+    UT_EQ(pacer.pull_out, 0);
+    UT_EQ(pacer.out, CC_CHUNK);
+    uct_uccl_cc_eqds_pacer_arrived(&s[0], CC_CHUNK); /* forgotten: none */
+    UT_EQ(pacer.out, CC_CHUNK);
+    uct_uccl_cc_eqds_pacer_cleanup(&pacer);
+    uct_uccl_cc_eqds_pacer_remove(&s[0]);
+    uct_uccl_cc_eqds_pacer_remove(&s[1]);
+    printf("  pull: a full pacer forgets its grants after %llu ms, pulls "
+           "after %llu ms\n", UCT_UCCL_CC_EQDS_OUT_STALE_NS / 1000000,
+           UCT_UCCL_CC_EQDS_PULL_STALE_NS / 1000000);
+}
+
 static void test_pacer_misc(void)
 {
     uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS};
@@ -1171,6 +1447,9 @@ int main(int argc, char **argv)
     test_pacer_rate();
     test_pacer_fair();
     test_pacer_misc();
+    test_pull_pacer();
+    test_pull_sender();
+    test_pull_stale();
     test_sim();
     return ut_done("test_cc_eqds");
 }

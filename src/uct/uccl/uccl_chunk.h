@@ -159,6 +159,27 @@ static inline int uct_uccl_chunk_is_read(const uct_uccl_chunk_t *chunk)
            (chunk->flags & UCT_UCCL_CHUNK_F_READ);
 }
 
+/* The bytes a chunk makes the peer send us (a GET request's reply, an RC
+ * READ's data): a receiver-driven cc's own pacer schedules them before
+ * the chunk goes */
+static inline uint64_t
+uct_uccl_chunk_pull_bytes(const uct_uccl_chunk_t *chunk)
+{
+    if (chunk->kind == UCT_UCCL_KIND_GET_REQ) {
+        return chunk->hdr.get_req.length;
+    }
+    return (chunk->flags & UCT_UCCL_CHUNK_F_READ) ? chunk->length : 0;
+}
+
+/* Does a queued chunk ask its peer's credit for its bytes? Not one its
+ * receiver pulls (a reply to the peer's GET; in RC our READ) */
+static UCS_F_ALWAYS_INLINE uint32_t
+uct_uccl_chunk_asks(const uct_uccl_chunk_t *chunk)
+{
+    return (chunk->flags & (UCT_UCCL_CHUNK_F_SERVED |
+                            UCT_UCCL_CHUNK_F_READ)) ? 0 : chunk->length;
+}
+
 /* RC: which way the chunk's data goes (uct_uccl_rc_dir_t) */
 static inline unsigned uct_uccl_chunk_rc_dir(const uct_uccl_chunk_t *chunk)
 {

@@ -166,6 +166,8 @@ typedef struct uct_uccl_conn_credit {
                                             since; 0: not waiting */
     uint8_t                 resend_wait; /* a resend waits for credit */
     uint8_t                 owed;        /* a grant goes to the peer */
+    uint8_t                 pull_wait;   /* the head GET waits for our
+                                            pacer (counted once) */
     ucs_list_link_t         owed_link;   /* iface's credit.owed */
 } uct_uccl_conn_credit_t;
 
@@ -211,6 +213,8 @@ struct uct_uccl_conn {
     /* transmit */
     ucs_queue_head_t        tx_queue;    /* chunks not posted yet */
     unsigned                tx_queued;
+    uint64_t                tx_queued_bytes; /* of them, what credit must
+                                            cover (uct_uccl_chunk_asks) */
     uct_uccl_tracker_t      tracker;     /* UC: unacked chunks */
     uct_uccl_rto_t          rto;
     uint32_t                init_csn;

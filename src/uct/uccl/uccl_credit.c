@@ -26,6 +26,13 @@
  * Resends (UC) spend credit too, and under credit wait for it: after a
  * loss, a burst of them would overflow the receiver's buffer again.
  *
+ * GETs. The data's receiver is the requester, so it schedules them: a GET
+ * request (RC: an RDMA READ) goes once the requester's own pacer granted
+ * its bytes, as a turn of its round robin, and the responder sends the
+ * reply without credit (its length is the request's, which the responder
+ * checked); a peer that grants credit pulls its GETs so. A reply's
+ * resend is not pulled: it spends credit like any resend.
+ *
  * RC mode works alike; no ACK is sent in software there, so every grant
  * goes alone.
  */
@@ -153,14 +160,15 @@ static int uct_uccl_credit_resend_due(uct_uccl_conn_t *conn)
 }
 
 /* What waits: the chunks a refused resend stands for (every SACK hole,
- * at most a chunk each), then the queue, counted up to what a request may
- * ask for */
+ * at most a chunk each), then the queue (but the replies to the peer's
+ * GETs, which it pulls), up to what a request may ask for. The queue's
+ * bytes are counted as it changes: a walk of it in every pump made a
+ * long queue of small messages cost its length each time. */
 static uint64_t uct_uccl_credit_backlog(uct_uccl_conn_t *conn)
 {
     const uct_uccl_tracker_t *t = &conn->tracker;
     uint64_t cap   = conn->iface->config.cc_params.eqds.demand_cap;
     uint64_t bytes = 0;
-    uct_uccl_chunk_t *chunk;
 
     if (cap == 0) {
         cap = UCT_UCCL_CC_EQDS_DEMAND_CAP;
@@ -173,13 +181,7 @@ static uint64_t uct_uccl_credit_backlog(uct_uccl_conn_t *conn)
                 uct_uccl_conn_chunk_size(conn);
         bytes = ucs_max(bytes, uct_uccl_conn_chunk_size(conn));
     }
-    ucs_queue_for_each(chunk, &conn->tx_queue, queue) {
-        if (bytes >= cap) {
-            break;
-        }
-        bytes += chunk->length;
-    }
-    return ucs_min(bytes, cap);
+    return ucs_min(bytes + conn->tx_queued_bytes, cap);
 }
 
 /* What a request would tell as held: credit not spent and bytes in
@@ -273,9 +275,10 @@ void uct_uccl_credit_release(uct_uccl_conn_t *conn, uint64_t now)
     if (uct_uccl_credit_resend_due(conn)) {
         next = uct_uccl_conn_chunk_size(conn);
     } else if (!ucs_queue_is_empty(&conn->tx_queue)) {
-        next = ucs_queue_head_elem_non_empty(&conn->tx_queue,
-                                             uct_uccl_chunk_t,
-                                             queue)->length;
+        next = uct_uccl_chunk_cc_bytes(conn,
+                                       ucs_queue_head_elem_non_empty(
+                                           &conn->tx_queue, uct_uccl_chunk_t,
+                                           queue));
     }
     if (uct_uccl_cc_tx_release(&conn->cc, next, now) > 0) {
         uct_uccl_credit_tx_request(conn, now);
@@ -329,7 +332,8 @@ int uct_uccl_credit_starved(uct_uccl_conn_t *conn, uint64_t now)
         !ucs_queue_is_empty(&conn->tx_queue)) {
         head    = ucs_queue_head_elem_non_empty(&conn->tx_queue,
                                                 uct_uccl_chunk_t, queue);
-        waiting = (cc->cwnd_bytes < cc->inflight_bytes + head->length);
+        waiting = (cc->cwnd_bytes < cc->inflight_bytes +
+                                    uct_uccl_chunk_cc_bytes(conn, head));
     }
     if (!waiting) {
         cr->wait_ns = 0;
@@ -374,7 +378,41 @@ void uct_uccl_credit_tick(uct_uccl_iface_t *iface, uint64_t now)
     n = uct_uccl_cc_eqds_pacer_tick(&iface->credit.pacer, now, out,
                                     UCT_UCCL_CREDIT_TICK_MAX);
     for (i = 0; i < n; ++i) {
-        uct_uccl_credit_owe(out[i]->arg);
+        if (out[i]->credit_due) {
+            uct_uccl_credit_owe(out[i]->arg);
+        }
+        if (out[i]->pull_due) {
+            uct_uccl_conn_kick(out[i]->arg); /* its GET may go */
+        }
+    }
+}
+
+/* A GET of ours (UC: its request; RC: a READ) makes the peer send us its
+ * bytes without credit: the request is the grant. So it goes only once
+ * our own pacer scheduled those bytes, as it schedules its grants; until
+ * then the conn waits for the tick that names it. */
+int uct_uccl_credit_may_pull(uct_uccl_conn_t *conn,
+                             const uct_uccl_chunk_t *chunk, uint64_t now)
+{
+    uint64_t bytes = uct_uccl_chunk_pull_bytes(chunk);
+
+    if ((bytes == 0) || uct_uccl_cc_rx_pull(&conn->cc, bytes, now)) {
+        return 1;
+    }
+    conn->stats.pull_waits  += !conn->credit.pull_wait;
+    conn->credit.pull_wait   = 1;
+    return 0;
+}
+
+/* The chunk went: the bytes the pacer scheduled for it are spent */
+void uct_uccl_credit_pull_spent(uct_uccl_conn_t *conn,
+                                const uct_uccl_chunk_t *chunk)
+{
+    uint64_t bytes = uct_uccl_chunk_pull_bytes(chunk);
+
+    if (bytes > 0) {
+        uct_uccl_cc_rx_pulled(&conn->cc, bytes);
+        conn->credit.pull_wait = 0;
     }
 }
 

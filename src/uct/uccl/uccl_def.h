@@ -233,7 +233,9 @@ enum {
     _(credit_req_tx) /* requests for credit sent */ \
     _(credit_req_rx) /* and received */ \
     _(credit_tx)     /* grants sent without an ACK */ \
-    _(credit_rx)     /* and received */
+    _(credit_rx)     /* and received */ \
+    _(pull_waits)    /* GETs (RC: READs) that waited for our pacer's
+                        grant */
 
 #define UCT_UCCL_COUNTER_FIELD(_name)  uint64_t _name;
 #define UCT_UCCL_COUNTER_NAME(_name)   #_name,

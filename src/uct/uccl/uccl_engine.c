@@ -206,9 +206,10 @@ void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
     uct_uccl_counters_dump(stderr, uct_uccl_iface_counter_names,
                            &iface->stats, sizeof(iface->stats));
     if (iface->credit.on) {
-        fprintf(stderr, " pacer_granted %lu pacer_charged %lu pacer_out %lu"
-                " pacer_out_peak %lu pacer_held %lu pacer_forgot %lu",
-                iface->credit.pacer.granted_bytes,
+        fprintf(stderr, " pacer_granted %lu pacer_pulled %lu pacer_charged %lu"
+                " pacer_out %lu pacer_out_peak %lu pacer_held %lu"
+                " pacer_forgot %lu", iface->credit.pacer.granted_bytes,
+                iface->credit.pacer.pulled_bytes,
                 iface->credit.pacer.charged_bytes, iface->credit.pacer.out,
                 iface->credit.pacer.out_peak, iface->credit.pacer.held,
                 iface->credit.pacer.forgot);

@@ -555,6 +555,10 @@ void uct_uccl_credit_timer(uct_uccl_conn_t *conn, uint64_t now);
 int uct_uccl_credit_may_resend(uct_uccl_conn_t *conn, uint32_t bytes,
                                uint64_t now);
 int uct_uccl_credit_starved(uct_uccl_conn_t *conn, uint64_t now);
+int uct_uccl_credit_may_pull(uct_uccl_conn_t *conn,
+                             const uct_uccl_chunk_t *chunk, uint64_t now);
+void uct_uccl_credit_pull_spent(uct_uccl_conn_t *conn,
+                                const uct_uccl_chunk_t *chunk);
 void uct_uccl_credit_tx_grant(uct_uccl_conn_t *conn, uint32_t grant,
                               uint64_t now);
 void uct_uccl_credit_owe(uct_uccl_conn_t *conn);

@@ -412,7 +412,7 @@ static void uct_uccl_tx_rc_unflight(uct_uccl_conn_t *conn,
     conn->rc_writes -= uct_uccl_chunk_is_rc_write(chunk);
     ucs_list_del(&chunk->zlink);
     uct_uccl_dest_done(conn, 1);
-    conn->cc.inflight_bytes -= ucs_min(chunk->length,
+    conn->cc.inflight_bytes -= ucs_min(uct_uccl_chunk_cc_flight(conn, chunk),
                                        conn->cc.inflight_bytes);
 }
 
@@ -442,6 +442,7 @@ static void uct_uccl_tx_rc_redo(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
         queue->ptail = &chunk->queue.next;
     }
     ++conn->tx_queued;
+    conn->tx_queued_bytes += uct_uccl_chunk_asks(chunk);
     ++conn->stats.rc_redo;
     uct_uccl_iface_sched_add(conn->iface, conn);
 }
@@ -592,6 +593,7 @@ void uct_uccl_tx_purge(uct_uccl_conn_t *conn, ucs_status_t status)
         --conn->tx_queued;
         uct_uccl_chunk_done(conn, chunk, status);
     }
+    conn->tx_queued_bytes = 0;
 
     if (!conn->rc) {
         uct_uccl_tracker_purge(&conn->tracker, uct_uccl_tracker_purge_cb,

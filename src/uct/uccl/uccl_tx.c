@@ -234,6 +234,7 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
     size_t bytes              = *bytes_p;
     size_t payload            = *payload_p;
     size_t first              = payload;
+    uint64_t asks             = 0;
     unsigned n                = 0;
     uct_uccl_chunk_t *chunk;
 
@@ -245,8 +246,12 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
         chunk = ucs_queue_head_elem_non_empty(&conn->tx_queue,
                                               uct_uccl_chunk_t, queue);
         if (ucs_unlikely(chunk->flags & UCT_UCCL_CHUNK_F_FENCE) ||
-            !uct_uccl_cc_can_send(&conn->cc, chunk->length, now)) {
-            break;
+            ucs_unlikely((chunk->kind == UCT_UCCL_KIND_GET_REQ) &&
+                         iface->credit.on) ||
+            !uct_uccl_cc_can_send(&conn->cc,
+                                  uct_uccl_chunk_cc_bytes(conn, chunk),
+                                  now)) {
+            break; /* a GET pulled by our pacer: uct_uccl_tx_may_send */
         }
         ucs_queue_pull_non_empty(&conn->tx_queue);
         uct_uccl_tracker_entry_init(&ent[csn & ent_mask], chunk->length, p,
@@ -267,8 +272,10 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
         chunk->path      = p;
         ++chunk->posted;
         sent[pos++ & mask] = chunk;
-        uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
+        uct_uccl_cc_on_send_part(&conn->cc, chunk->length,
+                                 uct_uccl_chunk_cc_bytes(conn, chunk), now);
         payload += chunk->length;
+        asks    += uct_uccl_chunk_asks(chunk);
         bytes   += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
         ++n;
     }
@@ -279,6 +286,7 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
     path->outstanding     += n;
     iface->tx_outstanding += n;
     conn->tx_queued       -= n;
+    conn->tx_queued_bytes -= asks;
     conn->burst_left      -= n;
     uct_uccl_paths_sent_n(&conn->sel, p, n);
     *bytes_p               = bytes;
@@ -293,7 +301,8 @@ static UCS_F_ALWAYS_INLINE int
 uct_uccl_tx_may_send(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
                      unsigned count, uint32_t dest_room, uint64_t now)
 {
-    if (!uct_uccl_conn_window_open(conn, chunk->length, now)) {
+    if (!uct_uccl_conn_window_open(conn, uct_uccl_chunk_cc_bytes(conn, chunk),
+                                   now)) {
         if (now < conn->cc.next_send_ns) {
             uct_uccl_tx_pace_wait(conn, now);
         }
@@ -302,6 +311,10 @@ uct_uccl_tx_may_send(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
     if (ucs_unlikely((chunk->flags & UCT_UCCL_CHUNK_F_FENCE) ||
                      conn->rc || !ucs_list_is_empty(&conn->gets)) &&
         !uct_uccl_tx_may_leave(conn, chunk)) {
+        return 0;
+    }
+    if (ucs_unlikely(conn->iface->credit.on) &&
+        !uct_uccl_credit_may_pull(conn, chunk, now)) {
         return 0;
     }
     if (ucs_unlikely(count >= dest_room)) {
@@ -367,6 +380,7 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 
         ucs_queue_pull_non_empty(&conn->tx_queue);
         --conn->tx_queued;
+        conn->tx_queued_bytes -= uct_uccl_chunk_asks(chunk);
         if (conn->rc) {
             uct_uccl_tx_track_rc(conn, chunk, now);
         } else {
@@ -375,7 +389,12 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 
         uct_uccl_chunk_build(conn, chunk);
         uct_uccl_path_link(conn, path, chunk, now);
-        uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
+        uct_uccl_cc_on_send_part(&conn->cc,
+                                 uct_uccl_chunk_cc_flight(conn, chunk),
+                                 uct_uccl_chunk_cc_bytes(conn, chunk), now);
+        if (ucs_unlikely(conn->iface->credit.on)) {
+            uct_uccl_credit_pull_spent(conn, chunk);
+        }
         payload += chunk->length;
         bytes   += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
         ++count;
@@ -451,7 +470,8 @@ static void uct_uccl_tx_rc_done(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     uct_uccl_paths_ack_time(&conn->sel, now);
     uct_uccl_paths_completed(&conn->sel, chunk->path);
     conn->stats.cc_samples += (lat > 0);
-    uct_uccl_cc_on_ack(&conn->cc, chunk->length, lat, now);
+    uct_uccl_cc_on_ack(&conn->cc, uct_uccl_chunk_cc_flight(conn, chunk), lat,
+                       now);
     uct_uccl_chunk_wr_done(chunk);
     uct_uccl_chunk_done(conn, chunk, UCS_OK);
     uct_uccl_conn_kick(conn);

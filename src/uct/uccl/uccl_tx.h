@@ -126,6 +126,28 @@ uct_uccl_chunk_is_write(const uct_uccl_chunk_t *chunk)
            !(chunk->flags & UCT_UCCL_CHUNK_F_READ);
 }
 
+/* What the conn's cc counts in flight of a chunk: all of it, but an RC
+ * READ that our own pacer scheduled (receiver-driven cc): the data comes
+ * to us, and neither the window nor the peer's credit has a say in it */
+static UCS_F_ALWAYS_INLINE uint32_t
+uct_uccl_chunk_cc_flight(const uct_uccl_conn_t *conn,
+                         const uct_uccl_chunk_t *chunk)
+{
+    return ucs_unlikely((chunk->flags & UCT_UCCL_CHUNK_F_READ) &&
+                        conn->iface->credit.on) ? 0 : chunk->length;
+}
+
+/* What a chunk spends of its conn's window or credit: a reply to the
+ * peer's GET is pulled by its receiver, whose pacer scheduled it
+ * (uct_uccl_cc_charge); our READ, see uct_uccl_chunk_cc_flight */
+static UCS_F_ALWAYS_INLINE uint32_t
+uct_uccl_chunk_cc_bytes(const uct_uccl_conn_t *conn,
+                        const uct_uccl_chunk_t *chunk)
+{
+    return uct_uccl_cc_charge(&conn->cc, uct_uccl_chunk_cc_flight(conn, chunk),
+                              chunk->flags & UCT_UCCL_CHUNK_F_SERVED);
+}
+
 /* The WR of a WRITE chunk, with `opcode`; up to max_inline bytes go
  * inline */
 static UCS_F_ALWAYS_INLINE void
@@ -270,6 +292,7 @@ uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     }
     ucs_queue_push(&conn->tx_queue, &chunk->queue);
     ++conn->tx_queued;
+    conn->tx_queued_bytes += uct_uccl_chunk_asks(chunk);
 }
 
 /* tx (uccl_tx.c) */

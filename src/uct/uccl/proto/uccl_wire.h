@@ -33,7 +33,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "uccl wire formats are little-endian, host must be too");
 
-#define UCT_UCCL_WIRE_VERSION     6
+#define UCT_UCCL_WIRE_VERSION     7
 #define UCT_UCCL_WIRE_MAGIC       0x4c434355u /* "UCCL" */
 #define UCT_UCCL_WIRE_MAX_PATHS   256
 /* Largest control packet: 4096-byte UD MTU minus the 40-byte GRH */
@@ -154,7 +154,9 @@ typedef struct UCS_S_PACKED uct_uccl_am_hdr {
  * GET_DATA SEND into a receive buffer: the requester exposes no memory,
  * reply_addr and reply_rkey are 0, and length fits the requester's receive
  * buffer. Ordered like an AM: it reads what every PUT sent before it
- * wrote. */
+ * wrote. A requester that grants credit (receiver-driven cc) sends it
+ * once its own pacer scheduled the reply's bytes: the request is the
+ * grant, and the responder sends the reply without asking for credit. */
 #define UCT_UCCL_GET_F_SEND  0x1
 typedef struct UCS_S_PACKED uct_uccl_get_req {
     uint8_t  type;       /* UCT_UCCL_KIND_GET_REQ */

@@ -14,7 +14,8 @@
  *             such a peer for);
  *   receiver: rx_on_data (bytes arrived), rx_on_request (what the peer
  *             asks for), rx_credit (cumulative grant to put in the next
- *             ACK) and rx_attach (join the iface's credit pacer).
+ *             ACK), rx_attach (join the iface's credit pacer) and
+ *             rx_pull / rx_pulled (bytes it pulls itself: its GETs).
  * Window (fixed), delay-based (swift), rate-based (timely) and
  * receiver-driven (eqds) algorithms fit these hooks; their state lives in
  * cc->priv and their defaults in uccl_cc_def.h.
@@ -139,6 +140,7 @@ typedef struct uct_uccl_cc_ops {
 
     /* sender events */
     void (*on_send)(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now);
+    void (*on_send_pulled)(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now);
     void (*on_ack)(uct_uccl_cc_t *cc, const uct_uccl_cc_ack_t *ack);
     void (*on_loss)(uct_uccl_cc_t *cc, uint64_t lost_bytes, uint64_t now);
     void (*on_timeout)(uct_uccl_cc_t *cc, uint64_t now);
@@ -155,6 +157,8 @@ typedef struct uct_uccl_cc_ops {
     void (*rx_on_request)(uct_uccl_cc_t *cc,
                           const uct_uccl_cc_request_t *req, uint64_t now);
     uint32_t (*rx_credit)(uct_uccl_cc_t *cc, uint64_t now);
+    int (*rx_pull)(uct_uccl_cc_t *cc, uint64_t bytes, uint64_t now);
+    void (*rx_pulled)(uct_uccl_cc_t *cc, uint64_t bytes);
     void (*rx_attach)(uct_uccl_cc_t *cc, uct_uccl_cc_eqds_pacer_t *pacer,
                       void *arg);
 
@@ -174,7 +178,7 @@ struct uct_uccl_cc {
     uint64_t acked_bytes;     /* statistics */
     uint64_t lost_bytes;
     uint64_t timeouts;
-    uint64_t priv[32];        /* algorithm state */
+    uint64_t priv[38];        /* algorithm state */
 };
 
 /* Algorithm by name (case-sensitive); NULL if unknown */
@@ -204,13 +208,38 @@ uct_uccl_cc_can_send(const uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now)
            ((cc->inflight_bytes == 0) && !(cc->flags & UCT_UCCL_CC_F_STRICT));
 }
 
+/* `bytes` went out, in flight until acked; `charged` of them spend the
+ * window or credit (see uct_uccl_cc_charge), the rest the receiver
+ * pulled */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_cc_on_send_part(uct_uccl_cc_t *cc, uint32_t bytes, uint32_t charged,
+                         uint64_t now)
+{
+    cc->inflight_bytes += bytes;
+    if (ucs_unlikely(charged < bytes) && (cc->ops->on_send_pulled != NULL)) {
+        cc->ops->on_send_pulled(cc, bytes - charged, now);
+    }
+    if (cc->ops->on_send != NULL) {
+        cc->ops->on_send(cc, charged, now);
+    }
+}
+
 static UCS_F_ALWAYS_INLINE void
 uct_uccl_cc_on_send(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now)
 {
-    cc->inflight_bytes += bytes;
-    if (cc->ops->on_send != NULL) {
-        cc->ops->on_send(cc, bytes, now);
-    }
+    uct_uccl_cc_on_send_part(cc, bytes, bytes, now);
+}
+
+/* What a send of `bytes` spends of the window or credit. Bytes the
+ * receiver pulled itself (`pulled`: a reply to its GET, or in RC its READ
+ * of our memory, which its own pacer scheduled before it asked) spend
+ * none under credit: the request was the grant. A window counts them
+ * all, and so does a credit algorithm still ACK-clocked (its peer grants
+ * nothing, and so pulls nothing). */
+static UCS_F_ALWAYS_INLINE uint32_t
+uct_uccl_cc_charge(const uct_uccl_cc_t *cc, uint32_t bytes, int pulled)
+{
+    return (pulled && (cc->flags & UCT_UCCL_CC_F_STRICT)) ? 0 : bytes;
 }
 
 static inline void uct_uccl_cc_on_ack_ex(uct_uccl_cc_t *cc,
@@ -352,6 +381,25 @@ static inline int uct_uccl_cc_rx_driven(const uct_uccl_cc_t *cc)
 static inline uint32_t uct_uccl_cc_rx_credit(uct_uccl_cc_t *cc, uint64_t now)
 {
     return (cc->ops->rx_credit != NULL) ? cc->ops->rx_credit(cc, now) : 0;
+}
+
+/* The receiver pulls `bytes` from the peer itself (the reply to a GET of
+ * ours, which the peer sends without credit): 1 once its pacer scheduled
+ * them, as it schedules its grants; else the pacer was asked and 0 comes
+ * back (its tick names the conn when it granted: ask again then). 1 when
+ * the algorithm is not receiver-driven or no pacer is attached. */
+static inline int uct_uccl_cc_rx_pull(uct_uccl_cc_t *cc, uint64_t bytes,
+                                      uint64_t now)
+{
+    return (cc->ops->rx_pull != NULL) ? cc->ops->rx_pull(cc, bytes, now) : 1;
+}
+
+/* The request that pulled `bytes` went: what the pacer granted is spent */
+static inline void uct_uccl_cc_rx_pulled(uct_uccl_cc_t *cc, uint64_t bytes)
+{
+    if (cc->ops->rx_pulled != NULL) {
+        cc->ops->rx_pulled(cc, bytes);
+    }
 }
 
 /* Let the iface's pacer grant this conn's peer (receiver-driven

@@ -75,6 +75,15 @@
  * OUT_STALE_NS, so that grants a full receiver forgets are not sent on
  * top of the ones it grants next */
 #define UCT_UCCL_CC_EQDS_EXPIRE_NS       (2 * UCT_UCCL_CC_EQDS_HOLD_NS)
+/* a responder sends pulled bytes (a GET's reply) back to back while its
+ * link is busy with them for at most this long ahead: a port's buffer
+ * holds some tens of microseconds of its link, whatever its rate (at 100
+ * Gbit/s a reply of 1 MiB goes at once, at 1 Gbit/s a chunk at a time) */
+#define UCT_UCCL_CC_EQDS_PULL_BURST_NS   100000ull
+/* pulled bytes not arrived (a GET's reply, which comes however late its
+ * sender is) are forgotten only after this long: a peer that never
+ * answers must not stop the grants for good */
+#define UCT_UCCL_CC_EQDS_PULL_STALE_NS   (10 * UCT_UCCL_CC_EQDS_OUT_STALE_NS)
 _Static_assert(2 * UCT_UCCL_CC_EQDS_EXPIRE_NS <= UCT_UCCL_CC_EQDS_OUT_STALE_NS,
                "a sender gives grants back before the receiver forgets");
 /* a max_out that never binds (the owner cannot count arrivals) */

@@ -75,6 +75,8 @@ typedef struct uct_uccl_cc_eqds {
     uint64_t returned;      /* granted credit given back unused */
     uint64_t drained_ret;   /* of it, given back drained */
     uint64_t held_ns;       /* the last send or grant came then */
+    double   byte_ns;       /* the link's time per byte */
+    uint64_t pull_t;        /* the link is done with the pulled bytes */
     int      peer_grants;   /* the peer grants: credit is strict */
     /* receiver */
     uct_uccl_cc_eqds_sender_t rx;  /* the peer as the pacer sees it */
@@ -152,6 +154,8 @@ static ucs_status_t uct_uccl_cc_eqds_init(uct_uccl_cc_t *cc,
     }
     e->demand_cap = uct_uccl_cc_def_u64(p->demand_cap,
                                         UCT_UCCL_CC_EQDS_DEMAND_CAP);
+    e->byte_ns    = 8e9 / (double)uct_uccl_cc_def_u64(params->link_bps,
+                                                      UCT_UCCL_CC_DEF_LINK_BPS);
     /* requests and grants are 32-bit serial numbers */
     if ((e->cap < e->spec) || (e->cap >= (1ull << 31)) ||
         (e->demand_cap >= (1ull << 31))) {
@@ -183,6 +187,23 @@ static void uct_uccl_cc_eqds_on_send(uct_uccl_cc_t *cc, uint32_t bytes,
     e->sent_total += bytes;
     e->held_ns     = now;
     uct_uccl_cc_eqds_publish(cc);
+}
+
+/* Bytes the receiver pulled (a reply to its GET) go without credit, but
+ * no faster than the link: once they keep it busy for more than
+ * PULL_BURST_NS ahead, the next send waits. The receiver's pacer
+ * scheduled the reply, not its burst: a whole reply at once would queue
+ * in our own port (and its tail there would look lost), and several at
+ * once in the receiver's. */
+static void uct_uccl_cc_eqds_on_send_pulled(uct_uccl_cc_t *cc, uint32_t bytes,
+                                            uint64_t now)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+
+    e->pull_t        = ((e->pull_t > now) ? e->pull_t : now) +
+                       (uint64_t)(bytes * e->byte_ns);
+    cc->next_send_ns = (e->pull_t > now + UCT_UCCL_CC_EQDS_PULL_BURST_NS) ?
+                       e->pull_t - UCT_UCCL_CC_EQDS_PULL_BURST_NS : 0;
 }
 
 /* a resend crossed the link too: once the peer grants, it spends credit
@@ -390,6 +411,21 @@ static uint32_t uct_uccl_cc_eqds_rx_credit(uct_uccl_cc_t *cc, uint64_t now)
     return (uint32_t)e->rx.granted;
 }
 
+static int uct_uccl_cc_eqds_rx_pull(uct_uccl_cc_t *cc, uint64_t bytes,
+                                    uint64_t now)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+
+    return uct_uccl_cc_eqds_pacer_pull(&e->rx, bytes, now);
+}
+
+static void uct_uccl_cc_eqds_rx_pulled(uct_uccl_cc_t *cc, uint64_t bytes)
+{
+    uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
+
+    uct_uccl_cc_eqds_pacer_pulled(&e->rx, bytes);
+}
+
 static void uct_uccl_cc_eqds_rx_attach(uct_uccl_cc_t *cc,
                                        uct_uccl_cc_eqds_pacer_t *pacer,
                                        void *arg)
@@ -425,6 +461,7 @@ const uct_uccl_cc_ops_t uct_uccl_cc_eqds_ops = {
     .init          = uct_uccl_cc_eqds_init,
     .cleanup       = uct_uccl_cc_eqds_cleanup,
     .on_send       = uct_uccl_cc_eqds_on_send,
+    .on_send_pulled = uct_uccl_cc_eqds_on_send_pulled,
     .on_ack        = uct_uccl_cc_eqds_on_ack,
     .on_resend     = uct_uccl_cc_eqds_on_resend,
     .on_gone       = uct_uccl_cc_eqds_on_gone,
@@ -434,6 +471,8 @@ const uct_uccl_cc_ops_t uct_uccl_cc_eqds_ops = {
     .rx_on_data    = uct_uccl_cc_eqds_rx_on_data,
     .rx_on_request = uct_uccl_cc_eqds_rx_on_request,
     .rx_credit     = uct_uccl_cc_eqds_rx_credit,
+    .rx_pull       = uct_uccl_cc_eqds_rx_pull,
+    .rx_pulled     = uct_uccl_cc_eqds_rx_pulled,
     .rx_attach     = uct_uccl_cc_eqds_rx_attach,
     .query         = uct_uccl_cc_eqds_query,
 };

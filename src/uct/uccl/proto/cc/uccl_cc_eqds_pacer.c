@@ -70,9 +70,13 @@ uct_uccl_cc_eqds_pacer_init(uct_uccl_cc_eqds_pacer_t *pacer,
 /* a sender's count from before the pacer forgot them is 0 */
 static void uct_uccl_cc_eqds_pacer_sync(uct_uccl_cc_eqds_sender_t *sender)
 {
+    if (sender->pull_epoch != sender->pacer->pull_epoch) {
+        sender->pull_epoch = sender->pacer->pull_epoch;
+        sender->pull_out   = 0;
+    }
     if (sender->epoch != sender->pacer->epoch) {
         sender->epoch = sender->pacer->epoch;
-        sender->out   = 0;
+        sender->out   = sender->pull_out;
     }
 }
 
@@ -129,10 +133,25 @@ void uct_uccl_cc_eqds_pacer_add(uct_uccl_cc_eqds_pacer_t *pacer,
     sender->active = 0;
     sender->tick   = 0;
     sender->out    = 0;
+    sender->pull   = 0;
+    sender->pull_out   = 0;
+    sender->pull_epoch = pacer->pull_epoch;
     sender->epoch  = pacer->epoch;
     ++pacer->num_senders;
     if (sender->demand > 0) {
         uct_uccl_cc_eqds_pacer_activate(sender);
+    }
+}
+
+/* on the ring while it wants credit or pulls */
+static void uct_uccl_cc_eqds_pacer_update(uct_uccl_cc_eqds_sender_t *s)
+{
+    int wants = (s->demand > 0) || (s->pull > 0);
+
+    if (wants && !s->active) {
+        uct_uccl_cc_eqds_pacer_activate(s);
+    } else if (!wants && s->active) {
+        uct_uccl_cc_eqds_pacer_deactivate(s);
     }
 }
 
@@ -145,9 +164,12 @@ void uct_uccl_cc_eqds_pacer_remove(uct_uccl_cc_eqds_sender_t *sender)
         uct_uccl_cc_eqds_pacer_deactivate(sender);
     }
     --sender->pacer->num_senders;
+    sender->pull = 0;
     uct_uccl_cc_eqds_pacer_sync(sender);
-    sender->pacer->out -= sender->out;
-    sender->out         = 0;
+    sender->pacer->out      -= sender->out;
+    sender->pacer->pull_out -= sender->pull_out;
+    sender->out              = 0;
+    sender->pull_out         = 0;
     sender->pacer       = NULL;
 }
 
@@ -155,13 +177,8 @@ void uct_uccl_cc_eqds_pacer_demand(uct_uccl_cc_eqds_sender_t *sender,
                                    uint64_t demand)
 {
     sender->demand = demand;
-    if (sender->pacer == NULL) {
-        return;
-    }
-    if ((demand > 0) && !sender->active) {
-        uct_uccl_cc_eqds_pacer_activate(sender);
-    } else if ((demand == 0) && sender->active) {
-        uct_uccl_cc_eqds_pacer_deactivate(sender);
+    if (sender->pacer != NULL) {
+        uct_uccl_cc_eqds_pacer_update(sender);
     }
 }
 
@@ -233,10 +250,71 @@ void uct_uccl_cc_eqds_pacer_arrived(uct_uccl_cc_eqds_sender_t *sender,
     done         = (bytes < sender->out) ? bytes : sender->out;
     sender->out -= done;
     pacer->out  -= done;
+    /* the pulls are counted among out: those arrive last */
+    if (sender->pull_out > sender->out) {
+        pacer->pull_out  -= sender->pull_out - sender->out;
+        sender->pull_out  = sender->out;
+    }
 }
 
-/* Full for OUT_STALE_NS: forget every count (each sender's at its next
- * use). 0: still full, wait. */
+/* `bytes` granted to s: the link's time, and on their way */
+static void uct_uccl_cc_eqds_pacer_give(uct_uccl_cc_eqds_pacer_t *pacer,
+                                        uct_uccl_cc_eqds_sender_t *s,
+                                        uint64_t bytes, uint64_t now)
+{
+    pacer->granted_bytes += bytes;
+    uct_uccl_cc_eqds_pacer_grow(pacer, s, bytes, now);
+    uct_uccl_cc_eqds_pacer_advance(pacer, bytes);
+}
+
+/* ... as a pull */
+static void uct_uccl_cc_eqds_pacer_give_pull(uct_uccl_cc_eqds_pacer_t *pacer,
+                                             uct_uccl_cc_eqds_sender_t *s,
+                                             uint64_t bytes, uint64_t now)
+{
+    uct_uccl_cc_eqds_pacer_give(pacer, s, bytes, now);
+    s->pulled           += bytes;
+    s->pull_out         += bytes;
+    pacer->pull_out     += bytes;
+    pacer->pulled_bytes += bytes;
+}
+
+int uct_uccl_cc_eqds_pacer_pull(uct_uccl_cc_eqds_sender_t *sender,
+                                uint64_t bytes, uint64_t now)
+{
+    uct_uccl_cc_eqds_pacer_t *pacer = sender->pacer;
+
+    if ((pacer == NULL) || (sender->pulled >= bytes)) {
+        return 1;
+    }
+    if (sender->pull > 0) {
+        return 0; /* asked already */
+    }
+    sender->pull = bytes - sender->pulled;
+    uct_uccl_cc_eqds_pacer_floor(pacer, now);
+    if ((pacer->cursor == NULL) && (pacer->t_next <= now) &&
+        !uct_uccl_cc_eqds_pacer_full(pacer)) {
+        /* nobody waits: its turn is now */
+        uct_uccl_cc_eqds_pacer_sync(sender);
+        uct_uccl_cc_eqds_pacer_give_pull(pacer, sender, sender->pull, now);
+        sender->pull = 0;
+        return 1;
+    }
+    uct_uccl_cc_eqds_pacer_update(sender);
+    return 0;
+}
+
+void uct_uccl_cc_eqds_pacer_pulled(uct_uccl_cc_eqds_sender_t *sender,
+                                   uint64_t bytes)
+{
+    sender->pulled -= (bytes < sender->pulled) ? bytes : sender->pulled;
+}
+
+/* Full for OUT_STALE_NS: forget the counts of grants (each sender's at
+ * its next use), but not of pulls: a GET's reply comes, however late its
+ * sender is, and granting on top of it is what overflows the port. Full
+ * for PULL_STALE_NS: forget those too (a peer that never answers must
+ * not stop the grants for good). 0: still full, wait. */
 static int uct_uccl_cc_eqds_pacer_unfill(uct_uccl_cc_eqds_pacer_t *pacer,
                                          uint64_t now)
 {
@@ -244,9 +322,23 @@ static int uct_uccl_cc_eqds_pacer_unfill(uct_uccl_cc_eqds_pacer_t *pacer,
         ++pacer->held;
         return 0;
     }
+    if (pacer->out > pacer->pull_out) {
+        ++pacer->epoch;
+        ++pacer->forgot;
+        pacer->out = pacer->pull_out;
+        if (!uct_uccl_cc_eqds_pacer_full(pacer)) {
+            return 1;
+        }
+    }
+    if (now - pacer->full_ns < UCT_UCCL_CC_EQDS_PULL_STALE_NS) {
+        ++pacer->held;
+        return 0;
+    }
     ++pacer->epoch;
+    ++pacer->pull_epoch;
     ++pacer->forgot;
-    pacer->out = 0;
+    pacer->out      = 0;
+    pacer->pull_out = 0;
     return 1;
 }
 
@@ -257,6 +349,9 @@ void uct_uccl_cc_eqds_pacer_bound(uct_uccl_cc_eqds_sender_t *sender,
         return;
     }
     uct_uccl_cc_eqds_pacer_sync(sender);
+    /* not its pulls: the sender tells what it holds as it was when it
+     * asked, which may be before a GET we pulled since reached it */
+    bytes += sender->pull_out;
     if (sender->out > bytes) {
         uct_uccl_cc_eqds_pacer_arrived(sender, sender->out - bytes);
     }
@@ -284,19 +379,26 @@ unsigned uct_uccl_cc_eqds_pacer_tick(uct_uccl_cc_eqds_pacer_t *pacer,
             if (n == max_out) {
                 break;
             }
-            out[n++] = s;
-            s->tick  = pacer->tick;
+            out[n++]      = s;
+            s->tick       = pacer->tick;
+            s->credit_due = 0;
+            s->pull_due   = 0;
         }
-        g = (s->demand < pacer->quantum) ? s->demand : pacer->quantum;
-        s->demand            -= g;
-        s->granted           += g;
-        pacer->granted_bytes += g;
-        uct_uccl_cc_eqds_pacer_grow(pacer, s, g, now);
-        uct_uccl_cc_eqds_pacer_advance(pacer, g);
+        if (s->pull > 0) {
+            /* the owner's own request waits: its turn is all of it */
+            s->pull_due = 1;
+            uct_uccl_cc_eqds_pacer_give_pull(pacer, s, s->pull, now);
+            s->pull     = 0;
+        } else {
+            g              = (s->demand < pacer->quantum) ? s->demand :
+                                                            pacer->quantum;
+            s->demand     -= g;
+            s->granted    += g;
+            s->credit_due  = 1;
+            uct_uccl_cc_eqds_pacer_give(pacer, s, g, now);
+        }
         pacer->cursor = s->next;
-        if (s->demand == 0) {
-            uct_uccl_cc_eqds_pacer_deactivate(s);
-        }
+        uct_uccl_cc_eqds_pacer_update(s);
     }
     return n;
 }

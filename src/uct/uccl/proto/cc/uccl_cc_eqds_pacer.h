@@ -56,6 +56,15 @@ struct uct_uccl_cc_eqds_sender {
     uint64_t                  out;      /* granted, not arrived yet */
     uint64_t                  epoch;    /* out counts since this one */
     uint64_t                  tick;     /* the last tick that granted it */
+    uint64_t                  pull;     /* bytes the owner pulls (the
+                                         * replies to its own GETs), not
+                                         * granted yet */
+    uint64_t                  pulled;   /* granted pulls, not spent yet */
+    uint64_t                  pull_out; /* of out, pulls */
+    uint64_t                  pull_epoch; /* pull_out counts since it */
+    uint8_t                   credit_due; /* the last tick that returned
+                                           * it granted credit */
+    uint8_t                   pull_due;   /* ... or a pull */
     int                       active;   /* on the ring */
 };
 
@@ -79,10 +88,13 @@ struct uct_uccl_cc_eqds_pacer {
     uint64_t                  tick;
     uint64_t                  max_out;    /* bound of out */
     uint64_t                  out;        /* sum of the senders' out */
+    uint64_t                  pull_out;   /* of it, pulls */
     uint64_t                  epoch;      /* counts before it forgotten */
+    uint64_t                  pull_epoch; /* counts of pulls before it */
     uint64_t                  full_ns;    /* out reached max_out then */
     uint64_t                  granted_bytes; /* statistics */
     uint64_t                  charged_bytes;
+    uint64_t                  pulled_bytes; /* of granted, pulls */
     uint64_t                  out_peak;   /* most out reached */
     uint64_t                  held;       /* grants max_out held back */
     uint64_t                  forgot;     /* counts forgotten (stale) */
@@ -106,9 +118,24 @@ void uct_uccl_cc_eqds_pacer_add(uct_uccl_cc_eqds_pacer_t *pacer,
 void uct_uccl_cc_eqds_pacer_remove(uct_uccl_cc_eqds_sender_t *sender);
 
 /* Bytes the sender still wants granted; > 0 puts it on the ring (last in
- * the current round), 0 takes it off */
+ * the current round), 0 takes it off (unless the owner pulls) */
 void uct_uccl_cc_eqds_pacer_demand(uct_uccl_cc_eqds_sender_t *sender,
                                    uint64_t demand);
+
+/* The owner pulls `bytes` from the sender's peer itself (a GET: the peer
+ * answers it without credit, so the request is the grant): they are
+ * scheduled like a grant, a turn of the ring for the whole of them (the
+ * request is one unit; one larger than max_out goes alone), and counted
+ * on their way like one, but granted as a pull, not as credit. Returns 1
+ * when `bytes` are granted and not spent (at once when the pacer is idle
+ * and may grant now), else asks the pacer for the rest and returns 0: a
+ * tick that returns the sender with pull_due set granted it. */
+int uct_uccl_cc_eqds_pacer_pull(uct_uccl_cc_eqds_sender_t *sender,
+                                uint64_t bytes, uint64_t now);
+
+/* The request that pulled `bytes` went: they are spent */
+void uct_uccl_cc_eqds_pacer_pulled(uct_uccl_cc_eqds_sender_t *sender,
+                                   uint64_t bytes);
 
 /* Bytes that arrived without a grant: they used the link too */
 void uct_uccl_cc_eqds_pacer_charge(uct_uccl_cc_eqds_pacer_t *pacer,
@@ -128,13 +155,13 @@ void uct_uccl_cc_eqds_pacer_arrived(uct_uccl_cc_eqds_sender_t *sender,
                                     uint64_t bytes);
 
 /* At most `bytes` of the sender's grants can still arrive (what it told
- * it holds): its out falls to that */
+ * it holds): its out falls to that, plus its pulls */
 void uct_uccl_cc_eqds_pacer_bound(uct_uccl_cc_eqds_sender_t *sender,
                                   uint64_t bytes);
 
 /* Grant what the link allows up to now. Fills out[] with the senders that
- * got credit (each once; at most max_out: the rest waits for the next
- * tick) and returns how many. */
+ * got credit (credit_due) or a pull (pull_due), each once (at most
+ * max_out: the rest waits for the next tick), and returns how many. */
 unsigned uct_uccl_cc_eqds_pacer_tick(uct_uccl_cc_eqds_pacer_t *pacer,
                                      uint64_t now,
                                      uct_uccl_cc_eqds_sender_t **out,
@@ -150,7 +177,8 @@ uct_uccl_cc_eqds_pacer_full(const uct_uccl_cc_eqds_pacer_t *pacer)
 }
 
 /* When the next grant may go: 0 when no sender waits; when full, the
- * time its counts go stale (an arrival may come first) */
+ * time its counts go stale, those of pulls later (an arrival may come
+ * first) */
 static inline uint64_t
 uct_uccl_cc_eqds_pacer_next_ns(const uct_uccl_cc_eqds_pacer_t *pacer)
 {
@@ -158,7 +186,9 @@ uct_uccl_cc_eqds_pacer_next_ns(const uct_uccl_cc_eqds_pacer_t *pacer)
         return 0;
     }
     if (uct_uccl_cc_eqds_pacer_full(pacer)) {
-        return pacer->full_ns + UCT_UCCL_CC_EQDS_OUT_STALE_NS;
+        return pacer->full_ns + ((pacer->out > pacer->pull_out) ?
+                                 UCT_UCCL_CC_EQDS_OUT_STALE_NS :
+                                 UCT_UCCL_CC_EQDS_PULL_STALE_NS);
     }
     return pacer->t_next;
 }
