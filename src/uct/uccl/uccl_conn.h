@@ -278,6 +278,7 @@ struct uct_uccl_conn {
     uint64_t                echo_since;  /* since when it may have sat in
                                             our CQ: uct_uccl_iface_rx_since */
     uint64_t                ack_due;     /* ns: send the owed ACK by then */
+    uint32_t                ack_hold_pass; /* the pass ack_hold was set in */
     uct_uccl_order_t        order;       /* AMs, GET requests: in order
                                             (UC, with sack) */
 

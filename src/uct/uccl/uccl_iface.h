@@ -188,6 +188,10 @@ struct uct_uccl_iface {
     khash_t(uct_uccl_dests) dests;       /* peer ifaces we send to */
     uct_uccl_conn_t         *sched_current; /* the conn in its turn */
     ucs_list_link_t         ack_list;    /* conns owing an ACK */
+    uint32_t                pass;        /* engine passes run */
+    uint32_t                ack_pass;    /* from this pass on, ack_list
+                                            may hold an ACK to send (one
+                                            only held waits a pass) */
     ucs_list_link_t         acks_in;     /* conns holding an AM's ACK */
     unsigned                tx_outstanding; /* WRs on the send CQ */
     int                     tx_drained;  /* the last send CQ poll emptied

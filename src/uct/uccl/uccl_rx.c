@@ -263,7 +263,7 @@ static int uct_uccl_rx_may_take(uct_uccl_conn_t *conn, const void *hdr,
 static void uct_uccl_rx_owe_busy(uct_uccl_conn_t *conn)
 {
     conn->ack_busy = 1;
-    conn->ack_due  = 0;
+    uct_uccl_rx_ack_due_now(conn);
     uct_uccl_iface_ack_add(conn->iface, conn);
 }
 
@@ -355,7 +355,7 @@ uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn, unsigned path,
     }
     if ((++conn->rx_since_ack >= iface->config.ack_every) ||
         (r == UCT_UCCL_SACK_DUPLICATE) || (when == UCT_UCCL_ACK_NOW)) {
-        conn->ack_due = 0;
+        uct_uccl_rx_ack_due_now(conn);
     }
 }
 

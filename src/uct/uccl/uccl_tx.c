@@ -10,6 +10,7 @@
 #include "uccl_tx.h"
 
 #include <ucs/debug/log.h>
+#include <string.h>
 
 
 static inline int uct_uccl_conn_window_open(uct_uccl_conn_t *conn,
@@ -415,6 +416,119 @@ void uct_uccl_tx_post_now(uct_uccl_conn_t *conn)
 }
 
 
+
+/* May an AM go out at once, past the queue and the pump? In UC mode, when
+ * nothing waits before it (queue, fence, GETs in flight), no pass is
+ * running (post_now), no receiver's credit governs the conn, its dest has
+ * room uncontended, and it goes inline with an ACK behind it. */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_tx_am_may_go(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
+{
+    const uct_uccl_iface_t *iface = conn->iface;
+
+    return !conn->rc && (conn->state == UCT_UCCL_CONN_CONNECTED) &&
+           (conn->tx_queued == 0) && !conn->fence &&
+           ucs_list_is_empty(&conn->gets) && !iface->async.active &&
+           (iface->sched_current == NULL) &&
+           (conn->cc.ops->tx_release == NULL) &&
+           (conn->cc.ops->tx_request == NULL) &&
+           (conn->dest->contenders == 0) && (conn->dest->room > 0) &&
+           (chunk->hdr_len + chunk->length + sizeof(uct_uccl_ack_t) <=
+            conn->max_inline);
+}
+
+/* The AM's WR: its header and payload inline, then the ACK owed to the
+ * peer iface if one is (uct_uccl_chunk_build_wr builds the same for a
+ * resend, keeping the ACK flag while the first WR is out) */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_tx_am_build(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
+                     uint64_t now)
+{
+    struct ibv_send_wr *wr = &chunk->wr;
+    uct_uccl_am_hdr_t *am  = &chunk->hdr.am;
+    uint32_t length        = chunk->length;
+
+    wr->opcode         = IBV_WR_SEND_WITH_IMM;
+    wr->imm_data       = uct_uccl_imm_to_wire(
+                             uct_uccl_imm_pack(chunk->csn, UCT_UCCL_KIND_AM,
+                                               chunk->last));
+    wr->send_flags     = IBV_SEND_INLINE | IBV_SEND_SIGNALED |
+                         IBV_SEND_SOLICITED;
+    wr->next           = NULL;
+    chunk->sge[0].addr   = (uintptr_t)am;
+    chunk->sge[0].length = chunk->hdr_len;
+    chunk->sge[0].lkey   = chunk->lkey;
+    chunk->sge[1].addr   = (uintptr_t)chunk->data;
+    chunk->sge[1].length = length;
+    chunk->sge[1].lkey   = chunk->lkey;
+    am->flags            = 0;
+    if (!ucs_list_is_empty(&conn->iface->ack_list) &&
+        (sizeof(*am) + length + sizeof(uct_uccl_ack_t) <=
+         conn->remote_rx_buf_size) &&
+        uct_uccl_rx_ack_piggyback(conn, chunk->data + length, now)) {
+        am->flags             = UCT_UCCL_AM_F_ACK;
+        chunk->sge[1].length += sizeof(uct_uccl_ack_t);
+    }
+    wr->num_sge = 1 + (chunk->sge[1].length > 0);
+}
+
+/* UC: an AM posted outside progress on an idle conn goes out here, alone
+ * on the conn's path for small messages: the pump's work for one chunk
+ * (tracked, timed, counted against every window) without its queue, its
+ * loop and its chains. UCS_ERR_NO_RESOURCE: not taken, the caller queues
+ * it (uct_uccl_tx_am_may_go). */
+ucs_status_t uct_uccl_tx_am_now(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    struct ibv_send_wr *bad_wr;
+    uct_uccl_qp_t *path;
+    uint64_t now;
+    int ret;
+
+    if (!uct_uccl_tx_am_may_go(conn, chunk)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    now = uct_uccl_now_ns();
+    if (!uct_uccl_conn_window_open(conn, chunk->length, now)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    path = uct_uccl_path_sticky(conn, &conn->small, chunk->length, now);
+    if (!uct_uccl_path_has_room(conn, path)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    chunk->conn    = conn;
+    chunk->barrier = conn->gets_issued;
+    uct_uccl_tx_track_uc(conn, chunk, path, now);
+    uct_uccl_tx_am_build(conn, chunk, now);
+    uct_uccl_paths_sent(&conn->sel, path->index, now);
+    path->sent[(path->sent_head + path->outstanding) &
+               iface->config.tx_ring_mask] = chunk;
+    ++path->outstanding;
+    ++chunk->posted;
+    ++iface->tx_outstanding;
+    chunk->path      = path->index;
+    /* chained by no one: a resend in a later pass may rebuild it */
+    chunk->chain_gen = conn->chain_gen++;
+    uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
+    uct_uccl_dest_sent(conn, 1);
+    ++conn->stats.chunks_tx;
+    conn->stats.bytes_tx += chunk->length;
+    ++iface->stats.doorbells;
+    ++iface->stats.wrs;
+
+    ret = ibv_post_send(path->qp, &chunk->wr, &bad_wr);
+    if (ucs_unlikely(ret != 0)) {
+        /* it stays tracked: the timer sends it again */
+        ucs_error("uccl: ibv_post_send(qp 0x%x, AM) failed: %s",
+                  path->qp->qp_num, strerror(ret));
+        --chunk->posted;
+        --path->outstanding;
+        --iface->tx_outstanding;
+    }
+    uct_uccl_conn_timer_wake(conn); /* what went out is timed */
+    return UCS_OK;
+}
 
 void uct_uccl_conn_kick(uct_uccl_conn_t *conn)
 {

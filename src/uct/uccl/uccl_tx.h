@@ -275,6 +275,8 @@ uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
 /* tx (uccl_tx.c) */
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum);
 void uct_uccl_tx_post_now(uct_uccl_conn_t *conn);
+ucs_status_t uct_uccl_tx_am_now(uct_uccl_conn_t *conn,
+                                uct_uccl_chunk_t *chunk);
 /* An empty WRITE_WITH_IMM to raddr/rkey, tracked like a chunk and chained
  * on path after what it carries: its arrival, ACKed at once, shows what
  * was lost before it there (SACK and path order) */
@@ -326,6 +328,24 @@ void uct_uccl_chunk_build_wr(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
 void uct_uccl_chunk_build_retx(uct_uccl_chunk_t *chunk, int obsolete);
 int uct_uccl_put_is_obsolete(uct_uccl_conn_t *conn,
                              const uct_uccl_chunk_t *chunk);
+
+/* The path small messages keep (`st`): the scoreboard's choice, taken
+ * again once nothing is outstanding on it and it was theirs for
+ * PATH_STICKY_NS, or at once when it is parked */
+static UCS_F_ALWAYS_INLINE uct_uccl_qp_t *
+uct_uccl_path_sticky(uct_uccl_conn_t *conn, uct_uccl_sticky_t *st,
+                     size_t length, uint64_t now)
+{
+    uct_uccl_qp_t *path = &conn->paths[st->path];
+
+    if (((path->outstanding == 0) && (now >= st->until)) ||
+        uct_uccl_paths_parked(&conn->sel, path->index)) {
+        st->path  = uct_uccl_paths_select(&conn->sel, length, now);
+        st->until = now + UCT_UCCL_PATH_STICKY_NS;
+        path      = &conn->paths[st->path];
+    }
+    return path;
+}
 
 /* The path for the next new chunk: the current burst's while it lasts
  * and has room, else uct_uccl_path_select's choice */
@@ -383,13 +403,22 @@ void uct_uccl_rx_ack_in_flush(uct_uccl_conn_t *conn);
 /* the ACKs owed, on their way out (uccl_ack.c) */
 unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now);
 
-/* Does a pass have ACKs or grants to send? The credit pacer, when on,
- * decides that itself on every pass. */
+/* Does a pass have ACKs or grants to send? Not when the only ACKs owed
+ * were held in this pass for a reply to carry (uct_uccl_iface_ack_add).
+ * The credit pacer, when on, decides that itself on every pass. */
 static UCS_F_ALWAYS_INLINE int
 uct_uccl_rx_acks_owed(uct_uccl_iface_t *iface)
 {
-    return !ucs_list_is_empty(&iface->ack_list) || iface->credit.on ||
-           !ucs_list_is_empty(&iface->credit.owed);
+    return (!ucs_list_is_empty(&iface->ack_list) &&
+            ((int32_t)(iface->pass - iface->ack_pass) >= 0)) ||
+           iface->credit.on || !ucs_list_is_empty(&iface->credit.owed);
+}
+
+/* An ACK owed is due in this pass (uct_uccl_rx_acks_owed) */
+static UCS_F_ALWAYS_INLINE void uct_uccl_rx_ack_due_now(uct_uccl_conn_t *conn)
+{
+    conn->ack_due         = 0;
+    conn->iface->ack_pass = conn->iface->pass;
 }
 
 /* Has the SRQ room for a batch of half an SRQ_BATCH or more, the least
@@ -407,6 +436,6 @@ uct_uccl_rx_refill_due(const uct_uccl_iface_t *iface)
 {
     return uct_uccl_rx_srq_wants(iface) || (iface->srq_posted == 0);
 }
-int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst);
+int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst, uint64_t now);
 
 #endif
