@@ -26,23 +26,6 @@ void uct_uccl_clock_rate_init(void)
     uct_uccl_ns_per_tick = UCS_NSEC_PER_SEC / ucs_time_sec_value();
 }
 
-/* A held ACK is looked at from the next pass on (unless another ACK is
- * owed sooner); any other from this one */
-void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
-{
-    if (!conn->ack_pending) {
-        if (!conn->ack_hold) {
-            iface->ack_pass = iface->pass;
-        } else if (ucs_list_is_empty(&iface->ack_list)) {
-            iface->ack_pass = iface->pass + 1;
-        }
-        conn->ack_hold_pass = iface->pass;
-        conn->ack_pending   = 1;
-        ucs_list_add_tail(&iface->ack_list, &conn->ack_link);
-        uct_uccl_conn_timer_wake(conn); /* the peer is alive: idle_check */
-    }
-}
-
 static unsigned uct_uccl_iface_poll_send(uct_uccl_iface_t *iface)
 {
     struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];

@@ -327,7 +327,6 @@ void *uct_uccl_iface_ctl_tx_buf(uct_uccl_iface_t *iface, unsigned *idx_p);
 void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_ah **ahs,
                              const uint32_t *qpns, const unsigned *idx,
                              const size_t *lens, unsigned count);
-void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn);
 void uct_uccl_iface_chunk_put(uct_uccl_chunk_t *chunk);
 void uct_uccl_iface_close(uct_iface_h tl_iface);
 ucs_status_t uct_uccl_iface_flush(uct_iface_h tl_iface, unsigned flags,

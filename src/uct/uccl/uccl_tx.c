@@ -535,7 +535,9 @@ void uct_uccl_conn_kick(uct_uccl_conn_t *conn)
     if ((conn->tx_queued > 0) || !ucs_queue_is_empty(&conn->pending_q)) {
         uct_uccl_iface_sched_add(conn->iface, conn);
     }
-    uct_uccl_tx_check_flush(conn);
+    if (!ucs_list_is_empty(&conn->flushes)) {
+        uct_uccl_tx_check_flush(conn);
+    }
 }
 
 /* RC: the completion of a WR whose data went that way (dir) */

@@ -414,6 +414,24 @@ uct_uccl_rx_acks_owed(uct_uccl_iface_t *iface)
            iface->credit.on || !ucs_list_is_empty(&iface->credit.owed);
 }
 
+/* A held ACK is looked at from the next pass on (unless another ACK is
+ * owed sooner); any other from this one */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
+{
+    if (!conn->ack_pending) {
+        if (!conn->ack_hold) {
+            iface->ack_pass = iface->pass;
+        } else if (ucs_list_is_empty(&iface->ack_list)) {
+            iface->ack_pass = iface->pass + 1;
+        }
+        conn->ack_hold_pass = iface->pass;
+        conn->ack_pending   = 1;
+        ucs_list_add_tail(&iface->ack_list, &conn->ack_link);
+        uct_uccl_conn_timer_wake(conn); /* the peer is alive: idle_check */
+    }
+}
+
 /* An ACK owed is due in this pass (uct_uccl_rx_acks_owed) */
 static UCS_F_ALWAYS_INLINE void uct_uccl_rx_ack_due_now(uct_uccl_conn_t *conn)
 {
