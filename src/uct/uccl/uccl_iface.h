@@ -624,8 +624,15 @@ uct_uccl_wake_user_leaves(uct_uccl_iface_t *iface, uct_uccl_thread_t *thread,
     iface->async.ops_seen  = thread->ops;
     iface->async.busy_seen = thread->busy_ns;
 }
-void uct_uccl_async_defer_am(uct_uccl_iface_t *iface,
-                             uct_uccl_rx_desc_t *desc);
+
+/* An AM for UCX, handed over after the engine's pass, in order */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_async_defer_am(uct_uccl_iface_t *iface, uct_uccl_rx_desc_t *desc)
+{
+    ucs_queue_push(&iface->async.ams, &desc->queue);
+    ++iface->async.deferred;
+}
+
 void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op);
 /* Does a completion of conn's operations wait in the queue? Its flush is
  * not complete before it. */

@@ -393,8 +393,6 @@ void uct_uccl_rx_completions(uct_uccl_iface_t *iface,
                              int n);
 void uct_uccl_rx_refill(uct_uccl_iface_t *iface);
 void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn);
-void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface,
-                            uct_uccl_rx_desc_t *desc);
 void uct_uccl_rx_am_handle(uct_uccl_iface_t *iface,
                            uct_uccl_rx_desc_t *desc);
 unsigned uct_uccl_rx_acks_in(uct_uccl_iface_t *iface);
