@@ -60,7 +60,7 @@ static void uct_uccl_rx_ack_paid(uct_uccl_conn_t *conn)
  * by another of ours to that iface, which shares conn's dest: a reply
  * goes on our ep's conn, the request came on the peer's), in `dst` after
  * its payload, if that ACK needs no SACK words; 1 if it does, and then no
- * ACK packet goes */
+ * ACK packet goes. `now`: the caller's clock, or 0 to read it here. */
 int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst, uint64_t now)
 {
     uct_uccl_conn_t *owing;
@@ -75,7 +75,8 @@ int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst, uint64_t now)
             uct_uccl_sack_has_holes(&owing->sack)) {
             continue;
         }
-        (void)uct_uccl_rx_ack_pack(owing, &ack, sizeof(ack), now);
+        (void)uct_uccl_rx_ack_pack(owing, &ack, sizeof(ack),
+                                   (now != 0) ? now : uct_uccl_now_ns());
         memcpy(dst, &ack, sizeof(ack));
         uct_uccl_rx_ack_paid(owing);
         ++owing->stats.acks_piggy;

@@ -86,7 +86,8 @@ static uct_uccl_chunk_t *uct_uccl_ep_am_chunk(uct_uccl_conn_t *conn,
 static UCS_F_ALWAYS_INLINE void uct_uccl_ep_am_send(uct_uccl_conn_t *conn,
                                                     uct_uccl_chunk_t *chunk)
 {
-    if (uct_uccl_tx_am_now(conn, chunk) == UCS_OK) {
+    if (uct_uccl_tx_am_may_go(conn, chunk) &&
+        (uct_uccl_tx_am_now(conn, chunk) == UCS_OK)) {
         return;
     }
     uct_uccl_tx_enqueue(conn, chunk);

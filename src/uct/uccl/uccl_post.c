@@ -321,7 +321,7 @@ static unsigned uct_uccl_chunk_piggy_ack(uct_uccl_conn_t *conn,
             (end > conn->iface->config.seg_size) ||
             (sizeof(*am) + end > conn->remote_rx_buf_size) ||
             !uct_uccl_rx_ack_piggyback(conn, chunk->data + chunk->length,
-                                        uct_uccl_now_ns())) {
+                                        0)) {
             return n;
         }
         am->flags = UCT_UCCL_AM_F_ACK;

@@ -417,26 +417,6 @@ void uct_uccl_tx_post_now(uct_uccl_conn_t *conn)
 
 
 
-/* May an AM go out at once, past the queue and the pump? In UC mode, when
- * nothing waits before it (queue, fence, GETs in flight), no pass is
- * running (post_now), no receiver's credit governs the conn, its dest has
- * room uncontended, and it goes inline with an ACK behind it. */
-static UCS_F_ALWAYS_INLINE int
-uct_uccl_tx_am_may_go(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
-{
-    const uct_uccl_iface_t *iface = conn->iface;
-
-    return !conn->rc && (conn->state == UCT_UCCL_CONN_CONNECTED) &&
-           (conn->tx_queued == 0) && !conn->fence &&
-           ucs_list_is_empty(&conn->gets) && !iface->async.active &&
-           (iface->sched_current == NULL) &&
-           (conn->cc.ops->tx_release == NULL) &&
-           (conn->cc.ops->tx_request == NULL) &&
-           (conn->dest->contenders == 0) && (conn->dest->room > 0) &&
-           (chunk->hdr_len + chunk->length + sizeof(uct_uccl_ack_t) <=
-            conn->max_inline);
-}
-
 /* The AM's WR: its header and payload inline, then the ACK owed to the
  * peer iface if one is (uct_uccl_chunk_build_wr builds the same for a
  * resend, keeping the ACK flag while the first WR is out) */
@@ -472,11 +452,11 @@ uct_uccl_tx_am_build(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
     wr->num_sge = 1 + (chunk->sge[1].length > 0);
 }
 
-/* UC: an AM posted outside progress on an idle conn goes out here, alone
- * on the conn's path for small messages: the pump's work for one chunk
- * (tracked, timed, counted against every window) without its queue, its
- * loop and its chains. UCS_ERR_NO_RESOURCE: not taken, the caller queues
- * it (uct_uccl_tx_am_may_go). */
+/* UC: an AM posted outside progress on an idle conn (uct_uccl_tx_am_may_go)
+ * goes out here, alone on the conn's path for small messages: the pump's
+ * work for one chunk (tracked, timed, counted against every window)
+ * without its queue, its loop and its chains. UCS_ERR_NO_RESOURCE: not
+ * taken (a window or the path is full), the caller queues it. */
 ucs_status_t uct_uccl_tx_am_now(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
 {
     uct_uccl_iface_t *iface = conn->iface;
@@ -485,9 +465,6 @@ ucs_status_t uct_uccl_tx_am_now(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     uint64_t now;
     int ret;
 
-    if (!uct_uccl_tx_am_may_go(conn, chunk)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
     now = uct_uccl_now_ns();
     if (!uct_uccl_conn_window_open(conn, chunk->length, now)) {
         return UCS_ERR_NO_RESOURCE;

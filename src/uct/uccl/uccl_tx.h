@@ -272,6 +272,26 @@ uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     ++conn->tx_queued;
 }
 
+/* May an AM go out at once, past the queue and the pump? In UC mode, when
+ * nothing waits before it (queue, fence, GETs in flight), no pass is
+ * running (post_now), no receiver's credit governs the conn, its dest has
+ * room uncontended, and it goes inline with an ACK behind it. */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_tx_am_may_go(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
+{
+    const uct_uccl_iface_t *iface = conn->iface;
+
+    return !conn->rc && (conn->state == UCT_UCCL_CONN_CONNECTED) &&
+           (conn->tx_queued == 0) && !conn->fence &&
+           ucs_list_is_empty(&conn->gets) && !iface->async.active &&
+           (iface->sched_current == NULL) &&
+           (conn->cc.ops->tx_release == NULL) &&
+           (conn->cc.ops->tx_request == NULL) &&
+           (conn->dest->contenders == 0) && (conn->dest->room > 0) &&
+           (chunk->hdr_len + chunk->length + sizeof(uct_uccl_ack_t) <=
+            conn->max_inline);
+}
+
 /* tx (uccl_tx.c) */
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum);
 void uct_uccl_tx_post_now(uct_uccl_conn_t *conn);
@@ -332,7 +352,7 @@ int uct_uccl_put_is_obsolete(uct_uccl_conn_t *conn,
 /* The path small messages keep (`st`): the scoreboard's choice, taken
  * again once nothing is outstanding on it and it was theirs for
  * PATH_STICKY_NS, or at once when it is parked */
-static UCS_F_ALWAYS_INLINE uct_uccl_qp_t *
+static inline uct_uccl_qp_t *
 uct_uccl_path_sticky(uct_uccl_conn_t *conn, uct_uccl_sticky_t *st,
                      size_t length, uint64_t now)
 {
