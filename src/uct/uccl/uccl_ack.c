@@ -202,5 +202,7 @@ unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now)
     count  = uct_uccl_rx_batch_acks(iface, &b, now);
     count += uct_uccl_rx_batch_credits(iface, &b, now);
     uct_uccl_iface_ctl_post(iface, b.ahs, b.qpns, b.idx, b.lens, b.count);
+    /* what is left (coalescing, held, no buffer) is looked at next pass */
+    iface->ack_pass = iface->pass + 1;
     return count;
 }

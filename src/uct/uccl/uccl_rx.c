@@ -112,8 +112,8 @@ void uct_uccl_rx_am_handle(uct_uccl_iface_t *iface, uct_uccl_rx_desc_t *desc)
 }
 
 /* An ordered message (AM, UC GET request) takes effect now */
-static UCS_F_ALWAYS_INLINE void uct_uccl_rx_ordered_deliver(uct_uccl_conn_t *conn,
-                                        uct_uccl_rx_desc_t *desc)
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_rx_ordered_deliver(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc)
 {
     const uint8_t *type = uct_uccl_rx_data(desc);
 

@@ -273,7 +273,7 @@ uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
 }
 
 /* May an AM go out at once, past the queue and the pump? In UC mode, when
- * nothing waits before it (queue, fence, GETs in flight), no pass is
+ * nothing waits before it (queue, chains, fence, GETs in flight), no pass is
  * running (post_now), no receiver's credit governs the conn, its dest has
  * room uncontended, and it goes inline with an ACK behind it. */
 static UCS_F_ALWAYS_INLINE int
@@ -282,7 +282,7 @@ uct_uccl_tx_am_may_go(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
     const uct_uccl_iface_t *iface = conn->iface;
 
     return !conn->rc && (conn->state == UCT_UCCL_CONN_CONNECTED) &&
-           (conn->tx_queued == 0) && !conn->fence &&
+           (conn->tx_queued == 0) && (conn->chains == NULL) && !conn->fence &&
            ucs_list_is_empty(&conn->gets) && !iface->async.active &&
            (iface->sched_current == NULL) &&
            (conn->cc.ops->tx_release == NULL) &&
