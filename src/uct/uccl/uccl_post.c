@@ -297,6 +297,9 @@ void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn)
                 --iface->tx_outstanding;
             }
         }
+        if (ret == 0) {
+            path->unsig_run = 0; /* its signaled end follows them */
+        }
         path->chain     = NULL;
         path->chain_len = 0;
     }

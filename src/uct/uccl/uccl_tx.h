@@ -358,7 +358,7 @@ uct_uccl_path_sticky(uct_uccl_conn_t *conn, uct_uccl_sticky_t *st,
 {
     uct_uccl_qp_t *path = &conn->paths[st->path];
 
-    if (((path->outstanding == 0) && (now >= st->until)) ||
+    if (((path->outstanding == path->nosig) && (now >= st->until)) ||
         uct_uccl_paths_parked(&conn->sel, path->index)) {
         st->path  = uct_uccl_paths_select(&conn->sel, length, now);
         st->until = now + UCT_UCCL_PATH_STICKY_NS;
