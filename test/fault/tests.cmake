@@ -280,3 +280,9 @@ foreach(cc swift timely eqds)
                "UCCL_EXPECT_CLIENT_COUNTERS=${rc_seen}"
                UCCL_EXPECT_SV_COUNTERS=rc_resends)
 endforeach()
+
+# in a clean ping-pong the replies carry the ACKs (held a pass for them)
+math(EXPR FLT_PORT "${FLT_PORT} + 1")
+add_test(NAME fault_uc_piggy_counters
+         COMMAND ${FLT_COUNTERS} ${FLT_PORT} 8 5000 piggy)
+flt_env(fault_uc_piggy_counters)

@@ -18,6 +18,9 @@
 # loss costs one retransmission timeout, not a series of backed-off ones;
 # with TEST=put_lat (a ping-pong of SIZE zero-copy PUTs) that a lost last
 # chunk is found by the empty WRITE ending its chain, not by tail probes.
+# With TEST=piggy (an am_lat ping-pong on a clean fabric) that the replies
+# carry the ACKs: ACK packets go only for what no reply could carry (the
+# last message, a duplicate from a tail probe of a descheduled peer).
 #   uccl_counters.sh PORT SIZE ITERS [TEST]
 # Environment: UCCL_RUN, SOFTVERBS_FABRIC, SOFTVERBS_LOSS (e.g. 0.01).
 #
@@ -26,6 +29,7 @@ set -u
 port=$1 size=$2 iters=$3 test=${4:-put_bw}
 check=$test
 [ "$test" = chains ] && test=put_bw
+[ "$test" = piggy ] && test=am_lat
 case $test in
     put_bw|put_lat) layout=zcopy ;;
     *)              layout=short ;;
@@ -56,6 +60,26 @@ fail() {
 uccl_perftest_pair "$port" "SOFTVERBS_STATS=$tmp/sv_server" \
     "SOFTVERBS_STATS=$tmp/sv_client" -t "$test" -D "$layout" -s "$size" \
     -n "$iters" || fail "the ucx_perftest pair failed"
+
+if [ "$check" = piggy ]; then
+    # both sides send and owe ACKs; count both
+    piggy=$(($(uccl_sum "$tmp/client" acks_piggy) +
+             $(uccl_sum "$tmp/server" acks_piggy)))
+    acks=$(($(uccl_sum "$tmp/client" acks_tx) +
+            $(uccl_sum "$tmp/server" acks_tx)))
+    retx=$(($(uccl_sum "$tmp/client" retx) + $(uccl_sum "$tmp/server" retx)))
+    echo "clean ping-pong of $iters: $piggy ACKs carried by AMs, $acks ACK" \
+         "packets, $retx resends"
+    # every message but the last has a reply to carry its ACK
+    [ "$piggy" -ge "$iters" ] ||
+        fail "only $piggy ACKs carried in $iters round trips"
+    # a resend's duplicate is ACKed at once, and so may its original be
+    [ "$acks" -le $((iters / 50 + 2 * retx + 10)) ] ||
+        fail "$acks ACK packets for $iters round trips: the replies did" \
+             "not carry them"
+    echo PASS
+    exit 0
+fi
 
 if [ "$test" = am_lat ]; then
     # both sides send; count both

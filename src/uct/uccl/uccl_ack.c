@@ -12,14 +12,14 @@
 #include <string.h>
 
 
-/* One ACK record of conn into `rec` (at most max_bytes) */
+/* One ACK record of conn into `rec` (at most max_bytes). Every field is
+ * set here (no SACK word beyond those packed: sack_words tells). */
 static size_t uct_uccl_rx_ack_pack(uct_uccl_conn_t *conn, uct_uccl_ack_t *ack,
                                    size_t max_bytes, uint64_t now)
 {
     unsigned words;
     uint64_t since;
 
-    memset(ack, 0, sizeof(*ack));
     words = uct_uccl_sack_ack_pack(&conn->sack, ack,
                                    uct_uccl_wire_ack_max_words(max_bytes));
     uct_uccl_wire_hdr_init(&ack->hdr, UCT_UCCL_CTL_ACK,
@@ -36,6 +36,7 @@ static size_t uct_uccl_rx_ack_pack(uct_uccl_conn_t *conn, uct_uccl_ack_t *ack,
                                                          since),
                                UINT32_MAX);
     ack->flags       = conn->ack_busy ? UCT_UCCL_ACK_F_BUSY : 0;
+    ack->credit      = 0;
     conn->ack_busy   = 0;
     if (uct_uccl_cc_rx_driven(&conn->cc)) {
         /* the grant rides along: no CREDIT record needed */
@@ -56,22 +57,26 @@ static void uct_uccl_rx_ack_paid(uct_uccl_conn_t *conn)
 }
 
 /* The AM conn sends carries an ACK owed to conn's peer iface (by conn or
- * by another of ours to that iface: a reply goes on our ep's conn, the
- * request came on the peer's), in `dst` after its payload, if that ACK
- * needs no SACK words; 1 if it does, and then no ACK packet goes */
-int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst)
+ * by another of ours to that iface, which shares conn's dest: a reply
+ * goes on our ep's conn, the request came on the peer's), in `dst` after
+ * its payload, if that ACK needs no SACK words; 1 if it does, and then no
+ * ACK packet goes. `now`: the caller's clock, or 0 to read it here. */
+int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst, uint64_t now)
 {
     uct_uccl_conn_t *owing;
     uct_uccl_ack_t ack;
 
+    if (conn->dest == NULL) {
+        return 0;
+    }
     ucs_list_for_each(owing, &conn->iface->ack_list, ack_link) {
-        if (!uct_uccl_conn_same_peer(owing, conn) ||
+        if ((owing->dest != conn->dest) ||
             (owing->state != UCT_UCCL_CONN_CONNECTED) || !owing->sack_valid ||
             uct_uccl_sack_has_holes(&owing->sack)) {
             continue;
         }
         (void)uct_uccl_rx_ack_pack(owing, &ack, sizeof(ack),
-                                   uct_uccl_now_ns());
+                                   (now != 0) ? now : uct_uccl_now_ns());
         memcpy(dst, &ack, sizeof(ack));
         uct_uccl_rx_ack_paid(owing);
         ++owing->stats.acks_piggy;
@@ -143,9 +148,9 @@ static unsigned uct_uccl_rx_batch_acks(uct_uccl_iface_t *iface,
         if (conn->ack_due > now) {
             continue; /* still coalescing */
         }
-        if (conn->ack_hold && (conn->ack_due != 0) && !iface->async.active) {
-            conn->ack_hold = 0; /* the next pass sends it, unless an AM */
-            continue;           /* carries it first */
+        if (conn->ack_hold && (conn->ack_due != 0) && !iface->async.active &&
+            (conn->ack_hold_pass == iface->pass)) {
+            continue; /* the next pass sends it, unless an AM carries it */
         }
 
         len = uct_uccl_rx_ack_pack(conn, (uct_uccl_ack_t*)rec_buf,
@@ -197,5 +202,7 @@ unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now)
     count  = uct_uccl_rx_batch_acks(iface, &b, now);
     count += uct_uccl_rx_batch_credits(iface, &b, now);
     uct_uccl_iface_ctl_post(iface, b.ahs, b.qpns, b.idx, b.lens, b.count);
+    /* what is left (coalescing, held, no buffer) is looked at next pass */
+    iface->ack_pass = iface->pass + 1;
     return count;
 }

@@ -224,13 +224,6 @@ void uct_uccl_async_cleanup(uct_uccl_iface_t *iface)
     uct_uccl_async_dispatch(iface);
 }
 
-void uct_uccl_async_defer_am(uct_uccl_iface_t *iface,
-                             uct_uccl_rx_desc_t *desc)
-{
-    ucs_queue_push(&iface->async.ams, &desc->queue);
-    ++iface->async.deferred;
-}
-
 void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op)
 {
     ucs_list_add_tail(&iface->async.ops, &op->list);

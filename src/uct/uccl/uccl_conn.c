@@ -489,12 +489,17 @@ static void uct_uccl_conn_qp_release(uct_uccl_iface_t *iface,
     uct_uccl_qp_t *drain    = NULL;
     khiter_t it;
 
+    /* inline AMs posted unsignaled after its last signaled WR read no
+     * memory and may complete never: nothing to wait for */
+    path->outstanding -= path->unsig_run;
+    path->nosig       -= path->unsig_run;
+    path->unsig_run    = 0;
     it = kh_get(uct_uccl_qpn, &iface->qpn_hash, path->qp->qp_num);
     if ((path->outstanding > 0) && (it != kh_end(&iface->qpn_hash))) {
         drain = ucs_malloc(sizeof(*drain), "uccl_drain_qp");
     }
     if ((drain == NULL) || ibv_modify_qp(path->qp, &attr, IBV_QP_STATE)) {
-        iface->tx_outstanding -= path->outstanding;
+        iface->tx_outstanding -= path->outstanding - path->nosig;
         uct_uccl_conn_qp_destroy(iface, path);
         ucs_free(drain);
         return;

@@ -67,6 +67,10 @@ typedef struct uct_uccl_qp {
     uint32_t                remote_qpn;
     uint16_t                index;
     uint16_t                outstanding; /* WRs posted, not completed */
+    uint16_t                nosig;       /* of them, inline AMs posted
+                                            unsignaled: NULL in sent[] */
+    uint16_t                unsig_run;   /* of those, the ones after the
+                                            last signaled WR */
     unsigned                sent_head;   /* oldest of them in sent[] */
     uct_uccl_chunk_t        **sent;      /* ring of posted WRs' chunks: one
                                             signaled CQE ends a chain and
@@ -282,6 +286,7 @@ struct uct_uccl_conn {
     uint64_t                echo_since;  /* since when it may have sat in
                                             our CQ: uct_uccl_iface_rx_since */
     uint64_t                ack_due;     /* ns: send the owed ACK by then */
+    uint32_t                ack_hold_pass; /* the pass ack_hold was set in */
     uct_uccl_order_t        order;       /* AMs, GET requests: in order
                                             (UC, with sack) */
 

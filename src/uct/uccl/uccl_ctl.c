@@ -235,7 +235,9 @@ uct_uccl_conn_t *uct_uccl_conn_sibling(const uct_uccl_conn_t *via, uint32_t id,
         ++iface->stats.unknown_conn;
         return NULL;
     }
-    if ((token != conn->token) || !uct_uccl_conn_same_peer(conn, via)) {
+    if ((token != conn->token) ||
+        (((conn->dest != via->dest) || (conn->dest == NULL)) &&
+         !uct_uccl_conn_same_peer(conn, via))) {
         ++iface->stats.forged_ctl;
         return NULL;
     }

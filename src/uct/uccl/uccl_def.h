@@ -23,6 +23,8 @@
 #define UCT_UCCL_SEND_HDR_MAX     48     /* largest SEND header */
 #define UCT_UCCL_INLINE_MAX       128    /* bytes a data WR carries inline
                                             (asked of the device) */
+#define UCT_UCCL_TX_UNSIGNALED_MAX 16    /* inline AMs a path posts without
+                                            a CQE, then one asks for one */
 #define UCT_UCCL_MAX_ZCOPY        (1ul << 30) /* PUT/GET, cut into chunks */
 #define UCT_UCCL_GET_MIN_ZCOPY    (64ul * UCS_KBYTE) /* iface_query */
 /* CHUNK_SIZE=auto: a UC chunk is what the sender resends alone after a

@@ -26,15 +26,6 @@ void uct_uccl_clock_rate_init(void)
     uct_uccl_ns_per_tick = UCS_NSEC_PER_SEC / ucs_time_sec_value();
 }
 
-void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
-{
-    if (!conn->ack_pending) {
-        conn->ack_pending = 1;
-        ucs_list_add_tail(&iface->ack_list, &conn->ack_link);
-        uct_uccl_conn_timer_wake(conn); /* the peer is alive: idle_check */
-    }
-}
-
 static unsigned uct_uccl_iface_poll_send(uct_uccl_iface_t *iface)
 {
     struct ibv_wc wcs[UCT_UCCL_CQ_BATCH];
@@ -115,6 +106,7 @@ unsigned uct_uccl_iface_engine_progress(uct_uccl_iface_t *iface)
     uint64_t now;
 
     count = 0;
+    ++iface->pass;
     if (!ucs_list_is_empty(&iface->acks_in)) {
         count = uct_uccl_rx_acks_in(iface);
     }

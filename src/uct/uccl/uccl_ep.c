@@ -82,6 +82,18 @@ static uct_uccl_chunk_t *uct_uccl_ep_am_chunk(uct_uccl_conn_t *conn,
     return chunk;
 }
 
+/* An AM of one segment: at once when the conn is idle, else queued */
+static UCS_F_ALWAYS_INLINE void uct_uccl_ep_am_send(uct_uccl_conn_t *conn,
+                                                    uct_uccl_chunk_t *chunk)
+{
+    if (uct_uccl_tx_am_may_go(conn, chunk) &&
+        (uct_uccl_tx_am_now(conn, chunk) == UCS_OK)) {
+        return;
+    }
+    uct_uccl_tx_enqueue(conn, chunk);
+    uct_uccl_tx_post_now(conn);
+}
+
 ucs_status_t uct_uccl_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
                                   const void *payload, unsigned length)
 {
@@ -110,8 +122,7 @@ ucs_status_t uct_uccl_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     chunk->length       = length + sizeof(header);
     chunk->hdr.am.length = chunk->length;
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, chunk->length);
-    uct_uccl_tx_enqueue(conn, chunk);
-    uct_uccl_tx_post_now(conn);
+    uct_uccl_ep_am_send(conn, chunk);
     return UCS_OK;
 }
 
@@ -142,8 +153,7 @@ ssize_t uct_uccl_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     chunk->length        = length;
     chunk->hdr.am.length = length;
     UCT_TL_EP_STAT_OP(&ep->super, AM, BCOPY, length);
-    uct_uccl_tx_enqueue(conn, chunk);
-    uct_uccl_tx_post_now(conn);
+    uct_uccl_ep_am_send(conn, chunk);
     return length;
 }
 

@@ -188,6 +188,10 @@ struct uct_uccl_iface {
     khash_t(uct_uccl_dests) dests;       /* peer ifaces we send to */
     uct_uccl_conn_t         *sched_current; /* the conn in its turn */
     ucs_list_link_t         ack_list;    /* conns owing an ACK */
+    uint32_t                pass;        /* engine passes run */
+    uint32_t                ack_pass;    /* from this pass on, ack_list
+                                            may hold an ACK to send (one
+                                            only held waits a pass) */
     ucs_list_link_t         acks_in;     /* conns holding an AM's ACK */
     unsigned                tx_outstanding; /* WRs on the send CQ */
     int                     tx_drained;  /* the last send CQ poll emptied
@@ -323,7 +327,6 @@ void *uct_uccl_iface_ctl_tx_buf(uct_uccl_iface_t *iface, unsigned *idx_p);
 void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_ah **ahs,
                              const uint32_t *qpns, const unsigned *idx,
                              const size_t *lens, unsigned count);
-void uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn);
 void uct_uccl_iface_chunk_put(uct_uccl_chunk_t *chunk);
 void uct_uccl_iface_close(uct_iface_h tl_iface);
 ucs_status_t uct_uccl_iface_flush(uct_iface_h tl_iface, unsigned flags,
@@ -625,8 +628,15 @@ uct_uccl_wake_user_leaves(uct_uccl_iface_t *iface, uct_uccl_thread_t *thread,
     iface->async.ops_seen  = thread->ops;
     iface->async.busy_seen = thread->busy_ns;
 }
-void uct_uccl_async_defer_am(uct_uccl_iface_t *iface,
-                             uct_uccl_rx_desc_t *desc);
+
+/* An AM for UCX, handed over after the engine's pass, in order */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_async_defer_am(uct_uccl_iface_t *iface, uct_uccl_rx_desc_t *desc)
+{
+    ucs_queue_push(&iface->async.ams, &desc->queue);
+    ++iface->async.deferred;
+}
+
 void uct_uccl_async_defer_op(uct_uccl_iface_t *iface, uct_uccl_op_t *op);
 /* Does a completion of conn's operations wait in the queue? Its flush is
  * not complete before it. */

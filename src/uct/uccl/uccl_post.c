@@ -42,24 +42,6 @@ int uct_uccl_tx_may_leave(uct_uccl_conn_t *conn,
             !(chunk->flags & UCT_UCCL_CHUNK_F_READ));
 }
 
-/* The path small messages keep (`st`): the scoreboard's choice, taken
- * again once nothing is outstanding on it and it was theirs for
- * PATH_STICKY_NS, or at once when it is parked */
-static uct_uccl_qp_t *uct_uccl_path_sticky(uct_uccl_conn_t *conn,
-                                           uct_uccl_sticky_t *st,
-                                           size_t length, uint64_t now)
-{
-    uct_uccl_qp_t *path = &conn->paths[st->path];
-
-    if (((path->outstanding == 0) && (now >= st->until)) ||
-        uct_uccl_paths_parked(&conn->sel, path->index)) {
-        st->path  = uct_uccl_paths_select(&conn->sel, length, now);
-        st->until = now + UCT_UCCL_PATH_STICKY_NS;
-        path      = &conn->paths[st->path];
-    }
-    return path;
-}
-
 /* The path for the next chunk: a burst of PATH_BURST chunks (one while the
  * paths queue unevenly, uccl_path.h) stays on one path (one chain, one
  * doorbell), then the scoreboard picks the better of two random paths
@@ -315,6 +297,9 @@ void uct_uccl_conn_post_chains(uct_uccl_conn_t *conn)
                 --iface->tx_outstanding;
             }
         }
+        if (ret == 0) {
+            path->unsig_run = 0; /* its signaled end follows them */
+        }
         path->chain     = NULL;
         path->chain_len = 0;
     }
@@ -338,7 +323,8 @@ static unsigned uct_uccl_chunk_piggy_ack(uct_uccl_conn_t *conn,
             (chunk->laddr != (uintptr_t)chunk->data) ||
             (end > conn->iface->config.seg_size) ||
             (sizeof(*am) + end > conn->remote_rx_buf_size) ||
-            !uct_uccl_rx_ack_piggyback(conn, chunk->data + chunk->length)) {
+            !uct_uccl_rx_ack_piggyback(conn, chunk->data + chunk->length,
+                                        0)) {
             return n;
         }
         am->flags = UCT_UCCL_AM_F_ACK;

@@ -25,9 +25,12 @@ uct_uccl_tracker_acked_cb(void *arg, uint32_t csn,
     uct_uccl_op_t *op       = chunk->op;
 
     uct_uccl_paths_acked(&conn->sel, e->path, e->send_time);
-    if (ucs_likely((op != NULL) && (chunk->posted == 0) &&
+    if (ucs_likely((chunk->posted == 0) &&
                    !(chunk->flags & UCT_UCCL_CHUNK_F_SERVED))) {
         ucs_mpool_put_inline(chunk); /* its flags start anew in the pool */
+        if (op == NULL) {
+            return; /* AM short or bcopy: nothing waits for it */
+        }
         ucs_assert(op->pending > 0);
         if (--op->pending == 0) {
             uct_uccl_op_complete(conn, op);

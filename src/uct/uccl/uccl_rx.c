@@ -87,7 +87,8 @@ static void uct_uccl_rx_am_invoke(uct_uccl_iface_t *iface,
  * (UCX promises them to be called without progress: UCP's wireup handler is
  * one); any other AM waits for the user's next progress call, and so does
  * an async one behind it: AMs are handled in order. */
-void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface, uct_uccl_rx_desc_t *desc)
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface, uct_uccl_rx_desc_t *desc)
 {
     const uct_uccl_am_hdr_t *hdr = (const void*)uct_uccl_rx_data(desc);
 
@@ -111,8 +112,8 @@ void uct_uccl_rx_am_handle(uct_uccl_iface_t *iface, uct_uccl_rx_desc_t *desc)
 }
 
 /* An ordered message (AM, UC GET request) takes effect now */
-static void uct_uccl_rx_ordered_deliver(uct_uccl_conn_t *conn,
-                                        uct_uccl_rx_desc_t *desc)
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_rx_ordered_deliver(uct_uccl_conn_t *conn, uct_uccl_rx_desc_t *desc)
 {
     const uint8_t *type = uct_uccl_rx_data(desc);
 
@@ -263,7 +264,7 @@ static int uct_uccl_rx_may_take(uct_uccl_conn_t *conn, const void *hdr,
 static void uct_uccl_rx_owe_busy(uct_uccl_conn_t *conn)
 {
     conn->ack_busy = 1;
-    conn->ack_due  = 0;
+    uct_uccl_rx_ack_due_now(conn);
     uct_uccl_iface_ack_add(conn->iface, conn);
 }
 
@@ -355,7 +356,7 @@ uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn, unsigned path,
     }
     if ((++conn->rx_since_ack >= iface->config.ack_every) ||
         (r == UCT_UCCL_SACK_DUPLICATE) || (when == UCT_UCCL_ACK_NOW)) {
-        conn->ack_due = 0;
+        uct_uccl_rx_ack_due_now(conn);
     }
 }
 

@@ -10,6 +10,7 @@
 #include "uccl_tx.h"
 
 #include <ucs/debug/log.h>
+#include <string.h>
 
 
 static inline int uct_uccl_conn_window_open(uct_uccl_conn_t *conn,
@@ -435,12 +436,126 @@ void uct_uccl_tx_post_now(uct_uccl_conn_t *conn)
 
 
 
+/* The AM's WR: its header and payload inline, then the ACK owed to the
+ * peer iface if one is (uct_uccl_chunk_build_wr builds the same for a
+ * resend, keeping the ACK flag while the first WR is out) */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_tx_am_build(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
+                     uint64_t now)
+{
+    struct ibv_send_wr *wr = &chunk->wr;
+    uct_uccl_am_hdr_t *am  = &chunk->hdr.am;
+    uint32_t length        = chunk->length;
+
+    wr->opcode         = IBV_WR_SEND_WITH_IMM;
+    wr->imm_data       = uct_uccl_imm_to_wire(
+                             uct_uccl_imm_pack(chunk->csn, UCT_UCCL_KIND_AM,
+                                               chunk->last));
+    wr->send_flags     = IBV_SEND_INLINE | IBV_SEND_SOLICITED;
+    wr->next           = NULL;
+    chunk->sge[0].addr   = (uintptr_t)am;
+    chunk->sge[0].length = chunk->hdr_len;
+    chunk->sge[0].lkey   = chunk->lkey;
+    chunk->sge[1].addr   = (uintptr_t)chunk->data;
+    chunk->sge[1].length = length;
+    chunk->sge[1].lkey   = chunk->lkey;
+    am->flags            = 0;
+    if (!ucs_list_is_empty(&conn->iface->ack_list) &&
+        (sizeof(*am) + length + sizeof(uct_uccl_ack_t) <=
+         conn->remote_rx_buf_size) &&
+        uct_uccl_rx_ack_piggyback(conn, chunk->data + length, now)) {
+        am->flags             = UCT_UCCL_AM_F_ACK;
+        chunk->sge[1].length += sizeof(uct_uccl_ack_t);
+    }
+    wr->num_sge = 1 + (chunk->sge[1].length > 0);
+}
+
+/* UC: an AM posted outside progress on an idle conn (uct_uccl_tx_am_may_go)
+ * goes out here, alone on the conn's path for small messages: the pump's
+ * work for one chunk (tracked, timed, counted against every window)
+ * without its queue, its loop and its chains. UCS_ERR_NO_RESOURCE: not
+ * taken (a window or the path is full), the caller queues it. */
+ucs_status_t uct_uccl_tx_am_now(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+    struct ibv_send_wr *bad_wr;
+    uct_uccl_qp_t *path;
+    int ret, signaled;
+    uint64_t now;
+
+    now = uct_uccl_now_ns();
+    if (!uct_uccl_conn_window_open(conn, chunk->length, now)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    path = uct_uccl_path_sticky(conn, &conn->small, chunk->length, now);
+    if (!uct_uccl_path_has_room(conn, path)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    chunk->conn    = conn;
+    chunk->barrier = conn->gets_issued;
+    uct_uccl_tx_track_uc(conn, chunk, path, now);
+    uct_uccl_tx_am_build(conn, chunk, now);
+    uct_uccl_paths_sent(&conn->sel, path->index, now);
+    signaled = (path->unsig_run + 1u >=
+                ucs_min(UCT_UCCL_TX_UNSIGNALED_MAX,
+                        iface->config.tx_queue_len / 2));
+    if (signaled) {
+        chunk->wr.send_flags |= IBV_SEND_SIGNALED;
+        path->sent[(path->sent_head + path->outstanding) &
+                   iface->config.tx_ring_mask] = chunk;
+        ++chunk->posted;
+        ++iface->tx_outstanding;
+    } else {
+        /* the device copied it at post: nothing of the chunk is read
+         * later, its slot is freed by the next signaled WR's CQE, and a
+         * flush CQE of its own (a failed QP) names no chunk */
+        path->sent[(path->sent_head + path->outstanding) &
+                   iface->config.tx_ring_mask] = NULL;
+        chunk->wr.wr_id = 0;
+        ++path->nosig;
+    }
+    ++path->outstanding;
+    chunk->path      = path->index;
+    /* chained by no one: a resend in a later pass may rebuild it */
+    chunk->chain_gen = conn->chain_gen++;
+    uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
+    uct_uccl_dest_sent(conn, 1);
+    ++conn->stats.chunks_tx;
+    conn->stats.bytes_tx += chunk->length;
+    ++iface->stats.doorbells;
+    ++iface->stats.wrs;
+
+    ret             = ibv_post_send(path->qp, &chunk->wr, &bad_wr);
+    chunk->wr.wr_id = (uintptr_t)chunk;
+    if (ucs_unlikely(ret != 0)) {
+        /* it stays tracked: the timer sends it again */
+        ucs_error("uccl: ibv_post_send(qp 0x%x, AM) failed: %s",
+                  path->qp->qp_num, strerror(ret));
+        --path->outstanding;
+        if (signaled) {
+            --chunk->posted;
+            --iface->tx_outstanding;
+        } else {
+            --path->nosig;
+        }
+    } else if (signaled) {
+        path->unsig_run = 0;
+    } else {
+        ++path->unsig_run;
+    }
+    uct_uccl_conn_timer_wake(conn); /* what went out is timed */
+    return UCS_OK;
+}
+
 void uct_uccl_conn_kick(uct_uccl_conn_t *conn)
 {
     if ((conn->tx_queued > 0) || !ucs_queue_is_empty(&conn->pending_q)) {
         uct_uccl_iface_sched_add(conn->iface, conn);
     }
-    uct_uccl_tx_check_flush(conn);
+    if (!ucs_list_is_empty(&conn->flushes)) {
+        uct_uccl_tx_check_flush(conn);
+    }
 }
 
 /* RC: the completion of a WR whose data went that way (dir) */
@@ -575,11 +690,16 @@ uct_uccl_tx_completion_uc(uct_uccl_iface_t *iface, uct_uccl_qp_t *path,
     uint32_t end            = head + path->outstanding;
     uct_uccl_chunk_t **sent = path->sent;
     unsigned n              = 0;
+    unsigned nosig          = 0;
     int hit                 = 0;
     uct_uccl_chunk_t *chunk;
 
     while (head != end) {
         chunk = sent[head++ & mask];
+        if (chunk == NULL) {
+            ++nosig; /* an unsignaled inline AM: done at post */
+            continue;
+        }
         hit   = (chunk == done);
         if (ucs_unlikely(chunk->flags & UCT_UCCL_CHUNK_F_ACKED)) {
             batch[n++] = chunk;
@@ -595,8 +715,9 @@ uct_uccl_tx_completion_uc(uct_uccl_iface_t *iface, uct_uccl_qp_t *path,
         }
     }
     *found                 = hit;
-    iface->tx_outstanding -= head - path->sent_head;
+    iface->tx_outstanding -= head - path->sent_head - nosig;
     path->outstanding     -= head - path->sent_head;
+    path->nosig           -= nosig;
     path->sent_head        = head;
     if (path->conn->tx_queued > 0) {
         uct_uccl_iface_sched_add(iface, path->conn);
@@ -634,7 +755,8 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
             continue;
         }
         if (ucs_unlikely(path == NULL)) {
-            if (!found) {   /* its QP is gone: only this WR is known */
+            if (!found && (done != NULL)) { /* its QP is gone: only this
+                                             * WR is known */
                 --iface->tx_outstanding;
                 uct_uccl_tx_wr_complete(iface, done, wc->status, wc->qp_num);
             }
@@ -644,8 +766,14 @@ void uct_uccl_tx_completion(uct_uccl_iface_t *iface, struct ibv_wc *wc)
         n = 0;
         while ((n < UCT_UCCL_CQ_BATCH) && !found && (path->outstanding > 0)) {
             chunk = path->sent[path->sent_head++ & iface->config.tx_ring_mask];
-            found = (chunk == done);
             --path->outstanding;
+            if (chunk == NULL) {
+                /* an unsignaled inline AM (its flush CQE names none) */
+                --path->nosig;
+                found = (done == NULL);
+                continue;
+            }
+            found = (chunk == done);
             --iface->tx_outstanding;
             if (ucs_unlikely(!uct_uccl_tx_wr_still_tracked(
                                  chunk, uct_uccl_tx_wr_status(chunk, done,

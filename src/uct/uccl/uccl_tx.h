@@ -295,9 +295,31 @@ uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     conn->tx_queued_bytes += uct_uccl_chunk_asks(chunk);
 }
 
+/* May an AM go out at once, past the queue and the pump? In UC mode, when
+ * nothing waits before it (queue, chains, fence, GETs in flight), no pass is
+ * running (post_now), no receiver's credit governs the conn, its dest has
+ * room uncontended, and it goes inline with an ACK behind it. */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_tx_am_may_go(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
+{
+    const uct_uccl_iface_t *iface = conn->iface;
+
+    return !conn->rc && (conn->state == UCT_UCCL_CONN_CONNECTED) &&
+           (conn->tx_queued == 0) && (conn->chains == NULL) && !conn->fence &&
+           ucs_list_is_empty(&conn->gets) && !iface->async.active &&
+           (iface->sched_current == NULL) &&
+           (conn->cc.ops->tx_release == NULL) &&
+           (conn->cc.ops->tx_request == NULL) &&
+           (conn->dest->contenders == 0) && (conn->dest->room > 0) &&
+           (chunk->hdr_len + chunk->length + sizeof(uct_uccl_ack_t) <=
+            conn->max_inline);
+}
+
 /* tx (uccl_tx.c) */
 unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum);
 void uct_uccl_tx_post_now(uct_uccl_conn_t *conn);
+ucs_status_t uct_uccl_tx_am_now(uct_uccl_conn_t *conn,
+                                uct_uccl_chunk_t *chunk);
 /* An empty WRITE_WITH_IMM to raddr/rkey, tracked like a chunk and chained
  * on path after what it carries: its arrival, ACKed at once, shows what
  * was lost before it there (SACK and path order) */
@@ -350,6 +372,24 @@ void uct_uccl_chunk_build_retx(uct_uccl_chunk_t *chunk, int obsolete);
 int uct_uccl_put_is_obsolete(uct_uccl_conn_t *conn,
                              const uct_uccl_chunk_t *chunk);
 
+/* The path small messages keep (`st`): the scoreboard's choice, taken
+ * again once nothing is outstanding on it and it was theirs for
+ * PATH_STICKY_NS, or at once when it is parked */
+static inline uct_uccl_qp_t *
+uct_uccl_path_sticky(uct_uccl_conn_t *conn, uct_uccl_sticky_t *st,
+                     size_t length, uint64_t now)
+{
+    uct_uccl_qp_t *path = &conn->paths[st->path];
+
+    if (((path->outstanding == path->nosig) && (now >= st->until)) ||
+        uct_uccl_paths_parked(&conn->sel, path->index)) {
+        st->path  = uct_uccl_paths_select(&conn->sel, length, now);
+        st->until = now + UCT_UCCL_PATH_STICKY_NS;
+        path      = &conn->paths[st->path];
+    }
+    return path;
+}
+
 /* The path for the next new chunk: the current burst's while it lasts
  * and has room, else uct_uccl_path_select's choice */
 static UCS_F_ALWAYS_INLINE uct_uccl_qp_t *
@@ -396,8 +436,6 @@ void uct_uccl_rx_completions(uct_uccl_iface_t *iface,
                              int n);
 void uct_uccl_rx_refill(uct_uccl_iface_t *iface);
 void uct_uccl_rx_conn_cleanup(uct_uccl_conn_t *conn);
-void uct_uccl_rx_am_deliver(uct_uccl_iface_t *iface,
-                            uct_uccl_rx_desc_t *desc);
 void uct_uccl_rx_am_handle(uct_uccl_iface_t *iface,
                            uct_uccl_rx_desc_t *desc);
 unsigned uct_uccl_rx_acks_in(uct_uccl_iface_t *iface);
@@ -406,13 +444,40 @@ void uct_uccl_rx_ack_in_flush(uct_uccl_conn_t *conn);
 /* the ACKs owed, on their way out (uccl_ack.c) */
 unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now);
 
-/* Does a pass have ACKs or grants to send? The credit pacer, when on,
- * decides that itself on every pass. */
+/* Does a pass have ACKs or grants to send? Not when the only ACKs owed
+ * were held in this pass for a reply to carry (uct_uccl_iface_ack_add).
+ * The credit pacer, when on, decides that itself on every pass. */
 static UCS_F_ALWAYS_INLINE int
 uct_uccl_rx_acks_owed(uct_uccl_iface_t *iface)
 {
-    return !ucs_list_is_empty(&iface->ack_list) || iface->credit.on ||
-           !ucs_list_is_empty(&iface->credit.owed);
+    return (!ucs_list_is_empty(&iface->ack_list) &&
+            ((int32_t)(iface->pass - iface->ack_pass) >= 0)) ||
+           iface->credit.on || !ucs_list_is_empty(&iface->credit.owed);
+}
+
+/* A held ACK is looked at from the next pass on (unless another ACK is
+ * owed sooner); any other from this one */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_iface_ack_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
+{
+    if (!conn->ack_pending) {
+        if (!conn->ack_hold) {
+            iface->ack_pass = iface->pass;
+        } else if (ucs_list_is_empty(&iface->ack_list)) {
+            iface->ack_pass = iface->pass + 1;
+        }
+        conn->ack_hold_pass = iface->pass;
+        conn->ack_pending   = 1;
+        ucs_list_add_tail(&iface->ack_list, &conn->ack_link);
+        uct_uccl_conn_timer_wake(conn); /* the peer is alive: idle_check */
+    }
+}
+
+/* An ACK owed is due in this pass (uct_uccl_rx_acks_owed) */
+static UCS_F_ALWAYS_INLINE void uct_uccl_rx_ack_due_now(uct_uccl_conn_t *conn)
+{
+    conn->ack_due         = 0;
+    conn->iface->ack_pass = conn->iface->pass;
 }
 
 /* Has the SRQ room for a batch of half an SRQ_BATCH or more, the least
@@ -430,6 +495,6 @@ uct_uccl_rx_refill_due(const uct_uccl_iface_t *iface)
 {
     return uct_uccl_rx_srq_wants(iface) || (iface->srq_posted == 0);
 }
-int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst);
+int uct_uccl_rx_ack_piggyback(uct_uccl_conn_t *conn, void *dst, uint64_t now);
 
 #endif

@@ -44,6 +44,8 @@ static int uct_uccl_wire_seq_ok(uint32_t seq)
     return !(seq & ~UCT_UCCL_SEQ_MASK);
 }
 
+static ucs_status_t uct_uccl_wire_ack_check(const uct_uccl_ack_t *ack);
+
 /* An AM: its id, its flags, its length, and a carried ACK record */
 static ucs_status_t uct_uccl_wire_am_check(const void *buf, size_t len)
 {
@@ -67,8 +69,10 @@ static ucs_status_t uct_uccl_wire_am_check(const void *buf, size_t len)
     if (am->flags & UCT_UCCL_AM_F_ACK) {
         /* a whole ACK packet without SACK words */
         uct_uccl_wire_am_ack(am, &ack);
-        if ((uct_uccl_wire_ctl_check(&ack, sizeof(ack)) != UCS_OK) ||
-            (ack.hdr.type != UCT_UCCL_CTL_ACK)) {
+        if ((ack.hdr.type != UCT_UCCL_CTL_ACK) ||
+            (ack.hdr.version != UCT_UCCL_WIRE_VERSION) ||
+            (ack.hdr.length != sizeof(ack)) ||
+            (uct_uccl_wire_ack_check(&ack) != UCS_OK)) {
             return UCS_ERR_INVALID_PARAM;
         }
     }
