@@ -57,7 +57,9 @@
 /* the pacer, per receiving iface */
 #define UCT_UCCL_CC_EQDS_QUANTUM         65536u   /* bytes per grant: a chunk */
 #define UCT_UCCL_CC_EQDS_MAX_BURST       (2u * UCT_UCCL_CC_EQDS_QUANTUM)
-#define UCT_UCCL_CC_EQDS_RATE_FRAC       0.95     /* of the link: headers */
+/* of the link: room for its headers and for bytes that arrive without a
+ * grant, so that the receiving port's queue drains */
+#define UCT_UCCL_CC_EQDS_RATE_FRAC       0.9
 #define UCT_UCCL_CC_EQDS_MAX_QUANTUM     (1u << 20)
 /* granted and not arrived, in quanta: two chunks, one arriving while the
  * next is on its way, which a port buffer of two chunks absorbs */
