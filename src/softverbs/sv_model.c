@@ -889,10 +889,12 @@ uint64_t sv_model_xmit_dup(unsigned src_port, unsigned dst_port,
     uint64_t i, t, t0, now_ps, last, pay, bytes = 0, rx_bytes = 0;
     uint64_t drops = 0;
     sv_model_route_t rt;
+    int timed;
 
     if (!sv_model_route(src_port, dst_port, src_qpn, dst_qpn, &rt)) {
         return t_ns;
     }
+    timed  = sv_model_timed_cfg || (rt.cfg->nwindows != 0);
     t0     = sv_model_ps(rt.cfg, t_ns);
     now_ps = sv_model_ps(rt.cfg, now_ns);
     last   = t0;
@@ -900,11 +902,9 @@ uint64_t sv_model_xmit_dup(unsigned src_port, unsigned dst_port,
         pay    = ((i + 1 < npkts) ? mtu : len - i * mtu) + hdr;
         bytes += pay;
         t      = t0;
-        if (sv_model_timed_cfg || (rt.cfg->nwindows != 0)) {
-            if (sv_model_pkt_dup(&rt, pay, now_ps, &t)) {
-                ++drops;
-                continue;
-            }
+        if (timed && sv_model_pkt_dup(&rt, pay, now_ps, &t)) {
+            ++drops;
+            continue;
         }
         rx_bytes += pay;
         last      = (t > last) ? t : last;
