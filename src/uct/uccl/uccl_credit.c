@@ -162,8 +162,8 @@ static int uct_uccl_credit_resend_due(uct_uccl_conn_t *conn)
 /* What waits: the chunks a refused resend stands for (every SACK hole,
  * at most a chunk each), then the queue (but the replies to the peer's
  * GETs, which it pulls), up to what a request may ask for. The queue's
- * bytes are counted as it changes: a walk of it in every pump made a
- * long queue of small messages cost its length each time. */
+ * bytes are counted as it changes (tx_queued_bytes), so that a pump costs
+ * the same however long the queue is. */
 static uint64_t uct_uccl_credit_backlog(uct_uccl_conn_t *conn)
 {
     const uct_uccl_tracker_t *t = &conn->tracker;

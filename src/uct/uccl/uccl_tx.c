@@ -500,18 +500,16 @@ ucs_status_t uct_uccl_tx_am_now(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     signaled = (path->unsig_run + 1u >=
                 ucs_min(UCT_UCCL_TX_UNSIGNALED_MAX,
                         iface->config.tx_queue_len / 2));
+    /* unsignaled, the device copied it at post: nothing of the chunk is
+     * read later, its slot is freed by the next signaled WR's CQE, and a
+     * flush CQE of its own (a failed QP) names no chunk */
+    path->sent[(path->sent_head + path->outstanding) &
+               iface->config.tx_ring_mask] = signaled ? chunk : NULL;
     if (signaled) {
         chunk->wr.send_flags |= IBV_SEND_SIGNALED;
-        path->sent[(path->sent_head + path->outstanding) &
-                   iface->config.tx_ring_mask] = chunk;
         ++chunk->posted;
         ++iface->tx_outstanding;
     } else {
-        /* the device copied it at post: nothing of the chunk is read
-         * later, its slot is freed by the next signaled WR's CQE, and a
-         * flush CQE of its own (a failed QP) names no chunk */
-        path->sent[(path->sent_head + path->outstanding) &
-                   iface->config.tx_ring_mask] = NULL;
         chunk->wr.wr_id = 0;
         ++path->nosig;
     }
