@@ -394,6 +394,41 @@ static enum ibv_mtu sv_mtu_enum(uint32_t mtu)
     return IBV_MTU_256;
 }
 
+/* The speed and width codes (ibv_port_attr) of a port whose modelled link
+ * carries `gbps` of data: the fastest pair not above it (1x SDR below
+ * that), so a transport that paces from the port's rate paces below the
+ * link; 4x EDR (100 Gbit/s) when the link is not modelled. */
+static void sv_port_speed(double gbps, uint8_t *speed, uint8_t *width)
+{
+    static const struct { uint8_t code; double gbps; } speeds[] = {
+        {1, 2}, {2, 4}, {4, 8}, {8, 10}, {16, 13.636}, {32, 25}, {64, 50},
+        {128, 100}
+    };
+    static const struct { uint8_t code; unsigned lanes; } widths[] = {
+        {1, 1}, {16, 2}, {2, 4}, {4, 8}, {8, 12}
+    };
+    double best = 0, rate;
+    unsigned s, w;
+
+    *speed = 32;
+    *width = 2;
+    if (gbps <= 0) {
+        return;
+    }
+    *speed = 1;
+    *width = 1;
+    for (s = 0; s < sizeof(speeds) / sizeof(speeds[0]); ++s) {
+        for (w = 0; w < sizeof(widths) / sizeof(widths[0]); ++w) {
+            rate = speeds[s].gbps * widths[w].lanes;
+            if ((rate <= gbps * (1 + 1e-9)) && (rate > best)) {
+                best   = rate;
+                *speed = speeds[s].code;
+                *width = widths[w].code;
+            }
+        }
+    }
+}
+
 int sv_port_query(struct ibv_context *c, uint8_t port_num,
                   struct ibv_port_attr *attr, size_t size)
 {
@@ -420,8 +455,8 @@ int sv_port_query(struct ibv_context *c, uint8_t port_num,
     a.sm_sl           = 0;
     a.subnet_timeout  = 18;
     a.init_type_reply = 0;
-    a.active_width    = 2;     /* 4x */
-    a.active_speed    = 32;    /* EDR: 4x EDR = 100 Gb/s */
+    sv_port_speed(sv_model_port_gbps(ctx->port->index), &a.active_speed,
+                  &a.active_width);
     a.phys_state      = 5;     /* LinkUp */
     a.link_layer      = IBV_LINK_LAYER_INFINIBAND;
     a.flags           = 0;

@@ -258,6 +258,17 @@ uint32_t sv_model_mtu(void)
     return (sv_model != NULL) ? sv_model_cfg.mtu : SV_MODEL_DEF_MTU;
 }
 
+double sv_model_port_gbps(unsigned port)
+{
+    double ps_per_byte;
+
+    if ((sv_model == NULL) || (port >= SV_MODEL_MAX_PORTS)) {
+        return 0;
+    }
+    ps_per_byte = sv_model_cfg.port_ps_per_byte[port];
+    return (ps_per_byte > 0) ? 8000.0 / ps_per_byte : 0;
+}
+
 unsigned sv_model_num_paths(void)
 {
     return (sv_model != NULL) ? sv_model_cfg.npaths : SV_MODEL_DEF_PATHS;

@@ -37,6 +37,7 @@ void sv_model_port_reset(unsigned port);
 int      sv_model_active(void);  /* 0: no rates, no loss, no delay: fast path */
 int      sv_model_timed(void);   /* 0: every packet arrives when it is sent */
 uint32_t sv_model_mtu(void);     /* bytes, SOFTVERBS_MTU, default 4096 */
+double   sv_model_port_gbps(unsigned port); /* SOFTVERBS_LINK_GBPS; 0: none */
 unsigned sv_model_num_paths(void);
 
 typedef struct sv_pkt_fate {

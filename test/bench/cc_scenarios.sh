@@ -84,6 +84,8 @@ secs=${CC_SECONDS:-3}
 size=${CC_SIZE:-262144}
 win=${CC_WINDOW:-4}
 link=${CC_LINK_GBPS:-1}
+# the link's rate for UCX_UCCL_CC_LINK_RATE in bit/s: UCX's "Gbps" is 2^30
+link_bps=$(awk -v g="$link" 'BEGIN { printf "%.0fbps", g * 1e9 }')
 buf=${CC_BUF:-128k}
 sample=${CC_SAMPLE:-}
 # every process's output and stats stay in OUTDIR/raw
@@ -113,10 +115,10 @@ tls_of() {
     case $1 in
         rc_verbs) echo "UCX_TLS=rc_verbs,ud_verbs,self" ;;
         eqds)     echo "UCX_TLS=uccl,self UCX_UCCL_CC=eqds" \
-                       "UCX_UCCL_CC_LINK_RATE=${link}Gbps" ;;
+                       "UCX_UCCL_CC_LINK_RATE=${link_bps}" ;;
         eqds_small)
                   echo "UCX_TLS=uccl,self UCX_UCCL_CC=eqds" \
-                       "UCX_UCCL_CC_LINK_RATE=${link}Gbps" \
+                       "UCX_UCCL_CC_LINK_RATE=${link_bps}" \
                        "UCX_UCCL_CHUNK_SIZE=8k UCX_UCCL_CC_EQDS_SPEC=4k" \
                        "UCX_UCCL_CC_EQDS_CREDIT_CAP=32k UCX_UCCL_CC_EQDS_RATE=0.9" ;;
         *)        echo "UCX_TLS=uccl,self UCX_UCCL_CC=$1" ;;

@@ -3,7 +3,9 @@
 # UCX_UCCL_CC from the user: every algorithm the transport runs opens the
 # uccl iface (ucx_info -d lists it); an unknown name and values the
 # algorithm (or eqds's receiver pacer) refuses each give one clear error
-# and no iface, never a crash.
+# and no iface, never a crash. The link rate the algorithms use is the
+# port's (softverbs reports its modelled link as speed x width) unless
+# UCX_UCCL_CC_LINK_RATE names one.
 #   cc_config.sh
 # Environment: UCCL_RUN, SOFTVERBS_FABRIC.
 #
@@ -40,6 +42,28 @@ info() {
                         sed 's/.*UCX  ERROR //')"
     fi
 }
+
+# rate EXPECT VAR=VALUE...: every uccl iface's congestion control logs
+# EXPECT ("link rate R Gbit/s (SOURCE)")
+rate() {
+    expect=$1
+    shift
+    env "$@" UCX_LOG_LEVEL=debug timeout 60 "$run" ucx_info -d >"$out" 2>&1
+    got=$(grep -o 'link rate [0-9.]* Gbit/s ([^)]*)' "$out" | sort -u)
+    if [ "$got" != "$expect" ]; then
+        echo "FAIL: $*: expected '$expect', got '$got'"; rc=1
+    else
+        echo "ok: $*: $got"
+    fi
+}
+
+rate "link rate 100.0 Gbit/s (the port's)" UCX_UCCL_CC=eqds
+rate "link rate 25.0 Gbit/s (the port's)" UCX_UCCL_CC=eqds \
+    SOFTVERBS_LINK_GBPS=25
+rate "link rate 54.5 Gbit/s (the port's)" UCX_UCCL_CC=timely \
+    SOFTVERBS_LINK_GBPS=60
+rate "link rate 2.1 Gbit/s (UCX_UCCL_CC_LINK_RATE)" UCX_UCCL_CC=eqds \
+    SOFTVERBS_LINK_GBPS=25 UCX_UCCL_CC_LINK_RATE=250MBs
 
 for cc in fixed swift timely eqds; do
     info iface UCX_UCCL_CC=$cc

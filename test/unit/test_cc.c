@@ -9,6 +9,7 @@
 
 #include <uct/uccl/proto/cc/uccl_cc_int.h>
 #include <uct/uccl/proto/cc/uccl_cc_eqds_pacer.h>
+#include <uct/uccl/proto/uccl_link.h>
 
 static void test_registry(void)
 {
@@ -291,6 +292,24 @@ static void test_random(void)
            "grants, requests): no wrap, bounds, finite rates\n");
 }
 
+/* CC_LINK_RATE=auto: a port's data rate from ibv_port_attr's codes */
+static void test_link_rate(void)
+{
+    UT_EQ(uct_uccl_link_rate_bps(32, 2), 100000000000ull);  /* 4x EDR */
+    UT_EQ(uct_uccl_link_rate_bps(64, 2), 200000000000ull);  /* 4x HDR */
+    UT_EQ(uct_uccl_link_rate_bps(128, 2), 400000000000ull); /* 4x NDR */
+    UT_EQ(uct_uccl_link_rate_bps(32, 1), 25000000000ull);   /* 25GbE */
+    UT_EQ(uct_uccl_link_rate_bps(4, 2), 32000000000ull);    /* 4x QDR */
+    UT_EQ(uct_uccl_link_rate_bps(1, 1), 2000000000ull);     /* 1x SDR */
+    UT_EQ(uct_uccl_link_rate_bps(64, 16), 100000000000ull); /* 2x HDR */
+    UT_EQ(uct_uccl_link_rate_bps(16, 8), 163632000000ull);  /* 12x FDR */
+    UT_EQ(uct_uccl_link_rate_bps(0, 2), 0);                 /* unknown */
+    UT_EQ(uct_uccl_link_rate_bps(3, 2), 0);
+    UT_EQ(uct_uccl_link_rate_bps(32, 0), 0);
+    UT_EQ(uct_uccl_link_rate_bps(32, 3), 0);
+    printf("  link rate: speed x width codes, unknown ones 0\n");
+}
+
 int main(int argc, char **argv)
 {
     ut_init(argc, argv, "test_cc");
@@ -298,6 +317,7 @@ int main(int argc, char **argv)
     test_fixed();
     test_strict();
     test_helpers();
+    test_link_rate();
     test_random();
     return ut_done("test_cc");
 }

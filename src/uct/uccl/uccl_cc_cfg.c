@@ -56,7 +56,9 @@ ucs_config_field_t uct_uccl_cc_config_table[] = {
 
     {"CC_LINK_RATE", "auto",
      "Line rate the algorithms assume (timely starts at it and never\n"
-     "exceeds it; eqds grants at it), e.g. 10Gbps or 1.25GBs; auto: 100Gbps.",
+     "exceeds it; eqds grants at it), e.g. 25000000000bps; UCX's prefixes\n"
+     "are binary (1Gbps is 2^30 bit/s). auto: the port's data rate (active\n"
+     "speed x width), 100 Gbit/s if it is unknown.",
      UCT_UCCL_CC_CFG_FIELD(link_rate), UCS_CONFIG_TYPE_BW},
 
     {"CC_BASE_RTT", "0",
@@ -226,6 +228,16 @@ static uint64_t uct_uccl_cc_cfg_bps(double bytes_per_sec)
     return (bytes_per_sec > 0) ? (uint64_t)(bytes_per_sec * 8) : 0;
 }
 
+/* CC_LINK_RATE in bit/s: the user's, else the port's, else the default */
+static uint64_t uct_uccl_cc_cfg_link_bps(const uct_uccl_cc_config_t *config,
+                                         uint64_t port_bps)
+{
+    if (!UCS_CONFIG_BW_IS_AUTO(config->link_rate)) {
+        return uct_uccl_cc_cfg_bps(config->link_rate);
+    }
+    return (port_bps != 0) ? port_bps : UCT_UCCL_CC_DEF_LINK_BPS;
+}
+
 static void uct_uccl_cc_cfg_swift(const uct_uccl_cc_config_t *config,
                                   uct_uccl_cc_swift_params_t *p)
 {
@@ -275,14 +287,14 @@ int uct_uccl_cc_config_rx_driven(const uct_uccl_cc_config_t *config)
 
 ucs_status_t
 uct_uccl_cc_config_pacer(const uct_uccl_cc_config_t *config,
-                         uint32_t chunk_size,
+                         uint32_t chunk_size, uint64_t port_bps,
                          uct_uccl_cc_eqds_pacer_params_t *params)
 {
     uct_uccl_cc_eqds_pacer_t trial;
     ucs_status_t status;
 
     memset(params, 0, sizeof(*params));
-    params->link_bps  = uct_uccl_cc_cfg_bps(config->link_rate);
+    params->link_bps  = uct_uccl_cc_cfg_link_bps(config, port_bps);
     params->quantum   = (config->eqds.quantum != 0) ?
                         ucs_min(config->eqds.quantum, UINT32_MAX) :
                         ucs_min(chunk_size, UCT_UCCL_CC_EQDS_MAX_QUANTUM);
@@ -308,6 +320,7 @@ uct_uccl_cc_config_pacer(const uct_uccl_cc_config_t *config,
 
 ucs_status_t uct_uccl_cc_config_params(const uct_uccl_cc_config_t *config,
                                        uint32_t chunk_size, uint32_t mtu,
+                                       uint64_t port_bps,
                                        uct_uccl_cc_params_t *params)
 {
     const uct_uccl_cc_ops_t *ops = uct_uccl_cc_find(config->name);
@@ -325,7 +338,7 @@ ucs_status_t uct_uccl_cc_config_params(const uct_uccl_cc_config_t *config,
     params->mtu              = mtu;
     params->num_paths        = 1;
     params->base_rtt_ns      = uct_uccl_cc_cfg_ns(config->base_rtt);
-    params->link_bps         = uct_uccl_cc_cfg_bps(config->link_rate);
+    params->link_bps         = uct_uccl_cc_cfg_link_bps(config, port_bps);
     params->min_window_bytes = (config->min_window != 0) ?
                                config->min_window :
                                (uint64_t)config->min_chunks *
@@ -345,5 +358,10 @@ ucs_status_t uct_uccl_cc_config_params(const uct_uccl_cc_config_t *config,
         return status;
     }
     uct_uccl_cc_cleanup(&trial);
+    ucs_debug("uccl: congestion control %s, link rate %.1f Gbit/s (%s)",
+              ops->name, params->link_bps / 1e9,
+              UCS_CONFIG_BW_IS_AUTO(config->link_rate) ?
+              ((port_bps != 0) ? "the port's" : "port rate unknown") :
+              "UCX_UCCL_CC_LINK_RATE");
     return UCS_OK;
 }

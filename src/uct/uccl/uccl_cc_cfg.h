@@ -63,9 +63,11 @@ extern ucs_config_field_t uct_uccl_cc_config_table[];
 
 /* The parameters every conn of the iface starts from (num_paths is the
  * conn's own), checked: UCS_OK when the transport can run the named
- * algorithm with them, else an error, logged */
+ * algorithm with them, else an error, logged. `port_bps` is the port's
+ * data rate (0: unknown), the link rate when CC_LINK_RATE is auto. */
 ucs_status_t uct_uccl_cc_config_params(const uct_uccl_cc_config_t *config,
                                        uint32_t chunk_size, uint32_t mtu,
+                                       uint64_t port_bps,
                                        uct_uccl_cc_params_t *params);
 
 /* Is the named algorithm receiver-driven (its receiver grants credit)? */
@@ -75,7 +77,7 @@ int uct_uccl_cc_config_rx_driven(const uct_uccl_cc_config_t *config);
  * UCS_OK, or an error, logged */
 ucs_status_t
 uct_uccl_cc_config_pacer(const uct_uccl_cc_config_t *config,
-                         uint32_t chunk_size,
+                         uint32_t chunk_size, uint64_t port_bps,
                          uct_uccl_cc_eqds_pacer_params_t *params);
 
 #endif

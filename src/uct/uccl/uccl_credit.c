@@ -56,7 +56,7 @@ ucs_status_t uct_uccl_credit_init(uct_uccl_iface_t *iface,
     }
 
     status = uct_uccl_cc_config_pacer(config, iface->config.chunk_size,
-                                      &params);
+                                      iface->port->rate_bps, &params);
     if (status != UCS_OK) {
         return status;
     }

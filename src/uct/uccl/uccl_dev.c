@@ -6,6 +6,7 @@
  * timestamps and their clock, SGEs, queue depths), probed once at open.
  */
 #include "uccl_md.h"
+#include "proto/uccl_link.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/string.h>
@@ -57,6 +58,8 @@ static ucs_status_t uct_uccl_md_port_init(uct_uccl_md_t *md, uint8_t port_num,
     port->is_global  = (attr.link_layer == IBV_LINK_LAYER_ETHERNET);
     port->lid        = attr.lid;
     port->mtu        = attr.active_mtu;
+    port->rate_bps   = uct_uccl_link_rate_bps(attr.active_speed,
+                                              attr.active_width);
     port->gid_index  = -1;
 
     if (config->gid_index != UCS_ULUNITS_AUTO) {
@@ -87,9 +90,11 @@ static ucs_status_t uct_uccl_md_port_init(uct_uccl_md_t *md, uint8_t port_num,
     }
 
     port->active = 1;
-    ucs_debug("%s:%d: %s lid %u mtu %d gid index %d", md->name, port_num,
+    ucs_debug("%s:%d: %s lid %u mtu %d gid index %d rate %.1f Gbit/s "
+              "(speed %u width %u)", md->name, port_num,
               port->is_global ? "ethernet" : "infiniband", port->lid,
-              uct_uccl_mtu_bytes(port->mtu), port->gid_index);
+              uct_uccl_mtu_bytes(port->mtu), port->gid_index,
+              port->rate_bps / 1e9, attr.active_speed, attr.active_width);
     return UCS_OK;
 }
 

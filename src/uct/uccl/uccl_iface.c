@@ -188,6 +188,7 @@ uct_uccl_iface_cc_init(uct_uccl_iface_t *iface,
 
     status = uct_uccl_cc_config_params(&config->cc, iface->config.chunk_size,
                                        uct_uccl_mtu_bytes(iface->config.mtu),
+                                       iface->port->rate_bps,
                                        &iface->config.cc_params);
     if (status != UCS_OK) {
         return status;

@@ -57,6 +57,7 @@ typedef struct uct_uccl_port {
     enum ibv_mtu    mtu;
     int             gid_index;
     union ibv_gid   gid;
+    uint64_t        rate_bps;      /* data rate; 0: speed or width unknown */
 } uct_uccl_port_t;
 
 
