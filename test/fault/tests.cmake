@@ -258,8 +258,11 @@ flt_env(fault_uc_loss_timeouts SOFTVERBS_LOSS=0.01)
 # eqds: credit requests and grants are control packets the loss hits
 # too; the sender still got grants (and resends a lost request), every
 # byte arrives.
-foreach(cc swift timely eqds)
-    if(cc STREQUAL "swift")
+foreach(cc fixed swift timely eqds)
+    if(cc STREQUAL "fixed")
+        set(reacted "")
+        set(rc_seen cc_samples)
+    elseif(cc STREQUAL "swift")
         set(reacted cc_decr)
         set(rc_seen cc_samples)
     elseif(cc STREQUAL "timely")

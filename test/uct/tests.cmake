@@ -114,7 +114,7 @@ uct_verify_test(uct_rc_chunk_user_1m data uct UCX_UCCL_MODE=rc
 # beyond its speculative ones, the server heard the requests and granted
 # (in ACKs in UC, in CREDIT records in RC).
 foreach(mode uc rc)
-    foreach(cc swift timely eqds)
+    foreach(cc fixed swift timely eqds)
         set(UCT_VERIFY_ARGS -n 100 -S 43)
         if(cc STREQUAL "eqds")
             set(expect "UCCL_EXPECT_COUNTERS=cc_rx_granted credit_req_rx"
