@@ -289,3 +289,7 @@ math(EXPR FLT_PORT "${FLT_PORT} + 1")
 add_test(NAME fault_uc_piggy_counters
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 8 5000 piggy)
 flt_env(fault_uc_piggy_counters)
+math(EXPR FLT_PORT "${FLT_PORT} + 1")
+add_test(NAME fault_uc_piggy_counters_fixed
+         COMMAND ${FLT_COUNTERS} ${FLT_PORT} 8 5000 piggy)
+flt_env(fault_uc_piggy_counters_fixed UCX_UCCL_CC=fixed)

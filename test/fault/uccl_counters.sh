@@ -18,7 +18,8 @@
 # loss costs one retransmission timeout, not a series of backed-off ones;
 # with TEST=put_lat (a ping-pong of SIZE zero-copy PUTs) that a lost last
 # chunk is found by the empty WRITE ending its chain, not by tail probes.
-# With TEST=piggy (an am_lat ping-pong on a clean fabric) that the replies
+# With TEST=piggy (an am_lat ping-pong on a clean fabric) that the AMs take
+# the fast path and that the replies
 # carry the ACKs: ACK packets go only for what no reply could carry (the
 # last message, a duplicate from a tail probe of a descheduled peer).
 #   uccl_counters.sh PORT SIZE ITERS [TEST]
@@ -68,13 +69,23 @@ if [ "$check" = piggy ]; then
     acks=$(($(uccl_sum "$tmp/client" acks_tx) +
             $(uccl_sum "$tmp/server" acks_tx)))
     retx=$(($(uccl_sum "$tmp/client" retx) + $(uccl_sum "$tmp/server" retx)))
+    now=$(($(uccl_sum "$tmp/client" am_now) + $(uccl_sum "$tmp/server" am_now)))
+    creq=$(($(uccl_sum "$tmp/client" credit_req_rx) +
+            $(uccl_sum "$tmp/server" credit_req_rx)))
     echo "clean ping-pong of $iters: $piggy ACKs carried by AMs, $acks ACK" \
-         "packets, $retx resends"
+         "packets, $retx resends, $creq credit requests, $now AMs by the" \
+         "fast path"
+    # each side sends one AM a round trip, on an idle conn: the fast path
+    # (uct_uccl_tx_am_now) takes them, whatever the default cc
+    [ "$now" -ge $((2 * iters * 9 / 10)) ] ||
+        fail "only $now of $((2 * iters)) AMs took the fast path"
     # every message but the last has a reply to carry its ACK
     [ "$piggy" -ge "$iters" ] ||
         fail "only $piggy ACKs carried in $iters round trips"
-    # a resend's duplicate is ACKed at once, and so may its original be
-    [ "$acks" -le $((iters / 50 + 2 * retx + 10)) ] ||
+    # a resend's duplicate is ACKed at once, and so may its original be;
+    # under eqds a grant answering a credit request goes at once, in an
+    # ACK packet when the conn owes one
+    [ "$acks" -le $((iters / 50 + 2 * retx + creq + 10)) ] ||
         fail "$acks ACK packets for $iters round trips: the replies did" \
              "not carry them"
     echo PASS

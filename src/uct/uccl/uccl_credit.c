@@ -270,16 +270,22 @@ void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
  * UC only: an RC receiver's pacer has no bound. */
 void uct_uccl_credit_release(uct_uccl_conn_t *conn, uint64_t now)
 {
-    uint32_t next = 0;
+    uct_uccl_credit_release_before(
+        conn, ucs_queue_is_empty(&conn->tx_queue) ? 0 :
+              uct_uccl_chunk_cc_bytes(conn, ucs_queue_head_elem_non_empty(
+                                                &conn->tx_queue,
+                                                uct_uccl_chunk_t, queue)),
+        now);
+}
 
-    if (uct_uccl_credit_resend_due(conn)) {
-        next = uct_uccl_conn_chunk_size(conn);
-    } else if (!ucs_queue_is_empty(&conn->tx_queue)) {
-        next = uct_uccl_chunk_cc_bytes(conn,
-                                       ucs_queue_head_elem_non_empty(
-                                           &conn->tx_queue, uct_uccl_chunk_t,
-                                           queue));
-    }
+/* The same before a send of `bytes` that is not queued (the AM fast
+ * path) */
+void uct_uccl_credit_release_before(uct_uccl_conn_t *conn, uint32_t bytes,
+                                    uint64_t now)
+{
+    uint32_t next = uct_uccl_credit_resend_due(conn) ?
+                    uct_uccl_conn_chunk_size(conn) : bytes;
+
     if (uct_uccl_cc_tx_release(&conn->cc, next, now) > 0) {
         uct_uccl_credit_tx_request(conn, now);
     }

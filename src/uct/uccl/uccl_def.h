@@ -228,6 +228,7 @@ enum {
     _(bursts_cut)    /* path choices for one chunk, not a burst: the \
                         paths queued unevenly */ \
     _(sq_full) \
+    _(am_now)        /* AMs the fast path sent (uct_uccl_tx_am_now) */ \
     _(am_held)       /* AMs that waited for order */ \
     _(cc_paced)      /* sends the pacing held back */ \
     _(cc_samples)    /* RTT samples given to the cc */ \

@@ -554,6 +554,8 @@ void uct_uccl_credit_conn_attach(uct_uccl_conn_t *conn);
 void uct_uccl_credit_conn_detach(uct_uccl_conn_t *conn);
 void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now);
 void uct_uccl_credit_release(uct_uccl_conn_t *conn, uint64_t now);
+void uct_uccl_credit_release_before(uct_uccl_conn_t *conn, uint32_t bytes,
+                                    uint64_t now);
 void uct_uccl_credit_timer(uct_uccl_conn_t *conn, uint64_t now);
 int uct_uccl_credit_may_resend(uct_uccl_conn_t *conn, uint32_t bytes,
                                uint64_t now);

@@ -484,6 +484,10 @@ ucs_status_t uct_uccl_tx_am_now(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     uint64_t now;
 
     now = uct_uccl_now_ns();
+    if (ucs_unlikely(conn->cc.ops->tx_release != NULL)) {
+        /* credit held too long goes back first, as the pump does */
+        uct_uccl_credit_release_before(conn, chunk->length, now);
+    }
     if (!uct_uccl_conn_window_open(conn, chunk->length, now)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -519,6 +523,7 @@ ucs_status_t uct_uccl_tx_am_now(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     chunk->chain_gen = conn->chain_gen++;
     uct_uccl_cc_on_send(&conn->cc, chunk->length, now);
     uct_uccl_dest_sent(conn, 1);
+    ++conn->stats.am_now;
     ++conn->stats.chunks_tx;
     conn->stats.bytes_tx += chunk->length;
     ++iface->stats.doorbells;

@@ -297,8 +297,9 @@ uct_uccl_tx_enqueue(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
 
 /* May an AM go out at once, past the queue and the pump? In UC mode, when
  * nothing waits before it (queue, chains, fence, GETs in flight), no pass is
- * running (post_now), no receiver's credit governs the conn, its dest has
- * room uncontended, and it goes inline with an ACK behind it. */
+ * running (post_now), its dest has room uncontended, and it goes inline
+ * with an ACK behind it (the window, or a receiver's credit, is checked by
+ * uct_uccl_tx_am_now). */
 static UCS_F_ALWAYS_INLINE int
 uct_uccl_tx_am_may_go(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
 {
@@ -308,8 +309,6 @@ uct_uccl_tx_am_may_go(uct_uccl_conn_t *conn, const uct_uccl_chunk_t *chunk)
            (conn->tx_queued == 0) && (conn->chains == NULL) && !conn->fence &&
            ucs_list_is_empty(&conn->gets) && !iface->async.active &&
            (iface->sched_current == NULL) &&
-           (conn->cc.ops->tx_release == NULL) &&
-           (conn->cc.ops->tx_request == NULL) &&
            (conn->dest->contenders == 0) && (conn->dest->room > 0) &&
            (chunk->hdr_len + chunk->length + sizeof(uct_uccl_ack_t) <=
             conn->max_inline);
