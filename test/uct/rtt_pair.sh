@@ -5,7 +5,8 @@
 # mean RTT sample the client's congestion control got (its conns' cc_rtt_ns
 # / cc_samples in the UCX_UCCL_STATS_DUMP lines) is within [LO_US, HI_US]
 # (no sample at all counts as 0), and that the client's iface used
-# completion timestamps of CQ_TS (raw, wallclock or none).
+# completion timestamps of CQ_TS (raw, wallclock or none), and that both
+# sides' clocks kept CLOCK_MONOTONIC's rate within 1% (clock_ppm).
 # Environment: UCCL_RUN, UCCL_BUILDDIR, SOFTVERBS_FABRIC, UCX_UCCL_*,
 # SOFTVERBS_DELAY_US, UCCL_DEV (default sv0:1).
 #
@@ -34,6 +35,17 @@ uccl_pair_report client $client_rc "$tmp/client" \
                  server $server_rc "$tmp/server" || exit 1
 grep -q "^uccl\[[0-9]*\] iface .* cq_ts $cq_ts:" "$tmp/client" ||
     { echo "FAIL: the client's iface did not use cq_ts $cq_ts"; exit 1; }
+# our clock (the times above) ran with CLOCK_MONOTONIC within 1% on both
+# sides: its rate is measured against it, not taken from UCS's 1 ms guess
+for side in client server; do
+    ppm=$(grep -h '^uccl\[.* iface ' "$tmp/$side" |
+          grep -o ' clock_ppm [-0-9]*' |
+          awk '{ v = ($2 < 0) ? -$2 : $2; if (v > m) m = v }
+               END { print (NR > 0) ? m + 0 : "none" }')
+    echo "$side: our clock within $ppm ppm of CLOCK_MONOTONIC"
+    [ "$ppm" != none ] && [ "$ppm" -le 10000 ] ||
+        { echo "FAIL: the $side's clock ran $ppm ppm off"; exit 1; }
+done
 sum() {
     grep -h '^uccl\[.* conn ' "$tmp/client" | grep -o " $1 [0-9]*" |
         awk '{ s += $2 } END { print s + 0 }'

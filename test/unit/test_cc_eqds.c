@@ -708,6 +708,68 @@ static void test_pacer_rate(void)
     UT_EQ(pacer.num_senders, 0);
 }
 
+/* A receiving link of 1 Gbit/s (10^9 bit/s, as the fabric counts it), its
+ * pacer at the default share and no bound on grants not arrived: over 100
+ * ms of ticks at random times (each within a burst's time of the last),
+ * three senders that always want credit and a GET of 256 KiB pulled
+ * whenever the last one went are granted the pacer's share of that link,
+ * within a burst and a GET: what reaches the port, all of it granted
+ * (credit or pulls), is that share, not more. */
+static void test_pacer_link_share(void)
+{
+    enum { NS = 3, PULL = 256 * 1024 };
+    uct_uccl_cc_eqds_pacer_params_t pp = {0};
+    uct_uccl_cc_eqds_sender_t s[NS + 1], *out[NS + 1];
+    uct_uccl_cc_eqds_pacer_t pacer;
+    uint64_t now = CC_T0, end = CC_T0 + 100000 * CC_US, pulled = 0;
+    double share, slack;
+    unsigned i, n;
+    int waits = 0;
+
+    memset(s, 0, sizeof(s));
+    pp.link_bps = 1000000000ull;
+    pp.quantum = CC_CHUNK;
+    pp.max_out = UCT_UCCL_CC_EQDS_MAX_OUT_NONE;
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now), UCS_OK);
+    for (i = 0; i <= NS; ++i) {
+        uct_uccl_cc_eqds_pacer_add(&pacer, &s[i], NULL);
+    }
+    for (i = 0; i < NS; ++i) {
+        uct_uccl_cc_eqds_pacer_demand(&s[i], 1ull << 40);
+    }
+    while (now < end) {
+        /* the GET of s[NS] goes once its pull is granted */
+        if (!waits) {
+            waits = !uct_uccl_cc_eqds_pacer_pull(&s[NS], PULL, now);
+        }
+        if (!waits) {
+            uct_uccl_cc_eqds_pacer_pulled(&s[NS], PULL);
+            pulled += PULL;
+        }
+        now += 1 + ut_rand_below(200 * CC_US);
+        n = uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, NS + 1);
+        for (i = 0; i < n; ++i) {
+            waits &= !out[i]->pull_due;
+        }
+        arrive_all(s, NS + 1);
+    }
+    share = (double)(now - CC_T0) * UCT_UCCL_CC_EQDS_RATE_FRAC * 1e9 / 8e9;
+    slack = UCT_UCCL_CC_EQDS_MAX_BURST + PULL;
+    printf("  pacer of a 1 Gbit/s link: granted %" PRIu64 " B (%" PRIu64
+           " B of it pulled) in %.1f ms, its share %.0f B\n",
+           pacer.granted_bytes, pacer.pulled_bytes,
+           (now - CC_T0) / 1e6, share);
+    UT_TRUE((double)pacer.granted_bytes <= share + slack);
+    UT_TRUE((double)pacer.granted_bytes >= share - slack);
+    UT_EQ(pacer.rate_bps, (uint64_t)(1e9 * UCT_UCCL_CC_EQDS_RATE_FRAC));
+    UT_TRUE(pacer.pulled_bytes >= pulled);
+    UT_TRUE(pulled > PULL);
+    for (i = 0; i <= NS; ++i) {
+        uct_uccl_cc_eqds_pacer_remove(&s[i]);
+    }
+    uct_uccl_cc_eqds_pacer_cleanup(&pacer);
+}
+
 static void test_pacer_fair(void)
 {
     uct_uccl_cc_eqds_pacer_params_t pp = {.link_bps = LINK_BPS};
@@ -1289,7 +1351,7 @@ static void sim_run(const sim_cfg_t *cfg, sim_result_t *res)
     uct_uccl_cc_eqds_pacer_t pacer;
     uct_uccl_cc_params_t p;
     uint64_t now = CC_T0, end = CC_T0 + cfg->duration, link_free = 0;
-    uint64_t lo = UINT64_MAX, hi = 0, total = 0, granted;
+    uint64_t lo = UINT64_MAX, hi = 0, total = 0, all = 0, granted;
     unsigned n, k;
     int i, busy, measure;
 
@@ -1341,6 +1403,7 @@ static void sim_run(const sim_cfg_t *cfg, sim_result_t *res)
         lo     = (f[i].window_delivered < lo) ? f[i].window_delivered : lo;
         hi     = (f[i].window_delivered > hi) ? f[i].window_delivered : hi;
         total += f[i].window_delivered;
+        all   += f[i].delivered;
         if (res->done && cfg->backlog) {
             UT_EQ(f[i].delivered, cfg->backlog);
         }
@@ -1348,6 +1411,9 @@ static void sim_run(const sim_cfg_t *cfg, sim_result_t *res)
         uct_uccl_cc_cleanup(&f[i].rx);
     }
     UT_EQ(pacer.num_senders, 0);
+    /* what crossed the link was granted, or announced speculative */
+    UT_TRUE(!cfg->pacer ||
+            (all <= pacer.granted_bytes + pacer.charged_bytes));
     uct_uccl_cc_eqds_pacer_cleanup(&pacer);
     if (now > CC_T0 + warm) {
         res->goodput = total * 8e9 / LINK_BPS / (double)(now - CC_T0 - warm);
@@ -1367,7 +1433,8 @@ static void test_sim(void)
            "%.3f, queue after warm-up <= %" PRIu64 " B\n", r.goodput,
            r.fairness, r.max_queue);
     UT_TRUE(r.goodput >= 0.9 * UCT_UCCL_CC_EQDS_RATE_FRAC);
-    UT_TRUE(r.goodput <= 1.0);
+    /* the link carries the pacer's share, not more */
+    UT_TRUE(r.goodput <= UCT_UCCL_CC_EQDS_RATE_FRAC + 0.02);
     UT_TRUE(r.fairness >= 0.9);
     /* once the speculative burst has drained, grants of one chunk at the
      * link rate keep at most one chunk waiting at the link */
@@ -1445,6 +1512,7 @@ int main(int argc, char **argv)
     test_sender_resend();
     test_receiver();
     test_pacer_rate();
+    test_pacer_link_share();
     test_pacer_fair();
     test_pacer_misc();
     test_pull_pacer();

@@ -210,7 +210,8 @@ ucs_config_field_t uct_uccl_cc_config_table[] = {
 
     {"CC_EQDS_RATE", "0",
      "eqds: share of CC_LINK_RATE the receiver's pacer grants, in (0, 1]\n"
-     "(0: 0.9, room for the headers and the bytes that arrive ungranted).",
+     "(0: 0.95; grants count payload: the rest carries the headers and the\n"
+     "control bytes that arrive ungranted).",
      UCT_UCCL_CC_CFG_FIELD(eqds.rate_frac), UCS_CONFIG_TYPE_DOUBLE},
 
     {NULL}

@@ -252,6 +252,14 @@ typedef struct uct_uccl_op      uct_uccl_op_t;
 typedef struct uct_uccl_chunk   uct_uccl_chunk_t;
 
 
+/* Our clock's rate is measured against CLOCK_MONOTONIC (the fabric's
+ * clock, softverbs' too) over CLOCK_CAL_NS at its first reading; two
+ * readings of the clocks count only within CLOCK_PAIR_NS of each other (a
+ * process descheduled between them would skew the rate) */
+#define UCT_UCCL_CLOCK_CAL_NS     10000000ull
+#define UCT_UCCL_CLOCK_PAIR_NS    2000ull
+#define UCT_UCCL_CLOCK_PAIR_TRIES 1000
+
 /* Nanoseconds per UCS time unit, set at the first uct_uccl_now_ns: a
  * product, not ucs_time_to_nsec's call and division, since the engine
  * reads the clock on every pass */

@@ -8,9 +8,11 @@
 #include "uccl_tx.h"
 
 #include <ucs/debug/log.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 
@@ -20,10 +22,68 @@
 
 double uct_uccl_ns_per_tick;
 
-/* Threads that race here store the same value */
+static uint64_t uct_uccl_mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * UCS_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* UCS's time and CLOCK_MONOTONIC's at once (within CLOCK_PAIR_NS); 0 if
+ * no try managed it */
+static int uct_uccl_clock_pair(ucs_time_t *ticks, uint64_t *mono_ns)
+{
+    uint64_t before, after;
+    unsigned i;
+
+    for (i = 0; i < UCT_UCCL_CLOCK_PAIR_TRIES; ++i) {
+        before = uct_uccl_mono_ns();
+        *ticks = ucs_get_time();
+        after  = uct_uccl_mono_ns();
+        if (after - before <= UCT_UCCL_CLOCK_PAIR_NS) {
+            *mono_ns = before + (after - before) / 2;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* UCS calibrates the TSC once, over at most 1 ms against gettimeofday: a
+ * process descheduled meanwhile (a loaded host) gets a rate that is off by
+ * percents, and every rate and timeout of ours would be off as much (a
+ * pacer whose clock runs 8% fast grants 8% more than its share). So the
+ * rate is measured over CLOCK_CAL_NS against CLOCK_MONOTONIC; UCS's stays
+ * when the clocks cannot be read together. */
+static void uct_uccl_clock_calibrate(void)
+{
+    const struct timespec gap = {
+        .tv_sec  = UCT_UCCL_CLOCK_CAL_NS / UCS_NSEC_PER_SEC,
+        .tv_nsec = UCT_UCCL_CLOCK_CAL_NS % UCS_NSEC_PER_SEC
+    };
+    double rate = UCS_NSEC_PER_SEC / ucs_time_sec_value();
+    ucs_time_t ticks0, ticks1;
+    uint64_t mono0, mono1;
+
+    if (uct_uccl_clock_pair(&ticks0, &mono0)) {
+        (void)nanosleep(&gap, NULL);
+        if (uct_uccl_clock_pair(&ticks1, &mono1) && (ticks1 > ticks0) &&
+            (mono1 - mono0 >= UCT_UCCL_CLOCK_CAL_NS)) {
+            rate = (double)(mono1 - mono0) / (double)(ticks1 - ticks0);
+        }
+    }
+    ucs_debug("uccl: %.6f ns per UCS time unit (UCS: %.6f)", rate,
+              UCS_NSEC_PER_SEC / ucs_time_sec_value());
+    uct_uccl_ns_per_tick = rate;
+}
+
+/* Once per process: threads that race here wait for the first, so that
+ * no timestamp is taken at another rate */
 void uct_uccl_clock_rate_init(void)
 {
-    uct_uccl_ns_per_tick = UCS_NSEC_PER_SEC / ucs_time_sec_value();
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    (void)pthread_once(&once, uct_uccl_clock_calibrate);
 }
 
 static unsigned uct_uccl_iface_poll_send(uct_uccl_iface_t *iface)
@@ -188,6 +248,17 @@ void uct_uccl_conn_dump_counters(const uct_uccl_conn_t *conn, FILE *stream)
                            sizeof(conn->stats));
 }
 
+/* How far our clock (the TSC as UCS calibrated it) ran from the kernel's
+ * since the iface opened, in parts per million: the pacer grants its rate
+ * in our clock's time, so a clock that runs fast grants too much */
+static double uct_uccl_iface_clock_ppm(const uct_uccl_iface_t *iface)
+{
+    uint64_t mono = uct_uccl_mono_ns() - iface->dump_mono0;
+
+    return (mono == 0) ? 0 :
+           ((double)(uct_uccl_now_ns() - iface->dump_clock0) / mono - 1) * 1e6;
+}
+
 void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
 {
     fprintf(stderr, "uccl[%d] iface %s:%d mode %s cq_ts %s:", getpid(),
@@ -206,6 +277,7 @@ void uct_uccl_iface_dump_stats(uct_uccl_iface_t *iface)
                 iface->credit.pacer.out_peak, iface->credit.pacer.held,
                 iface->credit.pacer.forgot);
     }
+    fprintf(stderr, " clock_ppm %.0f", uct_uccl_iface_clock_ppm(iface));
     fputc('\n', stderr);
 }
 
@@ -241,5 +313,7 @@ void uct_uccl_iface_dump_init(uct_uccl_iface_t *iface)
     if (iface->config.stats_dump) {
         uct_uccl_iface_signal_init();
     }
-    iface->dump_seen = uct_uccl_dump_requests;
+    iface->dump_seen   = uct_uccl_dump_requests;
+    iface->dump_clock0 = uct_uccl_now_ns();
+    iface->dump_mono0  = uct_uccl_mono_ns();
 }

@@ -224,6 +224,8 @@ struct uct_uccl_iface {
     unsigned                rx_held;     /* receive buffers parked for
                                             their order, all conns */
     int                     dump_seen;   /* SIGUSR2 dump requests served */
+    uint64_t                dump_clock0; /* our clock at open (ns) ... */
+    uint64_t                dump_mono0;  /* ... and CLOCK_MONOTONIC's */
 
     /* the engine runs from an async timer while the user does not call
      * progress (uccl_async.c); UCX hears of it at the next progress */

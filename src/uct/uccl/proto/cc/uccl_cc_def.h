@@ -57,9 +57,10 @@
 /* the pacer, per receiving iface */
 #define UCT_UCCL_CC_EQDS_QUANTUM         65536u   /* bytes per grant: a chunk */
 #define UCT_UCCL_CC_EQDS_MAX_BURST       (2u * UCT_UCCL_CC_EQDS_QUANTUM)
-/* of the link: room for its headers and for bytes that arrive without a
- * grant, so that the receiving port's queue drains */
-#define UCT_UCCL_CC_EQDS_RATE_FRAC       0.9
+/* of the link (grants count payload): the rest carries the packets'
+ * headers and the control bytes that arrive without a grant, so that the
+ * receiving port's queue drains */
+#define UCT_UCCL_CC_EQDS_RATE_FRAC       0.95
 #define UCT_UCCL_CC_EQDS_MAX_QUANTUM     (1u << 20)
 /* granted and not arrived, in quanta: two chunks, one arriving while the
  * next is on its way, which a port buffer of two chunks absorbs */
