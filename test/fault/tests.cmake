@@ -290,6 +290,6 @@ add_test(NAME fault_uc_piggy_counters
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 8 5000 piggy)
 flt_env(fault_uc_piggy_counters)
 math(EXPR FLT_PORT "${FLT_PORT} + 1")
-add_test(NAME fault_uc_piggy_counters_fixed
+add_test(NAME fault_uc_piggy_counters_eqds
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 8 5000 piggy)
-flt_env(fault_uc_piggy_counters_fixed UCX_UCCL_CC=fixed)
+flt_env(fault_uc_piggy_counters_eqds UCX_UCCL_CC=eqds)

@@ -76,7 +76,7 @@ if [ "$check" = piggy ]; then
          "packets, $retx resends, $creq credit requests, $now AMs by the" \
          "fast path"
     # each side sends one AM a round trip, on an idle conn: the fast path
-    # (uct_uccl_tx_am_now) takes them, whatever the default cc
+    # (uct_uccl_tx_am_now) takes them, whatever the cc
     [ "$now" -ge $((2 * iters * 9 / 10)) ] ||
         fail "only $now of $((2 * iters)) AMs took the fast path"
     # every message but the last has a reply to carry its ACK
