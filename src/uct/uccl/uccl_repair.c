@@ -13,32 +13,82 @@
 
 
 
+/* What the chunks one ACK acknowledges leave for their path and their
+ * operation, counted over a run of chunks that share them (a clean
+ * stream's ACK covers a chain: one path, few operations) and applied once
+ * the run ends */
+typedef struct {
+    uct_uccl_conn_t         *conn;
+    uct_uccl_op_t           *op;        /* the run's operation, or NULL */
+    unsigned                op_parts;   /* its parts acknowledged */
+    unsigned                path;       /* the run's path */
+    unsigned                path_acked; /* chunks of it acknowledged (0:
+                                           no run) */
+    uint64_t                path_sent;  /* the latest one's send time */
+} uct_uccl_ack_run_t;
+
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_ack_run_path_end(uct_uccl_ack_run_t *run)
+{
+    if (run->path_acked > 0) {
+        uct_uccl_paths_acked_n(&run->conn->sel, run->path, run->path_acked,
+                               run->path_sent);
+        run->path_acked = 0;
+        run->path_sent  = 0;
+    }
+}
+
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_ack_run_op_end(uct_uccl_ack_run_t *run)
+{
+    uct_uccl_op_t *op = run->op;
+
+    if (op == NULL) {
+        return;
+    }
+    run->op = NULL;
+    ucs_assert(op->pending >= run->op_parts);
+    op->pending -= run->op_parts;
+    if (op->pending == 0) {
+        uct_uccl_op_complete(run->conn, op);
+    }
+}
+
 /* The common case is done here: a chunk of an operation, no WR of it left
  * at the NIC, goes back to its pool, and its operation has one part less
- * (uct_uccl_chunk_done does the same for every case) */
+ * (uct_uccl_chunk_done does the same for every case, after the run's
+ * counts before it are applied) */
 static UCS_F_ALWAYS_INLINE void
 uct_uccl_tracker_acked_cb(void *arg, uint32_t csn,
                           uct_uccl_tx_entry_t *e)
 {
-    uct_uccl_conn_t *conn   = arg;
+    uct_uccl_ack_run_t *run = arg;
     uct_uccl_chunk_t *chunk = e->desc;
     uct_uccl_op_t *op       = chunk->op;
 
-    uct_uccl_paths_acked(&conn->sel, e->path, e->send_time);
+    if (ucs_unlikely(e->path != run->path)) {
+        uct_uccl_ack_run_path_end(run);
+        run->path = e->path;
+    }
+    ++run->path_acked;
+    run->path_sent = ucs_max(run->path_sent, e->send_time);
     if (ucs_likely((chunk->posted == 0) &&
                    !(chunk->flags & UCT_UCCL_CHUNK_F_SERVED))) {
         ucs_mpool_put_inline(chunk); /* its flags start anew in the pool */
         if (op == NULL) {
             return; /* AM short or bcopy: nothing waits for it */
         }
-        ucs_assert(op->pending > 0);
-        if (--op->pending == 0) {
-            uct_uccl_op_complete(conn, op);
+        if (ucs_unlikely(op != run->op)) {
+            uct_uccl_ack_run_op_end(run);
+            run->op       = op;
+            run->op_parts = 0;
         }
+        ++run->op_parts;
         return;
     }
+    uct_uccl_ack_run_op_end(run);
     chunk->flags &= ~UCT_UCCL_CHUNK_F_TRACKED;
-    uct_uccl_chunk_done(conn, chunk, UCS_OK);
+    uct_uccl_chunk_done(run->conn, chunk, UCS_OK);
 }
 
 static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
@@ -167,14 +217,19 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack,
                             uint64_t arrived_ns, uint64_t now)
 {
     uct_uccl_iface_t *iface = conn->iface;
+    uct_uccl_ack_run_t run  = {
+        .conn = conn
+    };
     uct_uccl_ack_info_t info;
     ucs_status_t status;
     uint64_t rtt;
 
     uct_uccl_paths_ack_time(&conn->sel, now);
     status = uct_uccl_tracker_ack_inline(&conn->tracker, ack, arrived_ns,
-                                         uct_uccl_tracker_acked_cb, conn,
+                                         uct_uccl_tracker_acked_cb, &run,
                                          &info);
+    uct_uccl_ack_run_path_end(&run);
+    uct_uccl_ack_run_op_end(&run);
     if (status != UCS_OK) {
         ++iface->stats.bad_ack;
         ucs_debug("uccl: conn %u: bogus ACK cum %u (una %u nxt %u)", conn->id,

@@ -299,21 +299,29 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_paths_ack_time(uct_uccl_paths_t *ps,
     ps->last_ack = now;
 }
 
-/* a transmission on p, sent at sent_ns, was acked (by the ACK of the last
- * uct_uccl_paths_ack_time()) */
-static UCS_F_ALWAYS_INLINE void uct_uccl_paths_acked(uct_uccl_paths_t *ps,
-                                                     unsigned p,
-                                                     uint64_t sent_ns)
+/* n transmissions on p, the latest sent at sent_ns, were acked (by the
+ * ACK of the last uct_uccl_paths_ack_time()) */
+static UCS_F_ALWAYS_INLINE void uct_uccl_paths_acked_n(uct_uccl_paths_t *ps,
+                                                       unsigned p, unsigned n,
+                                                       uint64_t sent_ns)
 {
     uct_uccl_path_t *path = &ps->path[p];
 
-    path->unacked   -= (path->unacked > 0);
+    path->unacked   -= (path->unacked > n) ? n : path->unacked;
     path->loss_run   = 0;
     path->wait_since = ps->last_ack;
     if (ucs_unlikely(path->parked) && !path->retired &&
         (sent_ns >= path->parked_at)) {
         uct_uccl_paths_unpark(ps, p);
     }
+}
+
+/* one transmission on p, sent at sent_ns, was acked */
+static UCS_F_ALWAYS_INLINE void uct_uccl_paths_acked(uct_uccl_paths_t *ps,
+                                                     unsigned p,
+                                                     uint64_t sent_ns)
+{
+    uct_uccl_paths_acked_n(ps, p, 1, sent_ns);
 }
 
 /* RC: a WR on p completed (the NIC's ACK came, at the last ack_time):
