@@ -238,6 +238,8 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
     uint64_t asks             = 0;
     unsigned n                = 0;
     uct_uccl_chunk_t *chunk;
+    uint32_t charged;
+    int plain;
 
     /* the queue holds `room` chunks at least */
     if ((room == 0) || !ucs_list_is_empty(&conn->gets)) {
@@ -246,12 +248,16 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
     while ((n < room) && (bytes < quantum)) {
         chunk = ucs_queue_head_elem_non_empty(&conn->tx_queue,
                                               uct_uccl_chunk_t, queue);
-        if (ucs_unlikely(chunk->flags & UCT_UCCL_CHUNK_F_FENCE) ||
-            ucs_unlikely((chunk->kind == UCT_UCCL_KIND_GET_REQ) &&
-                         iface->credit.on) ||
-            !uct_uccl_cc_can_send(&conn->cc,
-                                  uct_uccl_chunk_cc_bytes(conn, chunk),
-                                  now)) {
+        /* the common follower, a zero-copy PUT's chunk after its first
+         * (F_RUN and no other flag): no fence, a WRITE, all of it spent
+         * of the window and asked of the peer's credit */
+        plain   = (chunk->flags == UCT_UCCL_CHUNK_F_RUN);
+        charged = plain ? chunk->length : uct_uccl_chunk_cc_bytes(conn, chunk);
+        if ((!plain &&
+             (ucs_unlikely(chunk->flags & UCT_UCCL_CHUNK_F_FENCE) ||
+              ucs_unlikely((chunk->kind == UCT_UCCL_KIND_GET_REQ) &&
+                           iface->credit.on))) ||
+            !uct_uccl_cc_can_send(&conn->cc, charged, now)) {
             break; /* a GET pulled by our pacer: uct_uccl_tx_may_send */
         }
         ucs_queue_pull_non_empty(&conn->tx_queue);
@@ -261,8 +267,12 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
         csn           = uct_uccl_seq_add(csn, 1);
         chunk->flags |= UCT_UCCL_CHUNK_F_TRACKED;
         uct_uccl_tx_guard_follower(conn, chunk);
-        if (ucs_likely(uct_uccl_chunk_is_write(chunk))) {
+        if (ucs_likely(plain)) {
             uct_uccl_chunk_build_write_as(chunk, IBV_WR_RDMA_WRITE_WITH_IMM,
+                                          UCT_UCCL_KIND_PUT, max_inline);
+        } else if (uct_uccl_chunk_is_write(chunk)) {
+            uct_uccl_chunk_build_write_as(chunk, IBV_WR_RDMA_WRITE_WITH_IMM,
+                                          (uct_uccl_kind_t)chunk->kind,
                                           max_inline);
         } else {
             uct_uccl_chunk_build_wr(conn, chunk);
@@ -273,10 +283,9 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
         chunk->path      = p;
         ++chunk->posted;
         sent[pos++ & mask] = chunk;
-        uct_uccl_cc_on_send_part(&conn->cc, chunk->length,
-                                 uct_uccl_chunk_cc_bytes(conn, chunk), now);
+        uct_uccl_cc_on_send_part(&conn->cc, chunk->length, charged, now);
         payload += chunk->length;
-        asks    += uct_uccl_chunk_asks(chunk);
+        asks    += plain ? chunk->length : uct_uccl_chunk_asks(chunk);
         bytes   += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
         ++n;
     }

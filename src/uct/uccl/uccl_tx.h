@@ -148,18 +148,20 @@ uct_uccl_chunk_cc_bytes(const uct_uccl_conn_t *conn,
                               chunk->flags & UCT_UCCL_CHUNK_F_SERVED);
 }
 
-/* The WR of a WRITE chunk, with `opcode`; up to max_inline bytes go
+/* The WR of a WRITE chunk, with `opcode` and the chunk's `kind` (a
+ * caller that knows it passes a constant); up to max_inline bytes go
  * inline */
 static UCS_F_ALWAYS_INLINE void
 uct_uccl_chunk_build_write_as(uct_uccl_chunk_t *chunk,
-                              enum ibv_wr_opcode opcode, uint32_t max_inline)
+                              enum ibv_wr_opcode opcode, uct_uccl_kind_t kind,
+                              uint32_t max_inline)
 {
     struct ibv_send_wr *wr = &chunk->wr;
     uint32_t length        = chunk->length;
 
     wr->opcode              = opcode;
     wr->imm_data            = uct_uccl_imm_to_wire(
-                                  uct_uccl_imm_pack(chunk->csn, chunk->kind,
+                                  uct_uccl_imm_pack(chunk->csn, kind,
                                                     chunk->last));
     /* post_chains signals the end of a chain */
     wr->send_flags          = (length <= max_inline) ? IBV_SEND_INLINE : 0;
@@ -182,6 +184,7 @@ uct_uccl_chunk_build_write(const uct_uccl_conn_t *conn,
                                    (chunk->kind == UCT_UCCL_KIND_PUT)) ?
                                   IBV_WR_RDMA_WRITE :
                                   IBV_WR_RDMA_WRITE_WITH_IMM,
+                                  (uct_uccl_kind_t)chunk->kind,
                                   conn->max_inline);
 }
 
