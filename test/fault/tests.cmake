@@ -170,6 +170,13 @@ flt_verify(fault_uc_chunk_adapt_verify data "-n 300 -S 33" UCX_UCCL_MODE=uc
            SOFTVERBS_PATH_LOSS=5:0.05 UCX_UCCL_STATS_DUMP=y
            "UCCL_EXPECT_CLIENT_COUNTERS=retx chunk_grows chunk_shrinks"
            UCCL_EXPECT_SV_COUNTERS=msg_drops)
+# the same under eqds: a resend cut before the chunks shrank (256 KiB)
+# asks for the credit it needs, not a chunk of the conn's size now
+flt_verify(fault_uc_chunk_adapt_verify_eqds data "-n 300 -S 33"
+           UCX_UCCL_MODE=uc UCX_UCCL_CC=eqds UCX_UCCL_UC_CHUNK_MAX=256k
+           SOFTVERBS_PATH_LOSS=5:0.05 UCX_UCCL_STATS_DUMP=y
+           "UCCL_EXPECT_CLIENT_COUNTERS=retx chunk_grows chunk_shrinks"
+           UCCL_EXPECT_SV_COUNTERS=msg_drops)
 # RC: a path down for 1 s mid-transfer (the run takes ~3 s at 1 Gbit/s):
 # the QPs whose WRs stall there get new QP pairs (uccl_reset.c) before
 # their NIC gives up, and what the old ones held goes again on the other

@@ -168,6 +168,8 @@ typedef struct uct_uccl_conn_credit {
     uint64_t                peer_ns;     /* the peer's last grant came */
     uint64_t                wait_ns;     /* short of credit, unanswered,
                                             since; 0: not waiting */
+    uint32_t                resend_bytes; /* the largest resend that
+                                            waits for credit */
     uint8_t                 resend_wait; /* a resend waits for credit */
     uint8_t                 owed;        /* a grant goes to the peer */
     uint8_t                 pull_wait;   /* the head GET waits for our

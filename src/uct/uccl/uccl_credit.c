@@ -154,9 +154,20 @@ void uct_uccl_credit_sent(uct_uccl_conn_t *conn, const uct_uccl_credit_t *rec)
 static int uct_uccl_credit_resend_due(uct_uccl_conn_t *conn)
 {
     if (conn->credit.resend_wait && (uct_uccl_conn_inflight(conn) == 0)) {
-        conn->credit.resend_wait = 0;
+        conn->credit.resend_wait  = 0;
+        conn->credit.resend_bytes = 0;
     }
     return conn->credit.resend_wait;
+}
+
+/* The credit a waiting resend needs: a chunk of the conn's size, or the
+ * resend refused, which may be larger (cut before the conn's chunks
+ * shrank): asking for less, the sender would hold credit that never
+ * covers it */
+static uint32_t uct_uccl_credit_resend_need(const uct_uccl_conn_t *conn)
+{
+    return ucs_max(uct_uccl_conn_chunk_size(conn),
+                   conn->credit.resend_bytes);
 }
 
 /* What waits: the chunks a refused resend stands for (every SACK hole,
@@ -179,7 +190,7 @@ static uint64_t uct_uccl_credit_backlog(uct_uccl_conn_t *conn)
                                    uct_uccl_seq_dist(t->high_sacked,
                                                      t->una))) *
                 uct_uccl_conn_chunk_size(conn);
-        bytes = ucs_max(bytes, uct_uccl_conn_chunk_size(conn));
+        bytes = ucs_max(bytes, uct_uccl_credit_resend_need(conn));
     }
     return ucs_min(bytes + conn->tx_queued_bytes, cap);
 }
@@ -284,7 +295,7 @@ void uct_uccl_credit_release_before(uct_uccl_conn_t *conn, uint32_t bytes,
                                     uint64_t now)
 {
     uint32_t next = uct_uccl_credit_resend_due(conn) ?
-                    uct_uccl_conn_chunk_size(conn) : bytes;
+                    uct_uccl_credit_resend_need(conn) : bytes;
 
     if (uct_uccl_cc_tx_release(&conn->cc, next, now) > 0) {
         uct_uccl_credit_tx_request(conn, now);
@@ -313,10 +324,12 @@ int uct_uccl_credit_may_resend(uct_uccl_conn_t *conn, uint32_t bytes,
 
     if (!(cc->flags & UCT_UCCL_CC_F_STRICT) ||
         (cc->cwnd_bytes >= cc->inflight_bytes + bytes)) {
-        conn->credit.resend_wait = 0;
+        conn->credit.resend_wait  = 0;
+        conn->credit.resend_bytes = 0;
         return 1;
     }
-    conn->credit.resend_wait = 1;
+    conn->credit.resend_wait  = 1;
+    conn->credit.resend_bytes = ucs_max(conn->credit.resend_bytes, bytes);
     uct_uccl_credit_tx_request(conn, now);
     return 0;
 }
