@@ -248,9 +248,10 @@ void uct_uccl_conn_dump_counters(const uct_uccl_conn_t *conn, FILE *stream)
                            sizeof(conn->stats));
 }
 
-/* How far our clock (the TSC as UCS calibrated it) ran from the kernel's
- * since the iface opened, in parts per million: the pacer grants its rate
- * in our clock's time, so a clock that runs fast grants too much */
+/* How far our clock (the TSC at the rate uct_uccl_clock_calibrate
+ * measured) ran from the kernel's since the iface opened, in parts per
+ * million: the pacer grants its rate in our clock's time, so a clock that
+ * runs fast grants too much */
 static double uct_uccl_iface_clock_ppm(const uct_uccl_iface_t *iface)
 {
     uint64_t mono = uct_uccl_mono_ns() - iface->dump_mono0;

@@ -285,7 +285,7 @@ uct_uccl_tx_follow_uc(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
         sent[pos++ & mask] = chunk;
         uct_uccl_cc_on_send_part(&conn->cc, chunk->length, charged, now);
         payload += chunk->length;
-        asks    += plain ? chunk->length : uct_uccl_chunk_asks(chunk);
+        asks    += uct_uccl_chunk_asks(chunk);
         bytes   += chunk->length + UCT_UCCL_DRR_CHUNK_COST;
         ++n;
     }
