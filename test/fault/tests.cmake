@@ -235,12 +235,15 @@ flt_env(fault_uc_chain_counters UCX_UCCL_UC_CHUNK_MAX=64k)
 # break the server's QP). Chunks grow only after 16 RTOs without a
 # resend, so the loss comes in short outages of one path with long quiet
 # between them (random loss can keep the chunks small for the whole run):
-# every outage in the run then hits grown chunks.
-flt_down(down 5 150 4900 250 3)
+# every outage in the run then hits grown chunks. Outages of 10 ms, one
+# every 100 ms over the run of 4000 MiB: a paced sender's chunks cross
+# a path a few at a time, and shorter or fewer outages could miss them
+# all (and drop only ACKs); the 20 windows fill SOFTVERBS_PATH_DOWN.
+flt_down(down 5 100 2000 100 10)
 math(EXPR FLT_PORT "${FLT_PORT} + 1")
 add_test(NAME fault_uc_chunk_peer_small
          COMMAND ${UCCL_SRCDIR}/test/fault/uccl_chunk_peer.sh ${FLT_PORT}
-                 1048576 2000)
+                 1048576 4000)
 flt_env(fault_uc_chunk_peer_small SOFTVERBS_PATH_DOWN=${down})
 
 # in a ping-pong of 1 MiB PUTs, a lost last chunk is found by the empty
