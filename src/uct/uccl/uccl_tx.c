@@ -422,6 +422,28 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
 }
 
 
+/* Under credit, the ACK an AM carried may free what the queue's head
+ * needs: a ping-pong's reply carries the ACK of the message before it,
+ * which the next pass would handle only after this send had asked the
+ * peer for credit (a request and a grant per message). It is handled
+ * first when the head does not fit otherwise. */
+static void uct_uccl_tx_ack_in_first(uct_uccl_conn_t *conn)
+{
+    uct_uccl_chunk_t *head;
+
+    if (ucs_likely(!conn->ack_in_held) ||
+        !(conn->cc.flags & UCT_UCCL_CC_F_STRICT) ||
+        ucs_queue_is_empty(&conn->tx_queue)) {
+        return;
+    }
+    head = ucs_queue_head_elem_non_empty(&conn->tx_queue, uct_uccl_chunk_t,
+                                         queue);
+    if (!uct_uccl_cc_can_send(&conn->cc, uct_uccl_chunk_cc_bytes(conn, head),
+                              uct_uccl_now_ns())) {
+        uct_uccl_rx_ack_in_flush(conn);
+    }
+}
+
 /* An operation posted outside progress goes on the wire at once: UCX may
  * consider it sent (am_short, put_short) and not progress for a long time,
  * e.g. a rank that leaves a barrier and sleeps. What cannot go yet, and
@@ -435,6 +457,7 @@ void uct_uccl_tx_post_now(uct_uccl_conn_t *conn)
 
     if (!iface->async.active && (iface->sched_current == NULL) &&
         (conn->state == UCT_UCCL_CONN_CONNECTED)) {
+        uct_uccl_tx_ack_in_first(conn);
         (void)uct_uccl_tx_pump(conn, iface->config.drr_quantum);
         uct_uccl_conn_timer_wake(conn); /* what went out is timed */
     }
