@@ -303,3 +303,20 @@ math(EXPR FLT_PORT "${FLT_PORT} + 1")
 add_test(NAME fault_uc_piggy_counters_eqds
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 8 5000 piggy)
 flt_env(fault_uc_piggy_counters_eqds UCX_UCCL_CC=eqds)
+
+# under eqds a clean ping-pong of messages above the 8 KiB a drained
+# sender may send unscheduled once its peer grants asks for no credit:
+# 4 KiB AMs whose replies carry their ACKs (each send would otherwise ask
+# before the ACK that frees its credit is handled), 32 KiB PUTs (each
+# would wait a round trip for its grant)
+foreach(kind am put)
+    if(kind STREQUAL "am")
+        set(size 4096)
+    else()
+        set(size 32768)
+    endif()
+    math(EXPR FLT_PORT "${FLT_PORT} + 1")
+    add_test(NAME fault_uc_credit_pingpong_${kind}
+             COMMAND ${FLT_COUNTERS} ${FLT_PORT} ${size} 3000 credit_${kind})
+    flt_env(fault_uc_credit_pingpong_${kind} UCX_UCCL_CC=eqds)
+endforeach()

@@ -22,6 +22,12 @@
 # the fast path and that the replies
 # carry the ACKs: ACK packets go only for what no reply could carry (the
 # last message, a duplicate from a tail probe of a descheduled peer).
+# With TEST=credit_am (an am_lat ping-pong of SIZE bcopy AMs) or
+# TEST=credit_put (a put_lat ping-pong of SIZE zero-copy PUTs), on a clean
+# fabric under eqds, that a message seldom asks its peer for credit: the
+# ACK the reply carries is handled before the next send it frees credit
+# for, and a drained sender whose peer grants no one else starts its
+# next message on its whole speculative credit.
 #   uccl_counters.sh PORT SIZE ITERS [TEST]
 # Environment: UCCL_RUN, SOFTVERBS_FABRIC, SOFTVERBS_LOSS (e.g. 0.01).
 #
@@ -32,9 +38,12 @@ check=$test
 [ "$test" = chains ] && test=put_bw
 [ "$test" = piggy ] && test=am_lat
 case $test in
-    put_bw|put_lat) layout=zcopy ;;
-    *)              layout=short ;;
+    put_bw|put_lat|credit_put) layout=zcopy ;;
+    credit_am)                 layout=bcopy ;;
+    *)                         layout=short ;;
 esac
+[ "$test" = credit_am ] && test=am_lat
+[ "$test" = credit_put ] && test=put_lat
 run=${UCCL_RUN:?UCCL_RUN must name the uccl-run launcher}
 limit=${UCCL_TEST_TIMEOUT:-150}
 tmp=$(mktemp -d /tmp/uccl-counters.XXXXXX)
@@ -61,6 +70,21 @@ fail() {
 uccl_perftest_pair "$port" "SOFTVERBS_STATS=$tmp/sv_server" \
     "SOFTVERBS_STATS=$tmp/sv_client" -t "$test" -D "$layout" -s "$size" \
     -n "$iters" || fail "the ucx_perftest pair failed"
+
+if [ "$check" = credit_am ] || [ "$check" = credit_put ]; then
+    # both sides send and ask; count both
+    creq=$(($(uccl_sum "$tmp/client" credit_req_tx) +
+            $(uccl_sum "$tmp/server" credit_req_tx)))
+    grants=$(($(uccl_sum "$tmp/client" credit_rx) +
+              $(uccl_sum "$tmp/server" credit_rx)))
+    echo "clean ping-pong of $iters messages of $size bytes: $creq credit" \
+         "requests, $grants CREDIT records received"
+    [ "$grants" -gt 0 ] || fail "no CREDIT record: is UCX_UCCL_CC eqds?"
+    [ "$creq" -le $((iters / 10)) ] ||
+        fail "$creq credit requests in $iters round trips"
+    echo PASS
+    exit 0
+fi
 
 if [ "$check" = piggy ]; then
     # both sides send and owe ACKs; count both

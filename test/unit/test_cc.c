@@ -76,7 +76,7 @@ static void test_fixed(void)
     /* not receiver-driven: no credit, hooks are no-ops */
     UT_EQ(uct_uccl_cc_rx_credit(&cc, 0), 0);
     uct_uccl_cc_rx_on_data(&cc, 100, 0);
-    uct_uccl_cc_on_credit(&cc, 100, 0);
+    uct_uccl_cc_on_credit(&cc, 100, 0, 0);
     uct_uccl_cc_cleanup(&cc);
 
     /* bytes win over chunks; caps apply; a chunk bigger than the window
@@ -248,7 +248,7 @@ static void test_random_one(const char *name)
             uct_uccl_cc_on_timeout(&cc, now);
             break;
         case 8:
-            uct_uccl_cc_on_credit(&cc, (uint32_t)ut_rand(), now);
+            uct_uccl_cc_on_credit(&cc, (uint32_t)ut_rand(), 0, now);
             uct_uccl_cc_tx_request(&cc, ut_rand() >> ut_rand_below(64), &req);
             break;
         default:

@@ -80,11 +80,11 @@ static void test_sender_basics(void)
         q.eqds.spec_bytes = 4096;
         UT_EQ(uct_uccl_cc_init(&c2, "eqds", &q), UCS_OK);
         UT_EQ(st(&c2).credit_bytes, 4096);
-        uct_uccl_cc_on_credit(&c2, 0, now);
+        uct_uccl_cc_on_credit(&c2, 0, 0, now);
         UT_TRUE(!uct_uccl_cc_can_send(&c2, CC_CHUNK, now));
         UT_TRUE(uct_uccl_cc_can_send(&c2, 64, now));
         UT_EQ(want_of(&c2, CC_CHUNK), CC_CHUNK - 4096);
-        uct_uccl_cc_on_credit(&c2, CC_CHUNK - 4096, now);
+        uct_uccl_cc_on_credit(&c2, CC_CHUNK - 4096, 0, now);
         UT_TRUE(uct_uccl_cc_can_send(&c2, CC_CHUNK, now));
         uct_uccl_cc_cleanup(&c2);
     }
@@ -101,7 +101,7 @@ static void test_sender_basics(void)
     }
     /* the first grant makes credit strict: nothing beyond it, even with
      * nothing in flight */
-    uct_uccl_cc_on_credit(&cc, 0, now);
+    uct_uccl_cc_on_credit(&cc, 0, 0, now);
     UT_TRUE(cc.flags & UCT_UCCL_CC_F_STRICT);
     uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
     cc_ack(&cc, CC_CHUNK, 10 * CC_US, 0, now);
@@ -109,10 +109,10 @@ static void test_sender_basics(void)
     UT_EQ(st(&cc).credit_bytes, 0);
     UT_TRUE(!uct_uccl_cc_can_send(&cc, 1, now));
     /* a grant of half a chunk: a half chunk may go, not a whole one */
-    uct_uccl_cc_on_credit(&cc, CC_CHUNK / 2, now);
+    uct_uccl_cc_on_credit(&cc, CC_CHUNK / 2, 0, now);
     UT_TRUE(uct_uccl_cc_can_send(&cc, CC_CHUNK / 2, now));
     UT_TRUE(!uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
-    uct_uccl_cc_on_credit(&cc, CC_CHUNK, now);
+    uct_uccl_cc_on_credit(&cc, CC_CHUNK, 0, now);
     UT_TRUE(uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
     uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
     UT_EQ(st(&cc).credit_bytes, 0);
@@ -142,13 +142,13 @@ static void test_sender_grants(void)
     UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
     uct_uccl_cc_on_send(&cc, CC_CHUNK, now); /* the speculative chunk */
     sent += CC_CHUNK;
-    uct_uccl_cc_on_credit(&cc, 0, now);
+    uct_uccl_cc_on_credit(&cc, 0, 0, now);
     for (i = 0; i < 12; ++i) { /* 17.6 GiB granted: wraps 4 times */
         g += step;
-        uct_uccl_cc_on_credit(&cc, (uint32_t)g, now);
+        uct_uccl_cc_on_credit(&cc, (uint32_t)g, 0, now);
         UT_EQ(st(&cc).credit_bytes, step);
-        uct_uccl_cc_on_credit(&cc, (uint32_t)g, now);          /* repeat */
-        uct_uccl_cc_on_credit(&cc, (uint32_t)(g - step / 2), now); /* old */
+        uct_uccl_cc_on_credit(&cc, (uint32_t)g, 0, now);          /* repeat */
+        uct_uccl_cc_on_credit(&cc, (uint32_t)(g - step / 2), 0, now); /* old */
         UT_EQ(st(&cc).credit_bytes, step);
         UT_TRUE(uct_uccl_cc_can_send(&cc, (uint32_t)step, now));
         (void)want_of(&cc, step + 1); /* more queued: no respec */
@@ -163,11 +163,11 @@ static void test_sender_grants(void)
     /* a peer that grants 2 GiB at once gets no more than the cap */
     cc_params(&p);
     UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
-    uct_uccl_cc_on_credit(&cc, 0x7fffffffu, now);
+    uct_uccl_cc_on_credit(&cc, 0x7fffffffu, 0, now);
     UT_EQ(st(&cc).credit_bytes, UCT_UCCL_CC_EQDS_CREDIT_CAP);
     /* and what it asked beyond the cap is not credited later */
     uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
-    uct_uccl_cc_on_credit(&cc, 0x7fffffffu, now);
+    uct_uccl_cc_on_credit(&cc, 0x7fffffffu, 0, now);
     UT_EQ(st(&cc).credit_bytes, UCT_UCCL_CC_EQDS_CREDIT_CAP - CC_CHUNK);
     uct_uccl_cc_cleanup(&cc);
     printf("  grants: cumulative, repeats/old ignored, 4 wraps of 32 bits, "
@@ -190,11 +190,11 @@ static void test_sender_cap_reask(void)
     p.eqds.spec_bytes = CC_CHUNK;
     p.eqds.credit_cap = cap;
     UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
-    uct_uccl_cc_on_credit(&cc, 0, now);
+    uct_uccl_cc_on_credit(&cc, 0, 0, now);
     w = want_of(&cc, total);
     UT_EQ(w, total - CC_CHUNK);
     /* the receiver grants all it was asked for at once: the cap keeps 4 */
-    uct_uccl_cc_on_credit(&cc, w, now);
+    uct_uccl_cc_on_credit(&cc, w, 0, now);
     UT_EQ(st(&cc).credit_bytes, cap);
     while (sent < total) {
         UT_TRUE(++rounds <= 8);
@@ -208,14 +208,14 @@ static void test_sender_cap_reask(void)
             UT_EQ(st(&cc).credit_bytes, 0);
             UT_EQ(want_of(&cc, total - sent), w + (total - sent));
             w += total - sent;
-            uct_uccl_cc_on_credit(&cc, w, now);
+            uct_uccl_cc_on_credit(&cc, w, 0, now);
         }
         check_conserved(&cc, sent);
     }
     UT_EQ(sent, total);
     /* a lie beyond the want is dropped and not asked for again */
     w = want_of(&cc, 0);
-    uct_uccl_cc_on_credit(&cc, w + (1u << 30), now);
+    uct_uccl_cc_on_credit(&cc, w + (1u << 30), 0, now);
     UT_EQ(want_of(&cc, 0), w);
     uct_uccl_cc_cleanup(&cc);
     printf("  cap: granted 16 chunks at once, 4 held, the dropped 12 asked "
@@ -241,10 +241,10 @@ static void test_sender_resend(void)
     cc_ack(&cc, CC_CHUNK, 10 * CC_US, 0, now);
     UT_EQ(st(&cc).credit_bytes, CC_CHUNK);
 
-    uct_uccl_cc_on_credit(&cc, 0, now);
+    uct_uccl_cc_on_credit(&cc, 0, 0, now);
     w = want_of(&cc, 3 * CC_CHUNK);
     UT_EQ(w, 2 * CC_CHUNK);
-    uct_uccl_cc_on_credit(&cc, w, now);
+    uct_uccl_cc_on_credit(&cc, w, 0, now);
     UT_EQ(st(&cc).credit_bytes, 3 * CC_CHUNK);
     uct_uccl_cc_on_send(&cc, 3 * CC_CHUNK, now);
     uct_uccl_cc_on_resend(&cc, CC_CHUNK, now);
@@ -257,9 +257,9 @@ static void test_sender_resend(void)
     UT_EQ(st(&cc).credit_bytes, 0);
     /* one chunk queued: asked for with the two resent */
     UT_EQ(want_of(&cc, CC_CHUNK), w + 3 * CC_CHUNK);
-    uct_uccl_cc_on_credit(&cc, w + 2 * CC_CHUNK, now);
+    uct_uccl_cc_on_credit(&cc, w + 2 * CC_CHUNK, 0, now);
     UT_EQ(st(&cc).credit_bytes, 0);               /* the debt paid */
-    uct_uccl_cc_on_credit(&cc, w + 3 * CC_CHUNK, now);
+    uct_uccl_cc_on_credit(&cc, w + 3 * CC_CHUNK, 0, now);
     UT_EQ(st(&cc).credit_bytes, CC_CHUNK);
     uct_uccl_cc_cleanup(&cc);
     printf("  resends: spend credit once granted (debt, paid by grants, "
@@ -287,7 +287,7 @@ static void test_sender_requests(void)
     uct_uccl_cc_cleanup(&cc);
 
     UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
-    uct_uccl_cc_on_credit(&cc, 0, now);
+    uct_uccl_cc_on_credit(&cc, 0, 0, now);
     UT_EQ(want_of(&cc, 4 * CC_CHUNK), 3 * CC_CHUNK);
     uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
     /* less queued now (not yet asked again): the want does not go back */
@@ -304,7 +304,7 @@ static void test_sender_requests(void)
     /* granted what it asked, it sends it all; the last request says
      * nothing is left; drained, it gets speculative credit again, for
      * small messages only now that the peer grants */
-    uct_uccl_cc_on_credit(&cc, w, now);
+    uct_uccl_cc_on_credit(&cc, w, 0, now);
     UT_EQ(st(&cc).credit_bytes, 1 << 20);
     while (uct_uccl_cc_can_send(&cc, CC_CHUNK, now)) {
         uint64_t left = (1 << 20) - (st(&cc).granted_bytes -
@@ -321,10 +321,31 @@ static void test_sender_requests(void)
     UT_TRUE(!uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
     UT_TRUE(uct_uccl_cc_can_send(&cc, UCT_UCCL_CC_EQDS_RESPEC_BYTES, now));
     check_conserved(&cc, 17 * CC_CHUNK);
+    /* a grant that says no other sender waits: the next drain gives the
+     * whole speculative credit back (a lone flow's next burst waits no
+     * round trip); one that says otherwise: small messages only again */
+    uct_uccl_cc_on_credit(&cc, w, 1, now);
+    UT_TRUE(!uct_uccl_cc_tx_refills(&cc, CC_CHUNK)); /* nothing in flight */
+    uct_uccl_cc_on_send(&cc, UCT_UCCL_CC_EQDS_RESPEC_BYTES, now);
+    want_of(&cc, 0);
+    /* its ACK will bring a chunk of credit: a chunk waits without asking,
+     * more than that asks */
+    UT_TRUE(uct_uccl_cc_tx_refills(&cc, CC_CHUNK));
+    UT_TRUE(!uct_uccl_cc_tx_refills(&cc, CC_CHUNK + 1));
+    cc_ack(&cc, UCT_UCCL_CC_EQDS_RESPEC_BYTES, 10 * CC_US, 0, now);
+    UT_EQ(st(&cc).credit_bytes, CC_CHUNK);
+    UT_TRUE(uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
+    uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
+    uct_uccl_cc_on_credit(&cc, w, 0, now);
+    UT_TRUE(!uct_uccl_cc_tx_refills(&cc, 1)); /* others wait: it asks */
+    want_of(&cc, 0);
+    cc_ack(&cc, CC_CHUNK, 10 * CC_US, 0, now);
+    UT_EQ(st(&cc).credit_bytes, UCT_UCCL_CC_EQDS_RESPEC_BYTES);
+    check_conserved(&cc, 18 * CC_CHUNK + UCT_UCCL_CC_EQDS_RESPEC_BYTES);
     uct_uccl_cc_cleanup(&cc);
     printf("  requests: want = sent + backlog - speculative, monotonic, "
            "capped; speculative again only when drained, and small once "
-           "the peer grants\n");
+           "the peer grants, unless its pacer serves no one else\n");
 }
 
 /* The pacer's count of grants not arrived: up with grants, down with
@@ -437,10 +458,10 @@ static void test_sender_release(void)
     p.eqds.spec_bytes = CC_CHUNK;
     UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
     UT_EQ(uct_uccl_cc_tx_release(&cc, 0, now), 0); /* nothing granted */
-    uct_uccl_cc_on_credit(&cc, 0, now);
+    uct_uccl_cc_on_credit(&cc, 0, 0, now);
     uct_uccl_cc_on_send(&cc, CC_CHUNK, now);        /* the speculative one */
     sent += CC_CHUNK;
-    uct_uccl_cc_on_credit(&cc, part, now);          /* short of a chunk */
+    uct_uccl_cc_on_credit(&cc, part, 0, now);          /* short of a chunk */
     UT_TRUE(!uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
     UT_EQ(uct_uccl_cc_tx_release(&cc, CC_CHUNK,
                                  now + UCT_UCCL_CC_EQDS_HOLD_NS - 1), 0);
@@ -459,10 +480,10 @@ static void test_sender_release(void)
     UT_EQ(req.held, CC_CHUNK);
     /* a new grant starts the time again; credit that covers the next send
      * is kept until EXPIRE_NS */
-    uct_uccl_cc_on_credit(&cc, req.want - CC_MSS, now);
+    uct_uccl_cc_on_credit(&cc, req.want - CC_MSS, 0, now);
     now += UCT_UCCL_CC_EQDS_HOLD_NS - 1;
     UT_EQ(uct_uccl_cc_tx_release(&cc, CC_CHUNK, now), 0);
-    uct_uccl_cc_on_credit(&cc, req.want, now);
+    uct_uccl_cc_on_credit(&cc, req.want, 0, now);
     UT_TRUE(uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
     UT_EQ(uct_uccl_cc_tx_release(&cc, CC_CHUNK,
                                  now + UCT_UCCL_CC_EQDS_EXPIRE_NS - 1), 0);
@@ -516,7 +537,7 @@ static void test_release_pacer(void)
         UT_EQ(uct_uccl_cc_init(&tx[i], "eqds", &p), UCS_OK);
         UT_EQ(uct_uccl_cc_init(&rx[i], "eqds", &p), UCS_OK);
         uct_uccl_cc_rx_attach(&rx[i], &pacer, &rx[i]);
-        uct_uccl_cc_on_credit(&tx[i], 0, now);
+        uct_uccl_cc_on_credit(&tx[i], 0, 0, now);
         uct_uccl_cc_tx_request(&tx[i], 8 * CC_CHUNK, &req);
         uct_uccl_cc_rx_on_request(&rx[i], &req, now);
     }
@@ -529,7 +550,7 @@ static void test_release_pacer(void)
     UT_TRUE(uct_uccl_cc_eqds_pacer_full(&pacer));
     for (i = 0; i < 2; ++i) {
         uct_uccl_cc_on_credit(&tx[i], uct_uccl_cc_rx_credit(&rx[i], now),
-                              now);
+                              0, now);
     }
     uct_uccl_cc_on_send(&tx[1], 2 * CC_MSS, now); /* small messages */
     UT_TRUE(uct_uccl_cc_can_send(&tx[0], CC_CHUNK, now));
@@ -601,8 +622,10 @@ static void test_receiver(void)
     uct_uccl_cc_rx_attach(&rx, &pacer, &rx);
     UT_EQ(pacer.num_senders, 1);
     UT_EQ(pacer.num_active, 0);
+    UT_TRUE(uct_uccl_cc_rx_idle(&rx));
     rx_req(&rx, 3 * CC_CHUNK + 100000, CC_CHUNK);
     UT_EQ(pacer.num_active, 1);
+    UT_TRUE(uct_uccl_cc_rx_idle(&rx)); /* it alone waits */
     UT_EQ(pacer.charged_bytes, 0); /* no new speculative bytes */
     n = uct_uccl_cc_eqds_pacer_tick(&pacer, now, out, 4);
     UT_EQ(n, 1);
@@ -785,9 +808,12 @@ static void test_pacer_fair(void)
         uct_uccl_cc_eqds_pacer_add(&pacer, &s[i], &s[i]);
         uct_uccl_cc_eqds_pacer_demand(&s[i], 1ull << 40);
     }
-    /* one sender wants little: it gets exactly that */
+    /* one sender wants little: it gets exactly that; others wait, so
+     * the pacer is not idle for it, nor for one on the ring */
     uct_uccl_cc_eqds_pacer_add(&pacer, &s[NS], &s[NS]);
+    UT_TRUE(!uct_uccl_cc_eqds_pacer_alone(&pacer, &s[NS]));
     uct_uccl_cc_eqds_pacer_demand(&s[NS], 5000);
+    UT_TRUE(!uct_uccl_cc_eqds_pacer_alone(&pacer, &s[0]));
     for (k = 0; k < 3000; ++k) {
         now += ut_rand_below(20000);
         n    = uct_uccl_cc_eqds_pacer_tick(&pacer, now, out,
@@ -981,7 +1007,7 @@ static void test_pull_sender(void)
     UT_EQ(uct_uccl_cc_charge(&fixed, CC_CHUNK, 1), CC_CHUNK);
     UT_EQ(uct_uccl_cc_rx_pull(&fixed, CC_CHUNK, now), 1);
     /* the peer grants: a pulled reply spends no credit */
-    uct_uccl_cc_on_credit(&tx, 0, now);
+    uct_uccl_cc_on_credit(&tx, 0, 0, now);
     UT_EQ(uct_uccl_cc_charge(&tx, CC_CHUNK, 1), 0);
     UT_EQ(uct_uccl_cc_charge(&tx, CC_CHUNK, 0), CC_CHUNK);
     credit = st(&tx).credit_bytes;
@@ -1270,7 +1296,7 @@ static void sim_sender(const sim_cfg_t *cfg, sim_flow_t *f, uint64_t now,
     }
     while ((in = sim_peek(&f->ctl, now)) != NULL) {
         if (in->has_credit) { /* credit first, then the ACK */
-            uct_uccl_cc_on_credit(&f->tx, in->granted, now);
+            uct_uccl_cc_on_credit(&f->tx, in->granted, 0, now);
         }
         if (in->bytes > 0) {
             cc_ack(&f->tx, in->bytes, now - in->sent, 0, now);

@@ -91,7 +91,8 @@ static void check_am_ack(uint8_t *buf, uint32_t imm)
     in.echo_csn    = 76;
     in.rx_delay_ns = 1000;
     in.echo_path   = 3;
-    in.flags       = UCT_UCCL_ACK_F_BUSY | UCT_UCCL_ACK_F_CREDIT;
+    in.flags       = UCT_UCCL_ACK_F_BUSY | UCT_UCCL_ACK_F_CREDIT |
+                     UCT_UCCL_ACK_F_IDLE;
     in.credit      = 0xfffffff0u;
     put_ack(am, &in);
     data_truncations(buf, len, imm);
@@ -117,6 +118,11 @@ static void check_am_ack(uint8_t *buf, uint32_t imm)
     UT_TRUE(data_check(buf, len, imm) != UCS_OK);
     out       = in;
     out.flags = UCT_UCCL_ACK_F_BUSY;   /* a credit without its flag */
+    put_ack(am, &out);
+    UT_TRUE(data_check(buf, len, imm) != UCS_OK);
+    out        = in;
+    out.flags  = UCT_UCCL_ACK_F_IDLE;  /* the hint without a grant */
+    out.credit = 0;
     put_ack(am, &out);
     UT_TRUE(data_check(buf, len, imm) != UCS_OK);
     out         = in;
@@ -525,7 +531,10 @@ static void test_credit(void)
 {
     static const uint32_t flags[] = {
         UCT_UCCL_CREDIT_F_REQUEST, UCT_UCCL_CREDIT_F_GRANT,
-        UCT_UCCL_CREDIT_F_REQUEST | UCT_UCCL_CREDIT_F_GRANT
+        UCT_UCCL_CREDIT_F_REQUEST | UCT_UCCL_CREDIT_F_GRANT,
+        UCT_UCCL_CREDIT_F_GRANT | UCT_UCCL_CREDIT_F_IDLE,
+        UCT_UCCL_CREDIT_F_REQUEST | UCT_UCCL_CREDIT_F_GRANT |
+        UCT_UCCL_CREDIT_F_IDLE
     };
     uint8_t buf[BUF_MAX], ref[BUF_MAX];
     uct_uccl_ack_batch_t *b = (void*)buf;
@@ -545,7 +554,9 @@ static void test_credit(void)
     UT_TRUE(!strcmp(uct_uccl_wire_ctl_name(UCT_UCCL_CTL_CREDIT), "CREDIT"));
 
     CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->flags = 0);
-    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->flags |= 0x4);
+    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->flags |= 0x8);
+    CREDIT_GARBLE(UCT_UCCL_CREDIT_F_REQUEST,
+                  c->flags |= UCT_UCCL_CREDIT_F_IDLE); /* hint, no grant */
     CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->want = 1);
     CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->spec = 1);
     CREDIT_GARBLE(UCT_UCCL_CREDIT_F_GRANT, c->lost = 1);

@@ -41,7 +41,9 @@ static size_t uct_uccl_rx_ack_pack(uct_uccl_conn_t *conn, uct_uccl_ack_t *ack,
     if (uct_uccl_cc_rx_driven(&conn->cc)) {
         /* the grant rides along: no CREDIT record needed */
         ack->credit  = uct_uccl_cc_rx_credit(&conn->cc, now);
-        ack->flags  |= UCT_UCCL_ACK_F_CREDIT;
+        ack->flags  |= UCT_UCCL_ACK_F_CREDIT |
+                       (uct_uccl_cc_rx_idle(&conn->cc) ? UCT_UCCL_ACK_F_IDLE :
+                                                         0);
         uct_uccl_credit_paid(conn);
     }
     return ack->hdr.length;

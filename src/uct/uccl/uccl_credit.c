@@ -132,7 +132,9 @@ size_t uct_uccl_credit_pack(uct_uccl_conn_t *conn, uct_uccl_credit_t *rec,
         rec->seen   = req->seen;
     }
     if (uct_uccl_cc_rx_driven(&conn->cc)) {
-        rec->flags |= UCT_UCCL_CREDIT_F_GRANT;
+        rec->flags |= UCT_UCCL_CREDIT_F_GRANT |
+                      (uct_uccl_cc_rx_idle(&conn->cc) ?
+                       UCT_UCCL_CREDIT_F_IDLE : 0);
         rec->grant  = uct_uccl_cc_rx_credit(&conn->cc, now);
     }
     return sizeof(*rec);
@@ -246,9 +248,10 @@ void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
               cc->cwnd_bytes - cc->inflight_bytes : 0;
     if (((backlog <= credit) ||
          ((pending > 0) && ((uint64_t)pending >= backlog - credit) &&
-          (now - cr->heard_ns < cr->retry_ns))) &&
+          (now - cr->heard_ns < cr->retry_ns)) ||
+         (!cr->resend_wait && uct_uccl_cc_tx_refills(cc, backlog))) &&
         !uct_uccl_credit_news(conn)) {
-        return; /* covered, or asked for already */
+        return; /* covered, asked for already, or the next ACK covers it */
     }
 
     uct_uccl_cc_tx_request(cc, backlog, &req);
@@ -364,13 +367,14 @@ int uct_uccl_credit_starved(uct_uccl_conn_t *conn, uint64_t now)
     return now - cr->wait_ns >= conn->iface->config.peer_timeout_ns;
 }
 
-/* The peer's cumulative grant, from an ACK or a CREDIT record */
+/* The peer's cumulative grant, from an ACK or a CREDIT record, and its
+ * hint that no other sender waits for its grants */
 void uct_uccl_credit_tx_grant(uct_uccl_conn_t *conn, uint32_t grant,
-                              uint64_t now)
+                              int idle, uint64_t now)
 {
     uct_uccl_conn_credit_t *cr = &conn->credit;
 
-    uct_uccl_cc_on_credit(&conn->cc, grant, now);
+    uct_uccl_cc_on_credit(&conn->cc, grant, idle, now);
     cr->peer_ns = now;
     if ((int32_t)(grant - cr->grant) > 0) {
         cr->grant    = grant;
@@ -458,7 +462,8 @@ void uct_uccl_conn_handle_credit(uct_uccl_iface_t *iface,
     now = uct_uccl_now_ns();
     if (rec->flags & UCT_UCCL_CREDIT_F_GRANT) {
         ++conn->stats.credit_rx;
-        uct_uccl_credit_tx_grant(conn, rec->grant, now);
+        uct_uccl_credit_tx_grant(conn, rec->grant,
+                                 !!(rec->flags & UCT_UCCL_CREDIT_F_IDLE), now);
         uct_uccl_conn_kick(conn);
     }
     if (rec->flags & UCT_UCCL_CREDIT_F_REQUEST) {

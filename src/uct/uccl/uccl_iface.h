@@ -567,7 +567,7 @@ int uct_uccl_credit_may_pull(uct_uccl_conn_t *conn,
 void uct_uccl_credit_pull_spent(uct_uccl_conn_t *conn,
                                 const uct_uccl_chunk_t *chunk);
 void uct_uccl_credit_tx_grant(uct_uccl_conn_t *conn, uint32_t grant,
-                              uint64_t now);
+                              int idle, uint64_t now);
 void uct_uccl_credit_owe(uct_uccl_conn_t *conn);
 void uct_uccl_credit_paid(uct_uccl_conn_t *conn);
 void uct_uccl_credit_tick(uct_uccl_iface_t *iface, uint64_t now);

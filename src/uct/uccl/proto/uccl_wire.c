@@ -205,8 +205,10 @@ static ucs_status_t uct_uccl_wire_ack_check(const uct_uccl_ack_t *ack)
     }
     if ((ack->hdr.length != uct_uccl_wire_ack_size(ack->sack_words)) ||
         (ack->sack_words > UCT_UCCL_WIRE_SACK_MAX_WORDS) ||
-        (ack->flags & ~(UCT_UCCL_ACK_F_BUSY | UCT_UCCL_ACK_F_CREDIT)) ||
-        (!(ack->flags & UCT_UCCL_ACK_F_CREDIT) && (ack->credit != 0)) ||
+        (ack->flags & ~(UCT_UCCL_ACK_F_BUSY | UCT_UCCL_ACK_F_CREDIT |
+                        UCT_UCCL_ACK_F_IDLE)) ||
+        (!(ack->flags & UCT_UCCL_ACK_F_CREDIT) &&
+         ((ack->credit != 0) || (ack->flags & UCT_UCCL_ACK_F_IDLE))) ||
         !uct_uccl_wire_seq_ok(ack->cum_csn) ||
         !uct_uccl_wire_seq_ok(ack->echo_csn)) {
         return UCS_ERR_INVALID_PARAM;
@@ -219,10 +221,11 @@ static ucs_status_t uct_uccl_wire_credit_check(const uct_uccl_credit_t *c)
     const uint32_t all = UCT_UCCL_CREDIT_F_REQUEST | UCT_UCCL_CREDIT_F_GRANT;
 
     if ((c->hdr.length != sizeof(*c)) || !(c->flags & all) ||
-        (c->flags & ~all) ||
+        (c->flags & ~(all | UCT_UCCL_CREDIT_F_IDLE)) ||
         (!(c->flags & UCT_UCCL_CREDIT_F_REQUEST) &&
          (c->want || c->spec || c->lost || c->held || c->seen)) ||
-        (!(c->flags & UCT_UCCL_CREDIT_F_GRANT) && c->grant) || c->reserved) {
+        (!(c->flags & UCT_UCCL_CREDIT_F_GRANT) &&
+         (c->grant || (c->flags & UCT_UCCL_CREDIT_F_IDLE))) || c->reserved) {
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;

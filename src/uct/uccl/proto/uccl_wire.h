@@ -33,7 +33,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "uccl wire formats are little-endian, host must be too");
 
-#define UCT_UCCL_WIRE_VERSION     7
+#define UCT_UCCL_WIRE_VERSION     8
 #define UCT_UCCL_WIRE_MAGIC       0x4c434355u /* "UCCL" */
 #define UCT_UCCL_WIRE_MAX_PATHS   256
 /* Largest control packet: 4096-byte UD MTU minus the 40-byte GRH */
@@ -319,10 +319,13 @@ typedef struct UCS_S_PACKED uct_uccl_conn_pkt {
  *  flags:    UCT_UCCL_ACK_F_BUSY: the receiver is alive but refused a chunk
  *            (too much waits for its user): resend it later, not at once.
  *            UCT_UCCL_ACK_F_CREDIT: credit is a grant.
+ *            UCT_UCCL_ACK_F_IDLE (with CREDIT): no other sender waits
+ *            for the receiver's grants (see the credit packet).
  * Total length = sizeof(uct_uccl_ack_t) + 8 * sack_words.
  */
 #define UCT_UCCL_ACK_F_BUSY    0x1
 #define UCT_UCCL_ACK_F_CREDIT  0x2
+#define UCT_UCCL_ACK_F_IDLE    0x4
 typedef struct UCS_S_PACKED uct_uccl_ack {
     uct_uccl_ctl_hdr_t hdr;
     uint32_t dst_conn_id;  /* the data sender's conn id */
@@ -351,13 +354,18 @@ typedef struct UCS_S_PACKED uct_uccl_ack {
  *            seen, the receiver's cumulative grant it had then (with
  *            held, a bound on the receiver's grants not arrived);
  *  UCT_UCCL_CREDIT_F_GRANT: grant is the receiver's cumulative grant to
- *            the sender, when no ACK carries it.
+ *            the sender, when no ACK carries it;
+ *  UCT_UCCL_CREDIT_F_IDLE (with GRANT): no other sender waits for the
+ *            receiver's grants, so a drained sender may start its next
+ *            burst on a full speculative credit (a hint: a sender that
+ *            acts on a stale one sends one burst unscheduled).
  * All but held are 32-bit serial numbers (a lost, repeated or reordered
  * record is harmless); a field without its flag is 0, and so is
  * reserved. token is the receiver's conn token, as in an ACK.
  */
 #define UCT_UCCL_CREDIT_F_REQUEST  0x1
 #define UCT_UCCL_CREDIT_F_GRANT    0x2
+#define UCT_UCCL_CREDIT_F_IDLE     0x4
 typedef struct UCS_S_PACKED uct_uccl_credit {
     uct_uccl_ctl_hdr_t hdr;
     uint32_t dst_conn_id;

@@ -10,11 +10,11 @@
  *   sender:   on_send, on_ack (bytes acked, RTT sample, the receiver's own
  *             queueing time, now), on_loss (fast retransmit), on_timeout
  *             (RTO), on_resend (bytes sent again), on_credit (cumulative
- *             grant from a receiver-driven peer), tx_request (what to ask
- *             such a peer for);
+ *             grant from a receiver-driven peer, and whether its pacer
+ *             serves others), tx_request (what to ask such a peer for);
  *   receiver: rx_on_data (bytes arrived), rx_on_request (what the peer
  *             asks for), rx_credit (cumulative grant to put in the next
- *             ACK), rx_attach (join the iface's credit pacer) and
+ *             ACK), rx_idle (no other sender waits for the grants), rx_attach (join the iface's credit pacer) and
  *             rx_pull / rx_pulled (bytes it pulls itself: its GETs).
  * Window (fixed), delay-based (swift), rate-based (timely) and
  * receiver-driven (eqds) algorithms fit these hooks; their state lives in
@@ -146,17 +146,20 @@ typedef struct uct_uccl_cc_ops {
     void (*on_timeout)(uct_uccl_cc_t *cc, uint64_t now);
     void (*on_resend)(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now);
     void (*on_gone)(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now);
-    void (*on_credit)(uct_uccl_cc_t *cc, uint32_t granted, uint64_t now);
+    void (*on_credit)(uct_uccl_cc_t *cc, uint32_t granted, int idle,
+                      uint64_t now);
     void (*tx_request)(uct_uccl_cc_t *cc, uint64_t backlog_bytes,
                        uct_uccl_cc_request_t *req);
     uint64_t (*tx_release)(uct_uccl_cc_t *cc, uint32_t next_bytes,
                            uint64_t now);
+    int (*tx_refills)(const uct_uccl_cc_t *cc, uint64_t backlog_bytes);
 
     /* receiver events */
     void (*rx_on_data)(uct_uccl_cc_t *cc, uint32_t bytes, uint64_t now);
     void (*rx_on_request)(uct_uccl_cc_t *cc,
                           const uct_uccl_cc_request_t *req, uint64_t now);
     uint32_t (*rx_credit)(uct_uccl_cc_t *cc, uint64_t now);
+    int (*rx_idle)(const uct_uccl_cc_t *cc);
     int (*rx_pull)(uct_uccl_cc_t *cc, uint64_t bytes, uint64_t now);
     void (*rx_pulled)(uct_uccl_cc_t *cc, uint64_t bytes);
     void (*rx_attach)(uct_uccl_cc_t *cc, uct_uccl_cc_eqds_pacer_t *pacer,
@@ -308,13 +311,15 @@ static inline void uct_uccl_cc_on_resend(uct_uccl_cc_t *cc, uint32_t bytes,
 }
 
 /* The peer's cumulative grant (low 32 bits, as carried in an ACK of a
- * receiver-driven peer; repeats and reordering are harmless). Call it
- * before on_ack for the same ACK, and only when the ACK carries credit. */
+ * receiver-driven peer; repeats and reordering are harmless), and its
+ * hint that no other sender waits for its grants (uct_uccl_cc_rx_idle).
+ * Call it before on_ack for the same ACK, and only when the ACK carries
+ * credit. */
 static inline void uct_uccl_cc_on_credit(uct_uccl_cc_t *cc, uint32_t granted,
-                                         uint64_t now)
+                                         int idle, uint64_t now)
 {
     if (cc->ops->on_credit != NULL) {
-        cc->ops->on_credit(cc, granted, now);
+        cc->ops->on_credit(cc, granted, idle, now);
     }
 }
 
@@ -333,6 +338,17 @@ static inline int uct_uccl_cc_tx_request(uct_uccl_cc_t *cc,
     }
     cc->ops->tx_request(cc, backlog_bytes, req);
     return 1;
+}
+
+/* Will the ACK of what is in flight give the sender credit for
+ * backlog_bytes without a request (a drained sender's speculative
+ * credit)? Then it need not ask; when the ACK does not come the bytes are
+ * resent, and a resend that waits for credit asks. */
+static inline int uct_uccl_cc_tx_refills(const uct_uccl_cc_t *cc,
+                                         uint64_t backlog_bytes)
+{
+    return (cc->ops->tx_refills != NULL) &&
+           cc->ops->tx_refills(cc, backlog_bytes);
 }
 
 /* Give back granted credit the sender cannot use: all of it once it
@@ -381,6 +397,13 @@ static inline int uct_uccl_cc_rx_driven(const uct_uccl_cc_t *cc)
 static inline uint32_t uct_uccl_cc_rx_credit(uct_uccl_cc_t *cc, uint64_t now)
 {
     return (cc->ops->rx_credit != NULL) ? cc->ops->rx_credit(cc, now) : 0;
+}
+
+/* Does no other sender wait for the grants of the pacer this conn's
+ * receiver side is on (a hint that goes with rx_credit)? */
+static inline int uct_uccl_cc_rx_idle(const uct_uccl_cc_t *cc)
+{
+    return (cc->ops->rx_idle != NULL) && cc->ops->rx_idle(cc);
 }
 
 /* The receiver pulls `bytes` from the peer itself (the reply to a GET of

@@ -16,7 +16,11 @@
  * credit back: as a new flow would until the peer grants, and once it
  * does at most RESPEC_BYTES (small messages go at once; a chunk waits
  * for its grant, since unscheduled bursts of several senders on top of
- * the grants the receiver counts overflow its port). Credit beyond credit_cap
+ * the grants the receiver counts overflow its port), or the whole
+ * speculative credit while the peer's latest grant said that no other
+ * sender waits for its grants (a lone flow's next burst does not wait a
+ * round trip for its grant; a stale hint costs one burst unscheduled,
+ * as a new flow's). Credit beyond credit_cap
  * is dropped; what it dropped of the grants the sender asked for (its
  * bytes still wait) is asked for again, on top of the want. Until the
  * first grant shows that the peer is receiver-driven,
@@ -78,6 +82,7 @@ typedef struct uct_uccl_cc_eqds {
     double   byte_ns;       /* the link's time per byte */
     uint64_t pull_t;        /* the link is done with the pulled bytes */
     int      peer_grants;   /* the peer grants: credit is strict */
+    int      peer_idle;     /* its latest grant: no other sender waits */
     /* receiver */
     uct_uccl_cc_eqds_sender_t rx;  /* the peer as the pacer sees it */
     uint64_t rx_want;       /* the peer's cumulative want */
@@ -234,8 +239,9 @@ static void uct_uccl_cc_eqds_on_gone(uct_uccl_cc_t *cc, uint32_t bytes,
  * with speculative credit (a debt for resends is paid by grants first) */
 static void uct_uccl_cc_eqds_respec(uct_uccl_cc_t *cc, uct_uccl_cc_eqds_t *e)
 {
-    /* once the peer grants, only small messages go unscheduled */
-    int64_t top = (int64_t)(e->peer_grants ?
+    /* once the peer grants, only small messages go unscheduled, unless
+     * no other sender waits for its grants */
+    int64_t top = (int64_t)((e->peer_grants && !e->peer_idle) ?
                             uct_uccl_cc_min_u64(e->spec,
                                                 UCT_UCCL_CC_EQDS_RESPEC_BYTES) :
                             e->spec);
@@ -260,11 +266,13 @@ static void uct_uccl_cc_eqds_on_ack(uct_uccl_cc_t *cc,
 }
 
 static void uct_uccl_cc_eqds_on_credit(uct_uccl_cc_t *cc, uint32_t granted,
-                                       uint64_t now)
+                                       int idle, uint64_t now)
 {
     uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
     uint64_t before       = e->grant_seen;
     uint64_t delta, credit, accepted, asked;
+
+    e->peer_idle = idle;
 
     if (!e->peer_grants) {
         e->peer_grants = 1;
@@ -352,6 +360,18 @@ static uint64_t uct_uccl_cc_eqds_tx_release(uct_uccl_cc_t *cc,
     return left;
 }
 
+/* the drain that the ACK of what is in flight brings gives back the
+ * whole speculative credit (uct_uccl_cc_eqds_respec), enough for the
+ * backlog */
+static int uct_uccl_cc_eqds_tx_refills(const uct_uccl_cc_t *cc,
+                                       uint64_t backlog_bytes)
+{
+    const uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_CPRIV(cc, uct_uccl_cc_eqds_t);
+
+    return e->peer_grants && e->peer_idle && (cc->inflight_bytes > 0) &&
+           (backlog_bytes <= e->spec) && (e->sent_total >= e->backlog_end);
+}
+
 /* the peer's demand from its want, to the pacer when there is one */
 static void uct_uccl_cc_eqds_rx_demand(uct_uccl_cc_eqds_t *e)
 {
@@ -411,6 +431,14 @@ static uint32_t uct_uccl_cc_eqds_rx_credit(uct_uccl_cc_t *cc, uint64_t now)
     return (uint32_t)e->rx.granted;
 }
 
+static int uct_uccl_cc_eqds_rx_idle(const uct_uccl_cc_t *cc)
+{
+    const uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_CPRIV(cc, uct_uccl_cc_eqds_t);
+
+    return (e->rx.pacer != NULL) &&
+           uct_uccl_cc_eqds_pacer_alone(e->rx.pacer, &e->rx);
+}
+
 static int uct_uccl_cc_eqds_rx_pull(uct_uccl_cc_t *cc, uint64_t bytes,
                                     uint64_t now)
 {
@@ -468,9 +496,11 @@ const uct_uccl_cc_ops_t uct_uccl_cc_eqds_ops = {
     .on_credit     = uct_uccl_cc_eqds_on_credit,
     .tx_request    = uct_uccl_cc_eqds_tx_request,
     .tx_release    = uct_uccl_cc_eqds_tx_release,
+    .tx_refills    = uct_uccl_cc_eqds_tx_refills,
     .rx_on_data    = uct_uccl_cc_eqds_rx_on_data,
     .rx_on_request = uct_uccl_cc_eqds_rx_on_request,
     .rx_credit     = uct_uccl_cc_eqds_rx_credit,
+    .rx_idle       = uct_uccl_cc_eqds_rx_idle,
     .rx_pull       = uct_uccl_cc_eqds_rx_pull,
     .rx_pulled     = uct_uccl_cc_eqds_rx_pulled,
     .rx_attach     = uct_uccl_cc_eqds_rx_attach,

@@ -117,6 +117,14 @@ void uct_uccl_cc_eqds_pacer_add(uct_uccl_cc_eqds_pacer_t *pacer,
 
 void uct_uccl_cc_eqds_pacer_remove(uct_uccl_cc_eqds_sender_t *sender);
 
+/* No sender but (maybe) this one waits for the pacer's grants or pulls */
+static inline int
+uct_uccl_cc_eqds_pacer_alone(const uct_uccl_cc_eqds_pacer_t *pacer,
+                             const uct_uccl_cc_eqds_sender_t *sender)
+{
+    return pacer->num_active <= (unsigned)(sender->active != 0);
+}
+
 /* Bytes the sender still wants granted; > 0 puts it on the ring (last in
  * the current round), 0 takes it off (unless the owner pulls) */
 void uct_uccl_cc_eqds_pacer_demand(uct_uccl_cc_eqds_sender_t *sender,
