@@ -29,7 +29,9 @@
 # AB_ROUNDS (5), AB_TIMEOUT (120 s per process), AB_NP_ITERS (200);
 # AB_EACH=1 prints every run's figures (or its failure) on stderr;
 # BENCH_RT=PRIO runs each ucx_perftest pair under SCHED_FIFO (bench_lib.sh's
-# bench_rt: a quiet machine's figures on a loaded one; not NetPIPE).
+# bench_rt: a quiet machine's figures on a loaded one; not NetPIPE);
+# BENCH_TOUCH=1 writes ucx_perftest's UCP buffers before the test, as an
+# application's data is written (bench_lib.sh's bench_touch).
 set -u
 build=${1:?usage: $0 BUILDDIR "NAME|ENV" ... -- PERFTEST_ARGS...}
 shift
