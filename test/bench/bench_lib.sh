@@ -18,6 +18,7 @@ bench_port_init() {
 # tmp a scratch directory removed at exit; the first port
 bench_setup() {
     run=$1/contrib/uccl-run
+    touch_lib=$1/.libs/libbench_touch.so
     tmo=$2
     tmp=$(mktemp -d) || exit 1
     trap 'rm -rf "$tmp"' EXIT
@@ -42,23 +43,35 @@ bench_rt() {
     fi
 }
 
+# bench_touch: with BENCH_TOUCH=1, the assignment that preloads
+# bench_touch.c's library into a pair: the memory ucp_mem_map allocates
+# is written before the program sees it (ucx_perftest never writes its UCP
+# buffers, and an RDMA READ of unwritten memory costs softverbs less than
+# one of an application's data)
+bench_touch() {
+    if [ "${BENCH_TOUCH:-0}" = 1 ]; then
+        echo "LD_PRELOAD=$touch_lib${LD_PRELOAD:+:$LD_PRELOAD}"
+    fi
+}
+
 # bench_pair SERVER_CMD... -- CLIENT_CMD...: both under $run on the fabric
 # of $port, server on core 0, client on core 1 once the server listens on
 # $port; prints the client's output (the server's is in $tmp/srv.log).
 # Environment assignments for both may be given in BENCH_ENV; BENCH_RT
-# runs both under SCHED_FIFO (bench_rt).
+# runs both under SCHED_FIFO (bench_rt); BENCH_TOUCH=1 writes their UCP
+# buffers first (bench_touch).
 bench_pair() {
     _srv=""
     while [ "$1" != "--" ]; do _srv="$_srv $1"; shift; done
     shift
     # shellcheck disable=SC2046,SC2086
-    env SOFTVERBS_FABRIC="${fab}_$port" ${BENCH_ENV:-} \
+    env SOFTVERBS_FABRIC="${fab}_$port" $(bench_touch) ${BENCH_ENV:-} \
         timeout -k 5 "$tmo" taskset -c 0 $(bench_rt) "$run" $_srv \
         >"$tmp/srv.log" 2>&1 &
     _pid=$!
     if uccl_wait_listen "$port" $_pid; then
         # shellcheck disable=SC2046,SC2086
-        env SOFTVERBS_FABRIC="${fab}_$port" ${BENCH_ENV:-} \
+        env SOFTVERBS_FABRIC="${fab}_$port" $(bench_touch) ${BENCH_ENV:-} \
             timeout -k 5 "$tmo" taskset -c 1 $(bench_rt) "$run" "$@" 2>&1
     fi
     wait $_pid 2>/dev/null

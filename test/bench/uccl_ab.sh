@@ -11,7 +11,10 @@
 #   "main|UCX_TLS=uccl,self"
 #   "base|UCX_TLS=uccl,self UCCL_LIBDIR=/other/build/.libs"
 #   "vb|UCX_TLS=rc_verbs,ud_verbs,self"
-# PERFTEST_ARGS are the client's (UCT tests need -x TL -d sv0:1). A latency
+# PERFTEST_ARGS are the client's (UCT tests need -x TL -d sv0:1; an
+# argument @TL stands for the config's AB_TL, e.g. "vb|AB_TL=rc_verbs
+# UCX_TLS=rc_verbs,ud_verbs,self" beside "uc|AB_TL=uccl ...", so one run
+# compares UCT transports; AB_TL itself is not passed on). A latency
 # test is read by ucx_perftest's typical (50th percentile) latency in us
 # (the average weighs the few iterations a descheduled process waits), a
 # bandwidth test by its overall MB/s.
@@ -24,8 +27,11 @@
 # trips) and its bandwidth there in MB/s.
 #
 # AB_ROUNDS (5), AB_TIMEOUT (120 s per process), AB_NP_ITERS (200);
+# AB_EACH=1 prints every run's figures (or its failure) on stderr;
 # BENCH_RT=PRIO runs each ucx_perftest pair under SCHED_FIFO (bench_lib.sh's
-# bench_rt: a quiet machine's figures on a loaded one; not NetPIPE).
+# bench_rt: a quiet machine's figures on a loaded one; not NetPIPE);
+# BENCH_TOUCH=1 writes ucx_perftest's UCP buffers before the test, as an
+# application's data is written (bench_lib.sh's bench_touch).
 set -u
 build=${1:?usage: $0 BUILDDIR "NAME|ENV" ... -- PERFTEST_ARGS...}
 shift
@@ -59,6 +65,13 @@ ab_one() {
     _name=${1%%|*}
     _env=$(printf '%s' "${1#*|}" | tr '\001' ' ')
     shift
+    _tl=$(printf '%s\n' $_env | sed -n 's/^AB_TL=//p')
+    _env=$(printf '%s\n' $_env | grep -v '^AB_TL=' | tr '\n' ' ')
+    for _a in "$@"; do
+        [ "$_a" = @TL ] && _a=$_tl
+        set -- "$@" "$_a"
+        shift
+    done
     bench_next_port
     if [ "$1" = np ]; then
         shift
@@ -68,7 +81,11 @@ ab_one() {
             ucx_perftest localhost -p "$port" "$@" |
             awk '/^Final:/ {print $3, $4, $7}' > "$tmp/one"
     fi
-    read -r _p50 _avg _bw < "$tmp/one" || return 0
+    if ! read -r _p50 _avg _bw < "$tmp/one"; then
+        [ -n "${AB_EACH:-}" ] && echo "# $_name: failed" >&2
+        return 0
+    fi
+    [ -n "${AB_EACH:-}" ] && echo "# $_name: $_p50 $_avg $_bw" >&2
     echo "$_p50" >> "$tmp/$_name.p50"
     echo "$_avg" >> "$tmp/$_name.avg"
     echo "$_bw" >> "$tmp/$_name.bw"

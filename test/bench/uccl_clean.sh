@@ -22,7 +22,10 @@
 # BENCH_ROUNDS (3), BENCH_TIMEOUT (180 s), BENCH_DELAYS ("0 2"),
 # BENCH_LAT_ITERS (20000), BENCH_BW_ITERS (2000), BENCH_NP_ITERS (20);
 # BENCH_RT=PRIO runs the ucx_perftest pairs under SCHED_FIFO (bench_lib.sh's
-# bench_rt; the NetPIPE rows stay at normal priority).
+# bench_rt; the NetPIPE rows stay at normal priority); BENCH_TOUCH=1 writes
+# ucx_perftest's UCP buffers before each test (bench_lib.sh's bench_touch:
+# unwritten, an RDMA READ of them costs softverbs less than an
+# application's data would).
 set -u
 build=${1:?usage: $0 BUILDDIR}
 rounds=${BENCH_ROUNDS:-3}
