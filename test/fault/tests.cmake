@@ -170,10 +170,11 @@ flt_verify(fault_uc_chunk_adapt_verify data "-n 300 -S 33" UCX_UCCL_MODE=uc
            SOFTVERBS_PATH_LOSS=5:0.05 UCX_UCCL_STATS_DUMP=y
            "UCCL_EXPECT_CLIENT_COUNTERS=retx chunk_grows chunk_shrinks"
            UCCL_EXPECT_SV_COUNTERS=msg_drops)
-# the same under eqds: a resend cut before the chunks shrank (256 KiB)
-# asks for the credit it needs, not a chunk of the conn's size now
-flt_verify(fault_uc_chunk_adapt_verify_eqds data "-n 300 -S 33"
-           UCX_UCCL_MODE=uc UCX_UCCL_CC=eqds UCX_UCCL_UC_CHUNK_MAX=256k
+# the same under fixed (the default, eqds: a resend cut before the
+# chunks shrank, 256 KiB, asks for the credit it needs, not a chunk of
+# the conn's size now)
+flt_verify(fault_uc_chunk_adapt_verify_fixed data "-n 300 -S 33"
+           UCX_UCCL_MODE=uc UCX_UCCL_CC=fixed UCX_UCCL_UC_CHUNK_MAX=256k
            SOFTVERBS_PATH_LOSS=5:0.05 UCX_UCCL_STATS_DUMP=y
            "UCCL_EXPECT_CLIENT_COUNTERS=retx chunk_grows chunk_shrinks"
            UCCL_EXPECT_SV_COUNTERS=msg_drops)
@@ -300,9 +301,9 @@ add_test(NAME fault_uc_piggy_counters
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 8 5000 piggy)
 flt_env(fault_uc_piggy_counters)
 math(EXPR FLT_PORT "${FLT_PORT} + 1")
-add_test(NAME fault_uc_piggy_counters_eqds
+add_test(NAME fault_uc_piggy_counters_fixed
          COMMAND ${FLT_COUNTERS} ${FLT_PORT} 8 5000 piggy)
-flt_env(fault_uc_piggy_counters_eqds UCX_UCCL_CC=eqds)
+flt_env(fault_uc_piggy_counters_fixed UCX_UCCL_CC=fixed)
 
 # under eqds a clean ping-pong of messages above the 8 KiB a drained
 # sender may send unscheduled once its peer grants asks for no credit:

@@ -13,7 +13,7 @@
 #define UCT_UCCL_CC_CFG_FIELD(_f) ucs_offsetof(uct_uccl_cc_config_t, _f)
 
 ucs_config_field_t uct_uccl_cc_config_table[] = {
-    {"CC", "fixed",
+    {"CC", "eqds",
      "Congestion control algorithm, chosen at run time by name:\n"
      "  fixed  - a constant window of CC_WINDOW bytes, no pacing;\n"
      "  swift  - Swift: a delay target (CC_SWIFT_*), AIMD window, paced when\n"
