@@ -67,16 +67,19 @@ fail() {
     exit 1
 }
 
+# both NAME: a uccl counter summed over client and server (a ping-pong:
+# both sides send, ask and owe ACKs)
+both() {
+    echo $(($(uccl_sum "$tmp/client" "$1") + $(uccl_sum "$tmp/server" "$1")))
+}
+
 uccl_perftest_pair "$port" "SOFTVERBS_STATS=$tmp/sv_server" \
     "SOFTVERBS_STATS=$tmp/sv_client" -t "$test" -D "$layout" -s "$size" \
     -n "$iters" || fail "the ucx_perftest pair failed"
 
 if [ "$check" = credit_am ] || [ "$check" = credit_put ]; then
-    # both sides send and ask; count both
-    creq=$(($(uccl_sum "$tmp/client" credit_req_tx) +
-            $(uccl_sum "$tmp/server" credit_req_tx)))
-    grants=$(($(uccl_sum "$tmp/client" credit_rx) +
-              $(uccl_sum "$tmp/server" credit_rx)))
+    creq=$(both credit_req_tx)
+    grants=$(both credit_rx)
     echo "clean ping-pong of $iters messages of $size bytes: $creq credit" \
          "requests, $grants CREDIT records received"
     [ "$grants" -gt 0 ] || fail "no CREDIT record: is UCX_UCCL_CC eqds?"
@@ -87,15 +90,11 @@ if [ "$check" = credit_am ] || [ "$check" = credit_put ]; then
 fi
 
 if [ "$check" = piggy ]; then
-    # both sides send and owe ACKs; count both
-    piggy=$(($(uccl_sum "$tmp/client" acks_piggy) +
-             $(uccl_sum "$tmp/server" acks_piggy)))
-    acks=$(($(uccl_sum "$tmp/client" acks_tx) +
-            $(uccl_sum "$tmp/server" acks_tx)))
-    retx=$(($(uccl_sum "$tmp/client" retx) + $(uccl_sum "$tmp/server" retx)))
-    now=$(($(uccl_sum "$tmp/client" am_now) + $(uccl_sum "$tmp/server" am_now)))
-    creq=$(($(uccl_sum "$tmp/client" credit_req_rx) +
-            $(uccl_sum "$tmp/server" credit_req_rx)))
+    piggy=$(both acks_piggy)
+    acks=$(both acks_tx)
+    retx=$(both retx)
+    now=$(both am_now)
+    creq=$(both credit_req_rx)
     echo "clean ping-pong of $iters: $piggy ACKs carried by AMs, $acks ACK" \
          "packets, $retx resends, $creq credit requests, $now AMs by the" \
          "fast path"
@@ -117,12 +116,9 @@ if [ "$check" = piggy ]; then
 fi
 
 if [ "$test" = am_lat ]; then
-    # both sides send; count both
-    retx=$(($(uccl_sum "$tmp/client" retx) + $(uccl_sum "$tmp/server" retx)))
-    tmo=$(($(uccl_sum "$tmp/client" timeouts) +
-           $(uccl_sum "$tmp/server" timeouts)))
-    probes=$(($(uccl_sum "$tmp/client" tail_probes) +
-              $(uccl_sum "$tmp/server" tail_probes)))
+    retx=$(both retx)
+    tmo=$(both timeouts)
+    probes=$(both tail_probes)
     echo "ping-pong: $retx chunks resent ($probes by tail probes) after" \
          "$tmo retransmission timeouts"
     [ "$retx" -gt 0 ] || fail "nothing was resent: is SOFTVERBS_LOSS set?"
