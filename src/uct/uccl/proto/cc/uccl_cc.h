@@ -14,8 +14,9 @@
  *             serves others), tx_request (what to ask such a peer for);
  *   receiver: rx_on_data (bytes arrived), rx_on_request (what the peer
  *             asks for), rx_credit (cumulative grant to put in the next
- *             ACK), rx_idle (no other sender waits for the grants), rx_attach (join the iface's credit pacer) and
- *             rx_pull / rx_pulled (bytes it pulls itself: its GETs).
+ *             ACK), rx_idle (no other sender waits for the grants),
+ *             rx_attach (join the iface's credit pacer) and rx_pull /
+ *             rx_pulled (bytes it pulls itself: its GETs).
  * Window (fixed), delay-based (swift), rate-based (timely) and
  * receiver-driven (eqds) algorithms fit these hooks; their state lives in
  * cc->priv and their defaults in uccl_cc_def.h.
