@@ -511,6 +511,103 @@ static void test_sender_release(void)
            UCT_UCCL_CC_EQDS_HOLD_NS / 1000000);
 }
 
+/* The transport's gates skip the cc where it has nothing to do: tx_release
+ * while no granted credit is held (UCT_UCCL_CC_F_HELD clear), on_credit
+ * for a grant and hint it heard last (uct_uccl_cc_credit_known). Random
+ * sends, ACKs, resends, requests and grants (repeated, new, stale, lies)
+ * check at every step that the algorithm itself, asked anyway, would
+ * give nothing back and change nothing. */
+static void test_sender_gates(void)
+{
+    static const uint32_t sizes[] = {8, 100, 4096, CC_CHUNK / 2, CC_CHUNK};
+    uct_uccl_cc_request_t req;
+    uct_uccl_cc_stats_t before, after;
+    uct_uccl_cc_params_t p;
+    uct_uccl_cc_t cc, copy;
+    uint64_t now = CC_T0, inflight = 0;
+    uint32_t grant = 0, newest = 0, bytes;
+    unsigned i, skipped = 0, held = 0;
+    int idle = 0;
+
+    cc_params(&p);
+    p.eqds.spec_bytes = 8192;
+    UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
+    for (i = 0; i < 20000; ++i) {
+        now += ut_rand_below(4) ? ut_rand_below(20 * CC_US) :
+                                  ut_rand_below(2 * UCT_UCCL_CC_EQDS_EXPIRE_NS);
+        switch (ut_rand_below(6)) {
+        case 0:
+            bytes = sizes[ut_rand_below(5)];
+            if (uct_uccl_cc_can_send(&cc, bytes, now)) {
+                uct_uccl_cc_on_send(&cc, bytes, now);
+                inflight += bytes;
+            }
+            break;
+        case 1:
+            bytes     = (inflight > 0) ?
+                        1 + ut_rand_below((uint32_t)inflight) : 0;
+            inflight -= bytes;
+            cc_ack(&cc, bytes, 10 * CC_US, 0, now);
+            break;
+        case 2:
+            if (inflight > 0) {
+                uct_uccl_cc_on_resend(&cc, 4096, now);
+            }
+            break;
+        case 3:
+            (void)uct_uccl_cc_tx_request(&cc, sizes[ut_rand_below(5)], &req);
+            break;
+        default:
+            /* mostly the grant heard last; else new, stale or a lie */
+            switch (ut_rand_below(8)) {
+            case 0:
+                grant += ut_rand_below(2 * CC_CHUNK);
+                break;
+            case 1:
+                grant -= ut_rand_below(CC_CHUNK);
+                break;
+            case 2:
+                idle = !idle;
+                break;
+            }
+            if (uct_uccl_cc_credit_known(&cc, grant, idle)) {
+                /* asked anyway, the cc changes nothing */
+                copy   = cc;
+                before = st(&cc);
+                cc.ops->on_credit(&cc, grant, idle, now);
+                after  = st(&cc);
+                UT_EQ(memcmp(&before, &after, sizeof(before)), 0);
+                UT_EQ(memcmp(&copy, &cc, sizeof(cc)), 0);
+                ++skipped;
+            } else {
+                uct_uccl_cc_on_credit(&cc, grant, idle, now);
+                newest = ((int32_t)(grant - newest) > 0) ? grant : newest;
+                UT_EQ(cc.peer_grant, newest); /* a stale one is not */
+                UT_EQ(!(cc.flags & UCT_UCCL_CC_F_IDLE), !idle);
+            }
+            break;
+        }
+        bytes = ut_rand_below(2) ? 0 : sizes[ut_rand_below(5)];
+        if (!(cc.flags & UCT_UCCL_CC_F_HELD)) {
+            /* nothing granted held: nothing to give back, whenever */
+            UT_EQ(cc.ops->tx_release(&cc, bytes, now), 0);
+            UT_EQ(cc.ops->tx_release(&cc, bytes,
+                                     now + 2 * UCT_UCCL_CC_EQDS_EXPIRE_NS),
+                  0);
+        } else {
+            ++held;
+            (void)uct_uccl_cc_tx_release(&cc, bytes, now);
+        }
+        check_conserved(&cc, st(&cc).spec_sent_bytes);
+    }
+    UT_TRUE(skipped > 500);
+    UT_TRUE(held > 100);
+    uct_uccl_cc_cleanup(&cc);
+    printf("  gates: %u grants known and %u steps without granted credit "
+           "held skipped, the cc asked anyway changed nothing\n", skipped,
+           20000 - held);
+}
+
 /* The pacer's bound spread over two senders: one holds a whole chunk's
  * credit it does not use yet (busy elsewhere), the other spent part of
  * its grant on small messages still on their way and is short of its
@@ -1532,6 +1629,7 @@ int main(int argc, char **argv)
     test_sender_basics();
     test_sender_grants();
     test_sender_release();
+    test_sender_gates();
     test_release_pacer();
     test_sender_requests();
     test_sender_cap_reask();

@@ -241,9 +241,9 @@ void uct_uccl_tx_handle_ack(uct_uccl_conn_t *conn, const uct_uccl_ack_t *ack,
     uct_uccl_dest_sync(conn); /* room it freed at the peer */
     iface->stats.bad_ack += (info.bad_bits > 0);
     if (ack->flags & UCT_UCCL_ACK_F_CREDIT) {
-        /* before on_ack */
-        uct_uccl_credit_tx_grant(conn, ack->credit,
-                                 !!(ack->flags & UCT_UCCL_ACK_F_IDLE), now);
+        /* before on_ack; most ACKs repeat the grant the cc knows */
+        uct_uccl_credit_ack_grant(conn, ack->credit,
+                                  !!(ack->flags & UCT_UCCL_ACK_F_IDLE), now);
     }
     /* the fabric's part of the sample; none when the peer's CQ wait may
      * have been all of it */

@@ -368,7 +368,7 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
     }
 
     now       = uct_uccl_now_ns();
-    if (ucs_unlikely(conn->cc.ops->tx_release != NULL) && !conn->rc) {
+    if (ucs_unlikely(conn->cc.flags & UCT_UCCL_CC_F_HELD) && !conn->rc) {
         uct_uccl_credit_release(conn, now);
     }
     dest_room = uct_uccl_dest_room(conn);
@@ -516,7 +516,7 @@ ucs_status_t uct_uccl_tx_am_now(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     uint64_t now;
 
     now = uct_uccl_now_ns();
-    if (ucs_unlikely(conn->cc.ops->tx_release != NULL)) {
+    if (ucs_unlikely(conn->cc.flags & UCT_UCCL_CC_F_HELD)) {
         /* credit held too long goes back first, as the pump does */
         uct_uccl_credit_release_before(conn, chunk->length, now);
     }

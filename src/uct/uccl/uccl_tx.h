@@ -448,13 +448,31 @@ unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now);
 
 /* Does a pass have ACKs or grants to send? Not when the only ACKs owed
  * were held in this pass for a reply to carry (uct_uccl_iface_ack_add).
- * The credit pacer, when on, decides that itself on every pass. */
+ * The credit pacer, when on and a sender waits for it, decides that
+ * itself (its tick grants nothing while none waits). */
 static UCS_F_ALWAYS_INLINE int
 uct_uccl_rx_acks_owed(uct_uccl_iface_t *iface)
 {
     return (!ucs_list_is_empty(&iface->ack_list) &&
             ((int32_t)(iface->pass - iface->ack_pass) >= 0)) ||
-           iface->credit.on || !ucs_list_is_empty(&iface->credit.owed);
+           (iface->credit.on &&
+            (uct_uccl_cc_eqds_pacer_next_ns(&iface->credit.pacer) != 0)) ||
+           !ucs_list_is_empty(&iface->credit.owed);
+}
+
+/* The grant an ACK of the peer carries: most repeat the one the cc knows
+ * (uct_uccl_cc_credit_known), and then only the peer's sign of life is
+ * new (UC: the bytes in flight never change there without the cc's
+ * window following) */
+static UCS_F_ALWAYS_INLINE void
+uct_uccl_credit_ack_grant(uct_uccl_conn_t *conn, uint32_t grant, int idle,
+                          uint64_t now)
+{
+    if (uct_uccl_cc_credit_known(&conn->cc, grant, idle)) {
+        conn->credit.peer_ns = now;
+        return;
+    }
+    uct_uccl_credit_tx_grant(conn, grant, idle, now);
 }
 
 /* A held ACK is looked at from the next pass on (unless another ACK is

@@ -172,6 +172,11 @@ typedef struct uct_uccl_cc_ops {
 /* cwnd_bytes is a hard limit (credit): nothing goes beyond it, not even
  * one send when nothing is in flight */
 #define UCT_UCCL_CC_F_STRICT 0x1u
+/* granted credit may be held unspent (receiver-driven algorithms): only
+ * then has tx_release anything to give back */
+#define UCT_UCCL_CC_F_HELD   0x2u
+/* the peer's latest grant said no other sender waits for its grants */
+#define UCT_UCCL_CC_F_IDLE   0x4u
 
 struct uct_uccl_cc {
     const uct_uccl_cc_ops_t *ops;
@@ -179,6 +184,7 @@ struct uct_uccl_cc {
     uint64_t inflight_bytes;  /* sent, not yet acked or declared lost */
     uint64_t next_send_ns;    /* pacing: no send before this; 0 = none */
     uint32_t flags;           /* UCT_UCCL_CC_F_* */
+    uint32_t peer_grant;      /* the peer's newest grant (low 32 bits) */
     uint64_t acked_bytes;     /* statistics */
     uint64_t lost_bytes;
     uint64_t timeouts;
@@ -324,6 +330,18 @@ static inline void uct_uccl_cc_on_credit(uct_uccl_cc_t *cc, uint32_t granted,
     }
 }
 
+/* Does a grant tell the cc nothing new: its peer grants already, and the
+ * grant and the hint are those it heard last? on_credit would then
+ * change nothing but recompute the window, which every change of the
+ * bytes in flight in UC mode already did (an ACK of a receiver-driven
+ * peer carries its grant, most of them the same one). */
+static UCS_F_ALWAYS_INLINE int
+uct_uccl_cc_credit_known(const uct_uccl_cc_t *cc, uint32_t granted, int idle)
+{
+    return (cc->flags & UCT_UCCL_CC_F_STRICT) && (granted == cc->peer_grant) &&
+           (!idle == !(cc->flags & UCT_UCCL_CC_F_IDLE));
+}
+
 /* What to ask a receiver-driven peer for (see uct_uccl_cc_request_t).
  * backlog_bytes: queued and not yet passed to on_send. Send it when a burst
  * starts and again now and then while can_send() refuses for want of
@@ -364,7 +382,9 @@ static inline uint64_t uct_uccl_cc_tx_release(uct_uccl_cc_t *cc,
                                               uint32_t next_bytes,
                                               uint64_t now)
 {
-    return (cc->ops->tx_release != NULL) ?
+    /* nothing granted held (UCT_UCCL_CC_F_HELD), nothing to give back */
+    return ((cc->flags & UCT_UCCL_CC_F_HELD) &&
+            (cc->ops->tx_release != NULL)) ?
            cc->ops->tx_release(cc, next_bytes, now) : 0;
 }
 

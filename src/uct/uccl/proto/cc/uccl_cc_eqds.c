@@ -82,13 +82,11 @@ typedef struct uct_uccl_cc_eqds {
     double   byte_ns;       /* the link's time per byte */
     uint64_t pull_t;        /* the link is done with the pulled bytes */
     int      peer_grants;   /* the peer grants: credit is strict */
-    int      peer_idle;     /* its latest grant: no other sender waits */
     /* receiver */
     uct_uccl_cc_eqds_sender_t rx;  /* the peer as the pacer sees it */
     uint64_t rx_want;       /* the peer's cumulative want */
     uint64_t rx_spec;       /* the peer's cumulative speculative bytes */
     uint64_t rx_lost;       /* the peer's cumulative resent bytes */
-    uint64_t rx_bytes;
 } uct_uccl_cc_eqds_t;
 
 
@@ -241,7 +239,8 @@ static void uct_uccl_cc_eqds_respec(uct_uccl_cc_t *cc, uct_uccl_cc_eqds_t *e)
 {
     /* once the peer grants, only small messages go unscheduled, unless
      * no other sender waits for its grants */
-    int64_t top = (int64_t)((e->peer_grants && !e->peer_idle) ?
+    int64_t top = (int64_t)((e->peer_grants &&
+                             !(cc->flags & UCT_UCCL_CC_F_IDLE)) ?
                             uct_uccl_cc_min_u64(e->spec,
                                                 UCT_UCCL_CC_EQDS_RESPEC_BYTES) :
                             e->spec);
@@ -272,8 +271,8 @@ static void uct_uccl_cc_eqds_on_credit(uct_uccl_cc_t *cc, uint32_t granted,
     uint64_t before       = e->grant_seen;
     uint64_t delta, credit, accepted, asked;
 
-    e->peer_idle = idle;
-
+    cc->flags = idle ? (cc->flags | UCT_UCCL_CC_F_IDLE) :
+                       (cc->flags & ~UCT_UCCL_CC_F_IDLE);
     if (!e->peer_grants) {
         e->peer_grants = 1;
         cc->flags     |= UCT_UCCL_CC_F_STRICT;
@@ -285,7 +284,8 @@ static void uct_uccl_cc_eqds_on_credit(uct_uccl_cc_t *cc, uint32_t granted,
                                                      e->cap - credit : 0);
         e->grant_total += accepted;
         if (accepted > 0) {
-            e->held_ns = now;
+            e->held_ns   = now;
+            cc->flags   |= UCT_UCCL_CC_F_HELD; /* tx_release may give it */
         }
         /* of the grant, what was asked for (a lie beyond it is not) */
         asked           = (e->want_total + e->dropped > before) ?
@@ -293,6 +293,7 @@ static void uct_uccl_cc_eqds_on_credit(uct_uccl_cc_t *cc, uint32_t granted,
                                               e->dropped - before) : 0;
         e->dropped     += (asked > accepted) ? asked - accepted : 0;
     }
+    cc->peer_grant = (uint32_t)e->grant_seen;
     uct_uccl_cc_eqds_publish(cc);
 }
 
@@ -340,7 +341,12 @@ static uint64_t uct_uccl_cc_eqds_tx_release(uct_uccl_cc_t *cc,
     int drained           = (cc->inflight_bytes == 0) && (next_bytes == 0);
     int short_of_next     = uct_uccl_cc_eqds_credit(e) < next_bytes;
 
-    if (!e->peer_grants || (left == 0)) {
+    if (left == 0) {
+        /* only a grant (on_credit) makes granted credit held again */
+        cc->flags &= ~UCT_UCCL_CC_F_HELD;
+        return 0;
+    }
+    if (!e->peer_grants) {
         return 0;
     }
     if (!drained && (idle_ns < UCT_UCCL_CC_EQDS_EXPIRE_NS) &&
@@ -351,6 +357,7 @@ static uint64_t uct_uccl_cc_eqds_tx_release(uct_uccl_cc_t *cc,
      * the sender needs from now on are asked for anew */
     e->sent_total += left;
     e->returned   += left;
+    cc->flags     &= ~UCT_UCCL_CC_F_HELD;
     if (drained) {
         e->drained_ret += left;
         e->backlog_end  = e->sent_total;
@@ -368,7 +375,8 @@ static int uct_uccl_cc_eqds_tx_refills(const uct_uccl_cc_t *cc,
 {
     const uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_CPRIV(cc, uct_uccl_cc_eqds_t);
 
-    return e->peer_grants && e->peer_idle && (cc->inflight_bytes > 0) &&
+    return e->peer_grants && (cc->flags & UCT_UCCL_CC_F_IDLE) &&
+           (cc->inflight_bytes > 0) &&
            (backlog_bytes <= e->spec) && (e->sent_total >= e->backlog_end);
 }
 
@@ -415,8 +423,10 @@ static void uct_uccl_cc_eqds_rx_on_data(uct_uccl_cc_t *cc, uint32_t bytes,
 {
     uct_uccl_cc_eqds_t *e = UCT_UCCL_CC_PRIV(cc, uct_uccl_cc_eqds_t);
 
-    e->rx_bytes += bytes;
-    uct_uccl_cc_eqds_pacer_arrived(&e->rx, bytes);
+    /* a count of 0 stays 0 (uct_uccl_cc_eqds_pacer_arrived) */
+    if (e->rx.out > 0) {
+        uct_uccl_cc_eqds_pacer_arrived(&e->rx, bytes);
+    }
     if (e->rx.pacer == NULL) {
         /* no pacer: what arrived is granted again, up to the demand */
         e->rx.granted += uct_uccl_cc_min_u64(bytes, e->rx.demand);
