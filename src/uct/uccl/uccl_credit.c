@@ -439,13 +439,6 @@ void uct_uccl_credit_pull_spent(uct_uccl_conn_t *conn,
     }
 }
 
-/* When the pacer may grant next (ns, our clock); 0: no sender waits */
-uint64_t uct_uccl_credit_next_ns(const uct_uccl_iface_t *iface)
-{
-    return iface->credit.on ?
-           uct_uccl_cc_eqds_pacer_next_ns(&iface->credit.pacer) : 0;
-}
-
 void uct_uccl_conn_handle_credit(uct_uccl_iface_t *iface,
                                  const uct_uccl_credit_t *rec,
                                  const uct_uccl_ctl_src_t *src)

@@ -574,7 +574,6 @@ void uct_uccl_credit_tick(uct_uccl_iface_t *iface, uint64_t now);
 size_t uct_uccl_credit_pack(uct_uccl_conn_t *conn, uct_uccl_credit_t *rec,
                             const uct_uccl_cc_request_t *req, uint64_t now);
 void uct_uccl_credit_sent(uct_uccl_conn_t *conn, const uct_uccl_credit_t *rec);
-uint64_t uct_uccl_credit_next_ns(const uct_uccl_iface_t *iface);
 void uct_uccl_conn_handle_credit(uct_uccl_iface_t *iface,
                                  const uct_uccl_credit_t *rec,
                                  const uct_uccl_ctl_src_t *src);
@@ -596,6 +595,15 @@ typedef struct {
     unsigned ops;      /* operations the thread called */
     uint64_t busy_ns;  /* time its progress calls spent working */
 } uct_uccl_thread_t;
+
+/* When the pacer may grant next (ns, our clock); 0: no sender waits.
+ * Inline: every engine pass asks (uct_uccl_rx_acks_owed). */
+static UCS_F_ALWAYS_INLINE uint64_t
+uct_uccl_credit_next_ns(const uct_uccl_iface_t *iface)
+{
+    return iface->credit.on ?
+           uct_uccl_cc_eqds_pacer_next_ns(&iface->credit.pacer) : 0;
+}
 
 /* One variable, so that a progress call looks its address up once (each
  * access to a dynamic TLS variable calls __tls_get_addr) */

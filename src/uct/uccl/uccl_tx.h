@@ -455,8 +455,7 @@ uct_uccl_rx_acks_owed(uct_uccl_iface_t *iface)
 {
     return (!ucs_list_is_empty(&iface->ack_list) &&
             ((int32_t)(iface->pass - iface->ack_pass) >= 0)) ||
-           (iface->credit.on &&
-            (uct_uccl_cc_eqds_pacer_next_ns(&iface->credit.pacer) != 0)) ||
+           (uct_uccl_credit_next_ns(iface) != 0) ||
            !ucs_list_is_empty(&iface->credit.owed);
 }
 
