@@ -237,15 +237,17 @@ flt_env(fault_uc_chain_counters UCX_UCCL_UC_CHUNK_MAX=64k)
 # resend, so the loss comes in short outages of one path with long quiet
 # between them (random loss can keep the chunks small for the whole run):
 # every outage in the run then hits grown chunks. Outages of 10 ms, one
-# every 100 ms over the run of 4000 MiB: a paced sender's chunks cross
-# a path a few at a time, and shorter or fewer outages could miss them
-# all (and drop only ACKs); the 20 windows fill SOFTVERBS_PATH_DOWN.
-flt_down(down 5 100 2000 100 10)
+# every 100 ms over the run of 4000 MiB (the 20 windows fill
+# SOFTVERBS_PATH_DOWN), of the fabric's only core path: a QP's path is a
+# hash of its QPNs, and the outages of one path of several can miss every
+# data QP of a run (and drop only control packets).
+flt_down(down 0 100 2000 100 10)
 math(EXPR FLT_PORT "${FLT_PORT} + 1")
 add_test(NAME fault_uc_chunk_peer_small
          COMMAND ${UCCL_SRCDIR}/test/fault/uccl_chunk_peer.sh ${FLT_PORT}
                  1048576 4000)
-flt_env(fault_uc_chunk_peer_small SOFTVERBS_PATH_DOWN=${down})
+flt_env(fault_uc_chunk_peer_small SOFTVERBS_PATHS=1
+        SOFTVERBS_PATH_DOWN=${down})
 
 # in a ping-pong of 1 MiB PUTs, a lost last chunk is found by the empty
 # WRITE that ends its chain, not by the tail probe (probes that only
