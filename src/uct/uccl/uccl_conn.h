@@ -273,6 +273,8 @@ struct uct_uccl_conn {
     uint32_t                dest_counted; /* its chunks in flight, as its
                                              dest's room counts them */
     uint8_t                 dest_waiting; /* on dest->waiters */
+    uint8_t                 tx_shut;      /* its window held the queue's
+                                             head at its last turn */
     uint8_t                 dest_quota_used; /* its turn claimed all */
     ucs_list_link_t         dest_link;
 

@@ -387,6 +387,12 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
         uct_uccl_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
         return;
     }
+    if (ucs_unlikely(conn->tx_shut)) {
+        /* out of the scheduler while its window is shut: a turn now and
+         * then asks for credit again, and finds a window that opened
+         * with no ACK or completion to say so (a timeout's loss) */
+        uct_uccl_iface_sched_add(iface, conn);
+    }
     if (ucs_unlikely(conn->cc.ops->tx_release != NULL) && !conn->rc) {
         uct_uccl_credit_timer(conn, now);
     }

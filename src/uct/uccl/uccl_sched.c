@@ -190,9 +190,14 @@ void uct_uccl_dest_detach(uct_uccl_conn_t *conn)
 
 void uct_uccl_iface_sched_add(uct_uccl_iface_t *iface, uct_uccl_conn_t *conn)
 {
-    /* a conn in its turn is placed when the turn ends; one not connected
-     * is added when it connects */
-    if ((conn == iface->sched_current) || (conn->dest == NULL)) {
+    /* a conn in its turn is placed when the turn ends (what woke it may
+     * have opened its window); one not connected is added when it
+     * connects */
+    if (conn == iface->sched_current) {
+        conn->tx_shut = 0;
+        return;
+    }
+    if (conn->dest == NULL) {
         return;
     }
     ucs_arbiter_group_push_elem(&conn->sched_group, &conn->sched);
@@ -222,7 +227,10 @@ uct_uccl_sched_after_turn(uct_uccl_conn_t *conn, unsigned sent)
         return (conn->dest->room > 0) ? UCS_ARBITER_CB_RESULT_NEXT_GROUP :
                                         UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
     }
-    if (conn->dest_waiting || uct_uccl_conn_is_paced(conn)) {
+    /* what it waits for brings it back: the dest's room, the pacing
+     * timer, or the ACK, credit or completion that opens its window (and
+     * the conn's timer, uct_uccl_tx_timers, should any be missed) */
+    if (conn->dest_waiting || uct_uccl_conn_is_paced(conn) || conn->tx_shut) {
         return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
     }
     if ((sent == 0) && (iface->tx_outstanding >= iface->config.cq_size)) {
@@ -244,8 +252,8 @@ uct_uccl_sched_turn(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
     sent = uct_uccl_tx_pump(conn, iface->config.drr_quantum);
     uct_uccl_ep_dispatch_pending(conn);
     /* what the pending requests queued goes out now, not on the next
-     * progress call */
-    if (conn->tx_queued > 0) {
+     * progress call, unless the window holds the queue */
+    if ((conn->tx_queued > 0) && !conn->tx_shut) {
         sent += uct_uccl_tx_pump(conn, iface->config.drr_quantum);
     }
     *count += sent;

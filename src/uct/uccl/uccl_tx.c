@@ -315,6 +315,8 @@ uct_uccl_tx_may_send(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk,
                                    now)) {
         if (now < conn->cc.next_send_ns) {
             uct_uccl_tx_pace_wait(conn, now);
+        } else {
+            conn->tx_shut = 1;
         }
         return 0;
     }
@@ -371,7 +373,8 @@ unsigned uct_uccl_tx_pump(uct_uccl_conn_t *conn, size_t quantum)
     if (ucs_unlikely(conn->cc.flags & UCT_UCCL_CC_F_HELD) && !conn->rc) {
         uct_uccl_credit_release(conn, now);
     }
-    dest_room = uct_uccl_dest_room(conn);
+    dest_room     = uct_uccl_dest_room(conn);
+    conn->tx_shut = 0;
     uct_uccl_tx_burst_start(conn);
     while (!ucs_queue_is_empty(&conn->tx_queue) && (bytes < quantum)) {
         chunk = ucs_queue_head_elem_non_empty(&conn->tx_queue,
