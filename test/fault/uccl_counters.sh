@@ -83,7 +83,10 @@ if [ "$check" = credit_am ] || [ "$check" = credit_put ]; then
     echo "clean ping-pong of $iters messages of $size bytes: $creq credit" \
          "requests, $grants CREDIT records received"
     [ "$grants" -gt 0 ] || fail "no CREDIT record: is UCX_UCCL_CC eqds?"
-    [ "$creq" -le $((iters / 10)) ] ||
+    # a descheduled peer makes a few more (credit held past HOLD_NS goes
+    # back and is asked for again); one in four round trips still tells
+    # this from a request a message (0.7-1.7 a round trip before)
+    [ "$creq" -le $((iters / 4)) ] ||
         fail "$creq credit requests in $iters round trips"
     echo PASS
     exit 0
