@@ -486,8 +486,10 @@ static void ci_server(const ci_opts_t *o)
         if (f == NULL) {
             ci_die("cannot write %s: %s", o->timeline, strerror(errno));
         }
-        fprintf(f, "# ms gbps (received by the server; go at %.1f ms)\n",
-                (t_go - t_start) * 1e3);
+        /* start_ns: time 0 in CLOCK_MONOTONIC ns, to put the fabric's
+         * events (softverbs' model.epoch_ns) on the same axis */
+        fprintf(f, "# ms gbps (received by the server; go at %.1f ms)\n"
+                "# start_ns %.0f\n", (t_go - t_start) * 1e3, t_start * 1e9);
         for (i = 0; (i < nbins) && (i * o->bin_ms <= (t_end - t_start) * 1e3);
              ++i) {
             fprintf(f, "%.1f %.4f\n", (i + 0.5) * o->bin_ms,
