@@ -42,7 +42,8 @@
 #
 # A config NAME@base is NAME run with the transport (and softverbs) in
 # CC_BASE_LIBDIR (UCCL_LIBDIR of uccl-run; e.g. a copy of another build's
-# .libs): a before/after comparison in one interleaved run. NAME:bN is NAME
+# .libs): a before/after comparison in one interleaved run; NAME@base2 ..
+# NAME@base9 take CC_BASE2_LIBDIR .. CC_BASE9_LIBDIR. NAME:bN is NAME
 # with UCX_UCCL_PATH_BURST=N (chunks per path choice), NAME:rc NAME in RC
 # mode (UCX_UCCL_MODE=rc), NAME:cSIZE NAME with UCX_UCCL_CHUNK_SIZE=SIZE
 # (e.g. fixed:rc:c64k against fixed:rc); NAME+VAR=VALUE is NAME with
@@ -106,6 +107,14 @@ tls_of() {
     case $1 in
         *@base) echo "UCCL_LIBDIR=${CC_BASE_LIBDIR:?CC_BASE_LIBDIR unset}" \
                      "$(tls_of "${1%@base}")"
+                return ;;
+        *@base[2-9])
+                eval "_d=\${CC_BASE${1##*@base}_LIBDIR:-}"
+                [ -n "$_d" ] || {
+                    echo "cc_scenarios: CC_BASE${1##*@base}_LIBDIR unset" >&2
+                    exit 1
+                }
+                echo "UCCL_LIBDIR=$_d $(tls_of "${1%@base*}")"
                 return ;;
         *:b[0-9]*)
                 echo "UCX_UCCL_PATH_BURST=${1##*:b} $(tls_of "${1%:b*}")"
