@@ -96,6 +96,9 @@ void sv_stats_dump(FILE *f, int all_ports)
     fprintf(f, "model.active %d\n", sv_model_active());
     fprintf(f, "model.mtu %u\n", sv_model_mtu());
     fprintf(f, "model.paths %u\n", sv_model_num_paths());
+    /* CLOCK_MONOTONIC ns: what SOFTVERBS_PATH_DOWN's windows count from */
+    fprintf(f, "model.epoch_ns %llu\n",
+            (unsigned long long)sv_model_epoch_ns());
 
     pthread_mutex_lock(&sv_stats_lock);
     for (i = 0; !all_ports && (i < sv_stats_nclosed); ++i) {

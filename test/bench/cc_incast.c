@@ -366,13 +366,15 @@ static void ci_server(const ci_opts_t *o)
     unsigned nbins  = (unsigned)((o->timeout * 1e3) / o->bin_ms) + 1;
     double t_start  = ci_now(), t_go, t_end = 0, t_first_fin = 0, t, t_sum;
     uint64_t *bins  = calloc(nbins, sizeof(*bins)), total = 0, id, hdr[2];
+    /* each client's bins, bin-major: the timeline's later columns */
+    uint64_t *cbins = calloc((size_t)nbins * o->clients, sizeof(*cbins));
     ci_slot_t *slots = calloc(nslots, sizeof(*slots));
     int lfd, role;
     void *peer;
     char go = 'g';
     FILE *f;
 
-    if ((bins == NULL) || (slots == NULL)) {
+    if ((bins == NULL) || (cbins == NULL) || (slots == NULL)) {
         ci_die("out of memory");
     }
     lfd = ci_listen(o->port);
@@ -441,6 +443,8 @@ static void ci_server(const ci_opts_t *o)
                 if ((unsigned)((t - t_start) * 1e3 / o->bin_ms) < nbins) {
                     bins[(unsigned)((t - t_start) * 1e3 / o->bin_ms)] +=
                         slots[i].info.length;
+                    cbins[(unsigned)((t - t_start) * 1e3 / o->bin_ms) *
+                          o->clients + id] += slots[i].info.length;
                 }
                 break;
             case CI_PING:
@@ -486,12 +490,20 @@ static void ci_server(const ci_opts_t *o)
         if (f == NULL) {
             ci_die("cannot write %s: %s", o->timeline, strerror(errno));
         }
-        fprintf(f, "# ms gbps (received by the server; go at %.1f ms)\n",
-                (t_go - t_start) * 1e3);
+        /* start_ns: time 0 in CLOCK_MONOTONIC ns, to put the fabric's
+         * events (softverbs' model.epoch_ns) on the same axis */
+        fprintf(f, "# ms gbps (received by the server; go at %.1f ms), "
+                "then each client's gbps\n"
+                "# start_ns %.0f\n", (t_go - t_start) * 1e3, t_start * 1e9);
         for (i = 0; (i < nbins) && (i * o->bin_ms <= (t_end - t_start) * 1e3);
              ++i) {
-            fprintf(f, "%.1f %.4f\n", (i + 0.5) * o->bin_ms,
+            fprintf(f, "%.1f %.4f", (i + 0.5) * o->bin_ms,
                     bins[i] * 8e-6 / o->bin_ms);
+            for (id = 0; id < o->clients; ++id) {
+                fprintf(f, " %.4f",
+                        cbins[(size_t)i * o->clients + id] * 8e-6 / o->bin_ms);
+            }
+            fprintf(f, "\n");
         }
         fclose(f);
     }
@@ -515,6 +527,7 @@ static void ci_server(const ci_opts_t *o)
     }
     free(slots);
     free(bins);
+    free(cbins);
     ci_ucp_cleanup();
 }
 

@@ -42,7 +42,8 @@
 #
 # A config NAME@base is NAME run with the transport (and softverbs) in
 # CC_BASE_LIBDIR (UCCL_LIBDIR of uccl-run; e.g. a copy of another build's
-# .libs): a before/after comparison in one interleaved run. NAME:bN is NAME
+# .libs): a before/after comparison in one interleaved run; NAME@base2 ..
+# NAME@base9 take CC_BASE2_LIBDIR .. CC_BASE9_LIBDIR. NAME:bN is NAME
 # with UCX_UCCL_PATH_BURST=N (chunks per path choice), NAME:rc NAME in RC
 # mode (UCX_UCCL_MODE=rc), NAME:cSIZE NAME with UCX_UCCL_CHUNK_SIZE=SIZE
 # (e.g. fixed:rc:c64k against fixed:rc); NAME+VAR=VALUE is NAME with
@@ -53,7 +54,10 @@
 # from the path going down (and from it coming back) to the first 20 ms
 # window whose goodput is at least 0.9 of before; the longest run of 5 ms
 # bins with no goodput at all while the clients ran; the senders' largest
-# RTO at the end (uccl; UCX_UCCL_STATS_DUMP).
+# RTO at the end (uccl; UCX_UCCL_STATS_DUMP). The path's times count from
+# the fabric's creation (the receiver's first verbs call), which the table
+# gives on the timeline's axis ("fabric epoch"), and the recovery times
+# count from there.
 #
 # CC_SAMPLE=SECONDS (off by default): softverbs-stat reads the fabric's
 # counters every SECONDS while the receiver runs (OUTDIR/raw/*.samples;
@@ -70,7 +74,8 @@
 # CC_SENDERS (4), CC_SECONDS (3), CC_ECMP_PATHS (4), CC_SIZE (262144),
 # CC_WINDOW (4 messages in flight per sender; the server posts as many
 # receives per client), CC_LINK_GBPS (1), CC_BUF (128k), BENCH_TIMEOUT
-# (120 s per process).
+# (120 s per process), BENCH_PORT (the first port), BENCH_FABRIC (the
+# fabrics' name prefix).
 set -u
 build=${1:?usage: $0 BUILDDIR [OUTDIR]}
 out=${2:-$build/cc_scenarios}
@@ -94,12 +99,22 @@ rm -rf "$tmp"
 mkdir -p "$tmp" || exit 1
 . "$(dirname "$0")/bench_lib.sh"
 bench_port_init
+# fabrics are named PREFIX_PORT (BENCH_FABRIC: the prefix)
+ccfab=${BENCH_FABRIC:-cc$$}
 [ -x "$prog" ] || { echo "cc_scenarios: $prog not built" >&2; exit 1; }
 
 tls_of() {
     case $1 in
         *@base) echo "UCCL_LIBDIR=${CC_BASE_LIBDIR:?CC_BASE_LIBDIR unset}" \
                      "$(tls_of "${1%@base}")"
+                return ;;
+        *@base[2-9])
+                eval "_d=\${CC_BASE${1##*@base}_LIBDIR:-}"
+                [ -n "$_d" ] || {
+                    echo "cc_scenarios: CC_BASE${1##*@base}_LIBDIR unset" >&2
+                    exit 1
+                }
+                echo "UCCL_LIBDIR=$_d $(tls_of "${1%@base*}")"
                 return ;;
         *:b[0-9]*)
                 echo "UCX_UCCL_PATH_BURST=${1##*:b} $(tls_of "${1%:b*}")"
@@ -210,7 +225,7 @@ incast() {
     shift 3
     bench_next_port
     _f=$tmp/$_n.$_c
-    _env="$(tls_of "$_c") SOFTVERBS_DEVICES=1 SOFTVERBS_FABRIC=cc$$_$port $*"
+    _env="$(tls_of "$_c") SOFTVERBS_DEVICES=1 SOFTVERBS_FABRIC=${ccfab}_$port $*"
     # shellcheck disable=SC2086
     env $_env SOFTVERBS_STATS="$_f.stats" timeout "$tmo" "$run" "$prog" \
         server -p $port -n $((_b + 1)) -s "$size" -w "$win" -i 5 -T "$tmo" \
@@ -218,7 +233,7 @@ incast() {
     _pid=$!
     if uccl_wait_listen "$port" $_pid; then
         [ -n "$sample" ] &&
-            sample_fabric "cc$$_$port" $_pid "$_f.samples" &
+            sample_fabric "${ccfab}_$port" $_pid "$_f.samples" &
         _i=0
         while [ $_i -lt "$_b" ]; do
             # shellcheck disable=SC2086
@@ -233,7 +248,8 @@ incast() {
             -T "$tmo" >"$_f.probe" 2>&1
     fi
     wait
-    rm -f "/dev/shm/softverbs.cc$$_$port" "/dev/shm/softverbs.cc$$_$port".*
+    rm -f "/dev/shm/softverbs.${ccfab}_$port" \
+        "/dev/shm/softverbs.${ccfab}_$port".*
     [ -n "$(key "$_f.srv" goodput_gbps)" ] ||
         echo "cc_scenarios: $_n $_c failed: $(tail -n 2 "$_f.srv" \
               "$_f.probe" 2>/dev/null | tr '\n' ' ')" >&2
@@ -275,20 +291,31 @@ tl_mean() {
 }
 
 # tl_recover FILE EVENT_MS BEFORE: ms from EVENT_MS to the start of the
-# first 20 ms window (4 bins of 5 ms) whose mean is at least 0.9 x BEFORE,
-# ">1000" if none within a second
+# first 20 ms window (4 bins of 5 ms, the first the one EVENT_MS falls in)
+# whose mean is at least 0.9 x BEFORE, ">1000" if none within a second
 tl_recover() {
     awk -v e="$2" -v b="$3" '!/^#/ {t[n] = $1; g[n] = $2; n++}
         END {
             for (i = 0; i + 3 < n; i++) {
-                if (t[i] - 2.5 < e) continue
+                if (t[i] + 2.5 <= e) continue
                 if (t[i] - 2.5 >= e + 1000) break
                 if ((g[i] + g[i+1] + g[i+2] + g[i+3]) / 4 >= 0.9 * b) {
-                    printf "%g", t[i] - 2.5 - e; exit
+                    printf "%g", (t[i] - 2.5 > e) ? t[i] - 2.5 - e : 0
+                    exit
                 }
             }
             print ">1000"
         }' "$1" 2>/dev/null
+}
+
+# tl_epoch TIMELINE STATS: the fabric's epoch (softverbs' model.epoch_ns
+# in the receiver's STATS, what SOFTVERBS_PATH_DOWN counts from) on the
+# TIMELINE's axis, in ms (0 when either does not say)
+tl_epoch() {
+    awk '$1 == "#" && $2 == "start_ns" {s = $3}
+         $1 == "model.epoch_ns" {e = $2}
+         END {printf "%.1f", (s > 0 && e > 0) ? (e - s) / 1e6 : 0}' \
+        "$1" "$2" 2>/dev/null
 }
 
 # tl_rebin FILE N: the timeline in bins N times as long (mean of N)
@@ -382,17 +409,22 @@ for s in $scenarios; do
         say "| config | Gbit/s 1.5-2.5 s | 2.5-3.5 s (down) | 3.5-4.5 s |" \
             "lowest 5 ms bin 3.5-4.5 s | to 0.9 after down (ms) |" \
             "to 0.9 after up (ms) | longest stall 1.5-4.5 s (ms) |" \
-            "largest RTO (ms) |"
-        say "|---|---|---|---|---|---|---|---|---|"
+            "largest RTO (ms) | fabric epoch (ms) |"
+        say "|---|---|---|---|---|---|---|---|---|---|"
+        # the path's times on the timeline's axis (the fabric starts with
+        # the receiver's first verbs call, a millisecond or so after it)
         for c in $configs; do
             t=$out/outage.$c.timeline
+            o=$(tl_epoch "$t" "$tmp/outage.$c.stats")
+            dn=$(awk -v o="$o" 'BEGIN {printf "%g", 2500 + o}')
+            up=$(awk -v o="$o" 'BEGIN {printf "%g", 3500 + o}')
             b=$(tl_mean "$t" 1500 2500)
             say "| $c | $b | $(tl_mean "$t" 2500 3500)" \
                 "| $(tl_mean "$t" 3500 4500) | $(awk '!/^#/ && $1 >= 3500 &&
                 $1 < 4500 && (n++ == 0 || $2 < m) {m = $2} END {print m}' \
-                "$t" 2>/dev/null) | $(tl_recover "$t" 2500 "$b") |" \
-                "$(tl_recover "$t" 3500 "$b") | $(tl_stall "$t" 1500 4500) |" \
-                "$(max_rto outage "$c") |"
+                "$t" 2>/dev/null) | $(tl_recover "$t" "$dn" "$b") |" \
+                "$(tl_recover "$t" "$up" "$b") | $(tl_stall "$t" 1500 4500) |" \
+                "$(max_rto outage "$c") | $o |"
         done
         # plotted in 50 ms bins: a 5 ms bin holds 2 or 3 whole messages
         for c in $configs; do tl_rebin "$out/outage.$c.timeline" 10 \
