@@ -323,3 +323,15 @@ foreach(kind am put)
              COMMAND ${FLT_COUNTERS} ${FLT_PORT} ${size} 3000 credit_${kind})
     flt_env(fault_uc_credit_pingpong_${kind} UCX_UCCL_CC=eqds)
 endforeach()
+
+# a core path down for good 1 s into a transfer, each of 8 in turn: one
+# run takes down the path of the control QP pair the conns were set up on,
+# and their records (ACKs, credit) still arrive from the other control
+# QPs; every byte checked (PEER_TIMEOUT: a stalled conn fails the run)
+math(EXPR FLT_PORT "${FLT_PORT} + 1")
+add_test(NAME fault_uc_ctl_paths
+         COMMAND ${UCCL_SRCDIR}/test/fault/uccl_ctl_paths.sh ${FLT_PORT}
+                 -n 500 -S 47)
+flt_env(fault_uc_ctl_paths UCX_UCCL_MODE=uc SOFTVERBS_LINK_GBPS=1
+        UCX_UCCL_PEER_TIMEOUT=10s UCCL_TEST_TIMEOUT=60)
+math(EXPR FLT_PORT "${FLT_PORT} + 8")

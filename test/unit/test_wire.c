@@ -309,6 +309,9 @@ static size_t build_conn(uint8_t *buf, int type, unsigned paths)
     for (i = 0; i < 16; ++i) {
         c->gid[i] = i;
     }
+    for (i = 0; i < UCT_UCCL_WIRE_CTL_ALT; ++i) {
+        c->ctl_alt_qpn[i] = 0x124 + i;
+    }
     for (i = 0; i < paths; ++i) {
         c->qpn[i] = 0x1000 + i;
     }
@@ -344,7 +347,7 @@ static void test_conn(void)
         len = build_conn(buf, UCT_UCCL_CTL_CONN_REP, paths[i]);
         ctl_truncations(buf, len);
     }
-    UT_EQ(uct_uccl_wire_conn_size(256), 96 + 1024);
+    UT_EQ(uct_uccl_wire_conn_size(256), 108 + 1024);
 
     CONN_GARBLE(4, c->magic ^= 1);
     CONN_GARBLE(4, c->hdr.version = UCT_UCCL_WIRE_VERSION + 1);
@@ -368,6 +371,7 @@ static void test_conn(void)
     CONN_GARBLE(4, c->init_csn = 1u << 24);
     CONN_GARBLE(4, c->psn = 1u << 24);
     CONN_GARBLE(4, c->qpn[3] = 1u << 24);
+    CONN_GARBLE(4, c->ctl_alt_qpn[2] = 1u << 24);
     CONN_GARBLE(4, c->dst_conn_id = 1);   /* a REQ names no peer conn */
     CONN_GARBLE(4, c->status = -1);       /* only a REP carries a status */
     CONN_GARBLE(4, c->hdr.type = UCT_UCCL_CTL_CONN_REP); /* REP: no dst */
@@ -381,10 +385,10 @@ static void test_conn(void)
     c->status = UCS_ERR_REJECTED;
     UT_EQ(ctl_check(buf, len), UCS_OK);
     /* the version byte is reported as such */
-    c->hdr.version = 9;
+    c->hdr.version = UCT_UCCL_WIRE_VERSION - 1;
     UT_EQ(ctl_check(buf, len), UCS_ERR_UNSUPPORTED);
     printf("  CONN_REQ/REP: 1..256 paths round trip, all truncations and "
-           "22 kinds of garbling rejected\n");
+           "23 kinds of garbling rejected\n");
 }
 
 /* an ACK record with n SACK words of random content */

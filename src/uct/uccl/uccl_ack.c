@@ -96,6 +96,8 @@ typedef struct {
     size_t                  lens[UCT_UCCL_CTL_TX_DEPTH];
     uct_uccl_ack_batch_t    *batch;
     unsigned                count;
+    int                     spread; /* every conn's peer knows our other
+                                       control QPs */
 } uct_uccl_rx_batcher_t;
 
 /* Append a record of `len` bytes for conn's peer (copied from rec); 0 when
@@ -128,6 +130,7 @@ static int uct_uccl_rx_batch_add(uct_uccl_iface_t *iface,
     }
 
     memcpy(dst, rec, len);
+    b->spread &= conn->ctl_spread;
     b->lens[b->count - 1] = b->batch->hdr.length;
     return 1;
 }
@@ -198,12 +201,14 @@ unsigned uct_uccl_rx_flush_acks(uct_uccl_iface_t *iface, uint64_t now)
     uct_uccl_rx_batcher_t b;
     unsigned count;
 
-    b.count = 0;
-    b.batch = NULL;
+    b.count  = 0;
+    b.batch  = NULL;
+    b.spread = 1;
     uct_uccl_credit_tick(iface, now);
     count  = uct_uccl_rx_batch_acks(iface, &b, now);
     count += uct_uccl_rx_batch_credits(iface, &b, now);
-    uct_uccl_iface_ctl_post(iface, b.ahs, b.qpns, b.idx, b.lens, b.count);
+    uct_uccl_iface_ctl_post(iface, uct_uccl_iface_ctl_qp(iface, b.spread),
+                            b.ahs, b.qpns, b.idx, b.lens, b.count);
     /* what is left (coalescing, held, no buffer) is looked at next pass */
     iface->ack_pass = iface->pass + 1;
     return count;

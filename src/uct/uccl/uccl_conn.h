@@ -202,6 +202,10 @@ struct uct_uccl_conn {
     /* peer */
     struct ibv_ah           *ah;
     uint32_t                remote_ctl_qpn;
+    uint32_t                remote_ctl_alt[UCT_UCCL_WIRE_CTL_ALT];
+    uint8_t                 ctl_spread;  /* the peer knows our other
+                                            control QPs: our records may
+                                            come from any */
     uct_uccl_device_addr_t  remote_dev;
     uint32_t                remote_psn;
     uint32_t                remote_rx_buf_size;

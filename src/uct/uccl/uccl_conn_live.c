@@ -64,8 +64,7 @@ static void uct_uccl_conn_send_keepalive(uct_uccl_conn_t *conn,
     pkt.flags       = flags;
     pkt.ts_ns       = ts_ns;
     /* a probe lost here or on the wire is resent by the timer */
-    (void)uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,
-                                  &pkt, sizeof(pkt));
+    (void)uct_uccl_conn_ctl_send(conn, &pkt, sizeof(pkt));
 }
 
 /* uct_ep_check: an idle conn (a rendezvous waiting for its peer, say) has
@@ -376,8 +375,7 @@ void uct_uccl_conn_send_disconnect(uct_uccl_conn_t *conn, ucs_status_t reason)
     pkt.token       = conn->remote_token;
     pkt.src_conn_id = conn->id;
     pkt.reason      = reason;
-    (void)uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,
-                                  &pkt, sizeof(pkt));
+    (void)uct_uccl_conn_ctl_send(conn, &pkt, sizeof(pkt));
 }
 
 /* The congestion control's state on the conn's line; a receiver-driven

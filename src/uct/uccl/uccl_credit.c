@@ -257,8 +257,7 @@ void uct_uccl_credit_tx_request(uct_uccl_conn_t *conn, uint64_t now)
     uct_uccl_cc_tx_request(cc, backlog, &req);
     uct_uccl_cc_query(cc, &stats);
     (void)uct_uccl_credit_pack(conn, &rec, &req, now);
-    if (uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,
-                                &rec, sizeof(rec)) != UCS_OK) {
+    if (uct_uccl_conn_ctl_send(conn, &rec, sizeof(rec)) != UCS_OK) {
         return; /* the next pump tries again */
     }
     uct_uccl_credit_sent(conn, &rec);

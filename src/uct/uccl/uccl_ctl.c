@@ -19,6 +19,8 @@ static void uct_uccl_conn_pkt_init(uct_uccl_iface_t *iface,
                                    uct_uccl_ctl_type_t type,
                                    unsigned num_paths)
 {
+    unsigned i;
+
     memset(pkt, 0, uct_uccl_wire_conn_size(num_paths));
     uct_uccl_wire_hdr_init(&pkt->hdr, type,
                            uct_uccl_wire_conn_size(num_paths));
@@ -32,6 +34,9 @@ static void uct_uccl_conn_pkt_init(uct_uccl_iface_t *iface,
     pkt->rx_buf_size = iface->config.rx_buf_size;
     pkt->sack_bits   = iface->config.rx_window;
     memcpy(pkt->gid, iface->port->gid.raw, sizeof(pkt->gid));
+    for (i = 0; i < UCT_UCCL_WIRE_CTL_ALT; ++i) {
+        pkt->ctl_alt_qpn[i] = iface->ctl.alt[i]->qp_num;
+    }
 }
 
 static void uct_uccl_conn_pkt_fill(uct_uccl_conn_t *conn,
@@ -97,6 +102,8 @@ static ucs_status_t uct_uccl_conn_apply_peer(uct_uccl_conn_t *conn,
     conn->remote_rx_buf_size = pkt->rx_buf_size;
     conn->remote_dev.lid     = pkt->lid;
     memcpy(conn->remote_dev.gid, pkt->gid, sizeof(conn->remote_dev.gid));
+    memcpy(conn->remote_ctl_alt, pkt->ctl_alt_qpn,
+           sizeof(conn->remote_ctl_alt));
     while ((mtu > IBV_MTU_256) && (uct_uccl_mtu_bytes(mtu) > pkt->mtu)) {
         --mtu;
     }
@@ -202,9 +209,31 @@ static int uct_uccl_conn_src_is(const uct_uccl_ctl_src_t *src,
            (src->lid == dev->lid);
 }
 
+/* Did the packet come from one of the control QPs of the conn's peer:
+ * the one of the set-up, or one it named there (0: none yet)? */
+static int uct_uccl_conn_src_ok(const uct_uccl_conn_t *conn,
+                                const uct_uccl_ctl_src_t *src)
+{
+    unsigned i;
+
+    if (uct_uccl_conn_src_is(src, &conn->remote_dev, conn->remote_ctl_qpn)) {
+        return 1;
+    }
+    for (i = 0; i < UCT_UCCL_WIRE_CTL_ALT; ++i) {
+        if ((conn->remote_ctl_alt[i] != 0) &&
+            uct_uccl_conn_src_is(src, &conn->remote_dev,
+                                 conn->remote_ctl_alt[i])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The conn a control packet names, if it came from that conn's peer: the
- * peer's control QP and port, and the token we gave it in the set-up.
- * Anything else is counted and dropped. */
+ * peer's control QPs and port, and the token we gave it in the set-up.
+ * Anything else is counted and dropped. A record of the connected peer
+ * shows that it has our set-up packet, so it knows our other control
+ * QPs: ours may come from any of them from now on. */
 uct_uccl_conn_t *uct_uccl_conn_bound(uct_uccl_iface_t *iface, uint32_t id,
                                      uint64_t token,
                                      const uct_uccl_ctl_src_t *src)
@@ -215,11 +244,11 @@ uct_uccl_conn_t *uct_uccl_conn_bound(uct_uccl_iface_t *iface, uint32_t id,
         ++iface->stats.unknown_conn;
         return NULL;
     }
-    if ((token != conn->token) ||
-        !uct_uccl_conn_src_is(src, &conn->remote_dev, conn->remote_ctl_qpn)) {
+    if ((token != conn->token) || !uct_uccl_conn_src_ok(conn, src)) {
         ++iface->stats.forged_ctl;
         return NULL;
     }
+    conn->ctl_spread |= (conn->state == UCT_UCCL_CONN_CONNECTED);
     return conn;
 }
 
@@ -427,6 +456,7 @@ static void uct_uccl_conn_handle_rep(uct_uccl_iface_t *iface,
         return;
     }
 
+    conn->ctl_spread = 1; /* the peer had our REQ */
     ucs_debug("uccl: conn %u connected to peer conn %u after %u tries",
               conn->id, conn->remote_id, conn->conn_tries);
     /* what waited for the connection: queued chunks, pending requests */

@@ -160,7 +160,10 @@ struct uct_uccl_iface {
     struct {
         struct ibv_cq       *cq;         /* its sends; it receives on
                                             recv_cq, with the data QPs */
-        struct ibv_qp       *qp;
+        struct ibv_qp       *qp;         /* the one the address names */
+        struct ibv_qp       *alt[UCT_UCCL_WIRE_CTL_ALT]; /* send only */
+        unsigned            next;        /* of qp and alt[], the next to
+                                            carry a conn's records */
         uint32_t            qpn;
         struct ibv_mr       *mr;
         char                *bufs;       /* RX_DEPTH rx + TX_DEPTH tx */
@@ -325,10 +328,30 @@ uct_uccl_iface_am_max_hdr(const uct_uccl_iface_t *iface)
 ucs_status_t uct_uccl_iface_ctl_send(uct_uccl_iface_t *iface,
                                      struct ibv_ah *ah, uint32_t qpn,
                                      const void *pkt, size_t len);
+ucs_status_t uct_uccl_conn_ctl_send(uct_uccl_conn_t *conn, const void *pkt,
+                                    size_t len);
 void *uct_uccl_iface_ctl_tx_buf(uct_uccl_iface_t *iface, unsigned *idx_p);
-void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_ah **ahs,
-                             const uint32_t *qpns, const unsigned *idx,
-                             const size_t *lens, unsigned count);
+void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_qp *qp,
+                             struct ibv_ah **ahs, const uint32_t *qpns,
+                             const unsigned *idx, const size_t *lens,
+                             unsigned count);
+
+/* The control QP to send from: the address's own, or, when every peer of
+ * the packets knows the others (`spread`), each in turn, so that the
+ * records of a conn take several core paths (a path is a hash of the two
+ * QPNs, as on RoCE) */
+static UCS_F_ALWAYS_INLINE struct ibv_qp *
+uct_uccl_iface_ctl_qp(uct_uccl_iface_t *iface, int spread)
+{
+    unsigned i;
+
+    if (!spread) {
+        return iface->ctl.qp;
+    }
+    i               = iface->ctl.next;
+    iface->ctl.next = (i == UCT_UCCL_WIRE_CTL_ALT) ? 0 : i + 1;
+    return (i == 0) ? iface->ctl.qp : iface->ctl.alt[i - 1];
+}
 void uct_uccl_iface_chunk_put(uct_uccl_chunk_t *chunk);
 void uct_uccl_iface_close(uct_iface_h tl_iface);
 ucs_status_t uct_uccl_iface_flush(uct_iface_h tl_iface, unsigned flags,

@@ -179,10 +179,11 @@ void *uct_uccl_iface_ctl_tx_buf(uct_uccl_iface_t *iface, unsigned *idx_p)
     return uct_uccl_ctl_tx_buf(iface, *idx_p);
 }
 
-/* Post `count` control packets in one chain (one doorbell) */
-void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_ah **ahs,
-                             const uint32_t *qpns, const unsigned *idx,
-                             const size_t *lens, unsigned count)
+/* Post `count` control packets on `qp` in one chain (one doorbell) */
+void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_qp *qp,
+                             struct ibv_ah **ahs, const uint32_t *qpns,
+                             const unsigned *idx, const size_t *lens,
+                             unsigned count)
 {
     struct ibv_send_wr wrs[UCT_UCCL_CTL_TX_DEPTH], *bad_wr;
     struct ibv_sge sges[UCT_UCCL_CTL_TX_DEPTH];
@@ -214,7 +215,7 @@ void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_ah **ahs,
     ++iface->stats.doorbells;
     iface->stats.wrs      += count;
     iface->stats.ctl_msgs += count;
-    ret = ibv_post_send(iface->ctl.qp, wrs, &bad_wr);
+    ret = ibv_post_send(qp, wrs, &bad_wr);
     if (ret != 0) {
         ucs_error("uccl: control QP ibv_post_send() failed: %s",
                   strerror(ret));
@@ -226,9 +227,11 @@ void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_ah **ahs,
     }
 }
 
-ucs_status_t uct_uccl_iface_ctl_send(uct_uccl_iface_t *iface,
-                                     struct ibv_ah *ah, uint32_t qpn,
-                                     const void *pkt, size_t len)
+static ucs_status_t uct_uccl_iface_ctl_send_on(uct_uccl_iface_t *iface,
+                                               struct ibv_qp *qp,
+                                               struct ibv_ah *ah,
+                                               uint32_t qpn, const void *pkt,
+                                               size_t len)
 {
     unsigned idx;
     void *buf;
@@ -240,8 +243,31 @@ ucs_status_t uct_uccl_iface_ctl_send(uct_uccl_iface_t *iface,
     }
 
     memcpy(buf, pkt, len);
-    uct_uccl_iface_ctl_post(iface, &ah, &qpn, &idx, &len, 1);
+    uct_uccl_iface_ctl_post(iface, qp, &ah, &qpn, &idx, &len, 1);
     return UCS_OK;
+}
+
+/* A packet from the QP our address names: the set-up's, before the peer
+ * knows the others */
+ucs_status_t uct_uccl_iface_ctl_send(uct_uccl_iface_t *iface,
+                                     struct ibv_ah *ah, uint32_t qpn,
+                                     const void *pkt, size_t len)
+{
+    return uct_uccl_iface_ctl_send_on(iface, iface->ctl.qp, ah, qpn, pkt,
+                                      len);
+}
+
+/* A record of a conn to its peer's control QP */
+ucs_status_t uct_uccl_conn_ctl_send(uct_uccl_conn_t *conn, const void *pkt,
+                                    size_t len)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+
+    return uct_uccl_iface_ctl_send_on(iface,
+                                      uct_uccl_iface_ctl_qp(iface,
+                                                            conn->ctl_spread),
+                                      conn->ah, conn->remote_ctl_qpn, pkt,
+                                      len);
 }
 
 /* The control QP's send completions: its buffers come back */
@@ -335,13 +361,74 @@ void uct_uccl_iface_disconnect_all(uct_uccl_iface_t *iface)
     }
 }
 
+/* A UD control QP, brought up to RTS; `max_recv` 0: it only sends (its
+ * receive queue holds a WR that is never posted) */
+static struct ibv_qp *uct_uccl_ctl_qp_create(uct_uccl_iface_t *iface,
+                                             unsigned max_recv)
+{
+    struct ibv_qp_init_attr qp_init = {
+        .send_cq = iface->ctl.cq,
+        .recv_cq = iface->recv_cq,
+        .qp_type = IBV_QPT_UD,
+        .cap     = {
+            .max_send_wr  = UCT_UCCL_CTL_TX_DEPTH,
+            .max_recv_wr  = ucs_max(max_recv, 1),
+            .max_send_sge = 1,
+            .max_recv_sge = 1
+        }
+    };
+    struct ibv_qp_attr attr = {
+        .qp_state   = IBV_QPS_INIT,
+        .pkey_index = 0,
+        .port_num   = iface->port_num,
+        .qkey       = UCT_UCCL_WIRE_QKEY
+    };
+    struct ibv_qp *qp;
+
+    if (uct_uccl_budget_take(iface->md->budget, 1) == 0) {
+        ucs_error("uccl: %s: no QP left for a control QP", iface->md->name);
+        return NULL;
+    }
+    qp = ibv_create_qp(iface->md->pd, &qp_init);
+    if (qp == NULL) {
+        ucs_error("uccl: cannot create a UD control QP: %m");
+        goto err_budget;
+    }
+    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                      IBV_QP_PORT | IBV_QP_QKEY)) {
+        goto err_modify;
+    }
+    attr.qp_state = IBV_QPS_RTR;
+    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE)) {
+        goto err_modify;
+    }
+    attr.qp_state = IBV_QPS_RTS;
+    attr.sq_psn   = 0;
+    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN)) {
+        goto err_modify;
+    }
+    return qp;
+
+err_modify:
+    ucs_error("uccl: cannot bring up a control QP: %m");
+    ibv_destroy_qp(qp);
+err_budget:
+    uct_uccl_budget_give(iface->md->budget, 1);
+    return NULL;
+}
+
+static void uct_uccl_ctl_qp_destroy(uct_uccl_iface_t *iface,
+                                    struct ibv_qp *qp)
+{
+    ibv_destroy_qp(qp);
+    uct_uccl_budget_give(iface->md->budget, 1);
+}
+
 ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
 {
-    struct ibv_qp_init_attr qp_init = {};
-    struct ibv_qp_attr attr         = {};
     unsigned idx[UCT_UCCL_CTL_RX_DEPTH];
+    unsigned i, nalt;
     size_t size;
-    unsigned i;
 
     size = (size_t)(UCT_UCCL_CTL_RX_DEPTH + UCT_UCCL_CTL_TX_DEPTH) *
            UCT_UCCL_CTL_BUF_SIZE;
@@ -357,6 +444,7 @@ ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
         goto err_free;
     }
 
+    /* every control QP's sends: at most TX_DEPTH buffers are out */
     iface->ctl.cq = ibv_create_cq(iface->md->ctx, UCT_UCCL_CTL_TX_DEPTH,
                                   NULL, iface->event.chan, 0);
     if (iface->ctl.cq == NULL) {
@@ -364,43 +452,18 @@ ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
         goto err_dereg;
     }
 
-    qp_init.send_cq          = iface->ctl.cq;
-    qp_init.recv_cq          = iface->recv_cq;
-    qp_init.qp_type          = IBV_QPT_UD;
-    qp_init.cap.max_send_wr  = UCT_UCCL_CTL_TX_DEPTH;
-    qp_init.cap.max_recv_wr  = UCT_UCCL_CTL_RX_DEPTH;
-    qp_init.cap.max_send_sge = 1;
-    qp_init.cap.max_recv_sge = 1;
-    if (uct_uccl_budget_take(iface->md->budget, 1) == 0) {
-        ucs_error("uccl: %s: no QP left for a control QP", iface->md->name);
+    iface->ctl.qp = uct_uccl_ctl_qp_create(iface, UCT_UCCL_CTL_RX_DEPTH);
+    if (iface->ctl.qp == NULL) {
         goto err_cq;
     }
-    iface->ctl.qp = ibv_create_qp(iface->md->pd, &qp_init);
-    if (iface->ctl.qp == NULL) {
-        ucs_error("uccl: cannot create the UD control QP: %m");
-        goto err_budget;
-    }
     iface->ctl.qpn = iface->ctl.qp->qp_num;
-
-    attr.qp_state   = IBV_QPS_INIT;
-    attr.pkey_index = 0;
-    attr.port_num   = iface->port_num;
-    attr.qkey       = UCT_UCCL_WIRE_QKEY;
-    if (ibv_modify_qp(iface->ctl.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                      IBV_QP_PORT | IBV_QP_QKEY)) {
-        goto err_modify;
+    for (nalt = 0; nalt < UCT_UCCL_WIRE_CTL_ALT; ++nalt) {
+        iface->ctl.alt[nalt] = uct_uccl_ctl_qp_create(iface, 0);
+        if (iface->ctl.alt[nalt] == NULL) {
+            goto err_qps;
+        }
     }
-
-    attr.qp_state = IBV_QPS_RTR;
-    if (ibv_modify_qp(iface->ctl.qp, &attr, IBV_QP_STATE)) {
-        goto err_modify;
-    }
-
-    attr.qp_state = IBV_QPS_RTS;
-    attr.sq_psn   = 0;
-    if (ibv_modify_qp(iface->ctl.qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN)) {
-        goto err_modify;
-    }
+    iface->ctl.next = 0;
 
     for (i = 0; i < UCT_UCCL_CTL_TX_DEPTH; ++i) {
         iface->ctl.tx_free[i] = i;
@@ -413,11 +476,11 @@ ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
     uct_uccl_ctl_post_recv(iface, idx, UCT_UCCL_CTL_RX_DEPTH);
     return UCS_OK;
 
-err_modify:
-    ucs_error("uccl: cannot bring up the control QP: %m");
-    ibv_destroy_qp(iface->ctl.qp);
-err_budget:
-    uct_uccl_budget_give(iface->md->budget, 1);
+err_qps:
+    while (nalt-- > 0) {
+        uct_uccl_ctl_qp_destroy(iface, iface->ctl.alt[nalt]);
+    }
+    uct_uccl_ctl_qp_destroy(iface, iface->ctl.qp);
 err_cq:
     ibv_destroy_cq(iface->ctl.cq);
 err_dereg:
@@ -429,8 +492,12 @@ err_free:
 
 void uct_uccl_iface_ctl_cleanup(uct_uccl_iface_t *iface)
 {
-    ibv_destroy_qp(iface->ctl.qp);
-    uct_uccl_budget_give(iface->md->budget, 1);
+    unsigned i;
+
+    for (i = 0; i < UCT_UCCL_WIRE_CTL_ALT; ++i) {
+        uct_uccl_ctl_qp_destroy(iface, iface->ctl.alt[i]);
+    }
+    uct_uccl_ctl_qp_destroy(iface, iface->ctl.qp);
     ibv_destroy_cq(iface->ctl.cq);
     ibv_dereg_mr(iface->ctl.mr);
     ucs_free(iface->ctl.bufs);

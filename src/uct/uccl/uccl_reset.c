@@ -56,8 +56,7 @@ static void uct_uccl_reset_send(uct_uccl_conn_t *conn, unsigned p,
     };
 
     uct_uccl_wire_hdr_init(&pkt.hdr, UCT_UCCL_CTL_PATH_RESET, sizeof(pkt));
-    (void)uct_uccl_iface_ctl_send(conn->iface, conn->ah, conn->remote_ctl_qpn,
-                                  &pkt, sizeof(pkt));
+    (void)uct_uccl_conn_ctl_send(conn, &pkt, sizeof(pkt));
 }
 
 static void uct_uccl_reset_enter(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,

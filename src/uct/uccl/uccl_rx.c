@@ -348,10 +348,12 @@ uct_uccl_rx_owe_ack(uct_uccl_conn_t *conn, uint32_t csn, unsigned path,
     conn->echo_time = now;
     conn->echo_since = uct_uccl_iface_rx_since(iface);
     if (ucs_unlikely(!conn->ack_pending)) {
-        conn->ack_due  = now + iface->config.ack_delay_ns;
-        conn->ack_hold = (when == UCT_UCCL_ACK_REPLY) &&
-                         (r == UCT_UCCL_SACK_IN_ORDER) &&
-                         !iface->async.active;
+        /* the peer sends only once connected: it knows our control QPs */
+        conn->ctl_spread = 1;
+        conn->ack_due    = now + iface->config.ack_delay_ns;
+        conn->ack_hold   = (when == UCT_UCCL_ACK_REPLY) &&
+                           (r == UCT_UCCL_SACK_IN_ORDER) &&
+                           !iface->async.active;
         uct_uccl_iface_ack_add(iface, conn);
     }
     if ((++conn->rx_since_ack >= iface->config.ack_every) ||

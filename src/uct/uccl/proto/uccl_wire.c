@@ -195,6 +195,11 @@ static ucs_status_t uct_uccl_wire_conn_check(const uct_uccl_conn_pkt_t *c)
             return UCS_ERR_INVALID_PARAM;
         }
     }
+    for (i = 0; i < UCT_UCCL_WIRE_CTL_ALT; ++i) {
+        if (!uct_uccl_wire_seq_ok(c->ctl_alt_qpn[i])) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+    }
     return UCS_OK;
 }
 

@@ -33,9 +33,13 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "uccl wire formats are little-endian, host must be too");
 
-#define UCT_UCCL_WIRE_VERSION     8
+#define UCT_UCCL_WIRE_VERSION     9
 #define UCT_UCCL_WIRE_MAGIC       0x4c434355u /* "UCCL" */
 #define UCT_UCCL_WIRE_MAX_PATHS   256
+/* Control QPs a side sends its conns' records from besides its own (the
+ * one its address names, which receives): a core path that is down
+ * takes only some of them */
+#define UCT_UCCL_WIRE_CTL_ALT     3
 /* Largest control packet: 4096-byte UD MTU minus the 40-byte GRH */
 #define UCT_UCCL_WIRE_CTL_MAX     (4096 - 40)
 /* Widest SACK window (chunks); see uccl_sack.h */
@@ -267,7 +271,8 @@ typedef enum {
  * DISCONNECT, KEEPALIVE) and a REP echoes the REQ's token, so a packet
  * from anyone but the conn's peer (who learnt the token in the set-up) is
  * dropped. The receiver also checks that a packet comes from the peer's
- * control QP and port.
+ * port and control QP: the one that sent the REQ or REP, or, once the conn
+ * is set up, one of the others the packet names (ctl_alt_qpn).
  */
 typedef struct UCS_S_PACKED uct_uccl_conn_pkt {
     uct_uccl_ctl_hdr_t hdr;
@@ -291,6 +296,8 @@ typedef struct UCS_S_PACKED uct_uccl_conn_pkt {
     uint32_t rsvd;         /* zero */
     uint32_t psn;          /* initial PSN of the sender's data QPs */
     uint8_t  gid[16];      /* sender port GID */
+    uint32_t ctl_alt_qpn[UCT_UCCL_WIRE_CTL_ALT]; /* the sender's other UD
+                                                    control QPNs (24-bit) */
     uint32_t qpn[];        /* num_paths data QPNs (24-bit each) */
 } uct_uccl_conn_pkt_t;
 
@@ -445,7 +452,7 @@ typedef struct UCS_S_PACKED uct_uccl_path_reset {
 } uct_uccl_path_reset_t;
 
 _Static_assert(sizeof(uct_uccl_ctl_hdr_t) == 4, "ctl hdr size");
-_Static_assert(sizeof(uct_uccl_conn_pkt_t) == 96, "conn pkt size");
+_Static_assert(sizeof(uct_uccl_conn_pkt_t) == 108, "conn pkt size");
 _Static_assert(sizeof(uct_uccl_conn_pkt_t) +
                4 * UCT_UCCL_WIRE_MAX_PATHS <= UCT_UCCL_WIRE_CTL_MAX,
                "conn pkt with all paths must fit one UD MTU");
