@@ -321,31 +321,196 @@ static void test_sender_requests(void)
     UT_TRUE(!uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
     UT_TRUE(uct_uccl_cc_can_send(&cc, UCT_UCCL_CC_EQDS_RESPEC_BYTES, now));
     check_conserved(&cc, 17 * CC_CHUNK);
-    /* a grant that says no other sender waits: the next drain gives the
-     * whole speculative credit back (a lone flow's next burst waits no
-     * round trip); one that says otherwise: small messages only again */
+    /* a grant that says no other sender waits: the next drain gives a
+     * window back (a lone flow's next messages wait for no grant); one
+     * that says otherwise takes back what is left of it beyond the
+     * speculative credit, and the drain after it gives small messages
+     * only again */
     uct_uccl_cc_on_credit(&cc, w, 1, now);
     UT_TRUE(!uct_uccl_cc_tx_refills(&cc, CC_CHUNK)); /* nothing in flight */
     uct_uccl_cc_on_send(&cc, UCT_UCCL_CC_EQDS_RESPEC_BYTES, now);
     want_of(&cc, 0);
-    /* its ACK will bring a chunk of credit: a chunk waits without asking,
-     * more than that asks */
-    UT_TRUE(uct_uccl_cc_tx_refills(&cc, CC_CHUNK));
-    UT_TRUE(!uct_uccl_cc_tx_refills(&cc, CC_CHUNK + 1));
+    /* its ACK will bring the window: up to it waits without asking, more
+     * than that asks */
+    UT_TRUE(uct_uccl_cc_tx_refills(&cc, UCT_UCCL_CC_EQDS_ALONE_BYTES));
+    UT_TRUE(!uct_uccl_cc_tx_refills(&cc, UCT_UCCL_CC_EQDS_ALONE_BYTES + 1));
     cc_ack(&cc, UCT_UCCL_CC_EQDS_RESPEC_BYTES, 10 * CC_US, 0, now);
-    UT_EQ(st(&cc).credit_bytes, CC_CHUNK);
-    UT_TRUE(uct_uccl_cc_can_send(&cc, CC_CHUNK, now));
+    UT_EQ(st(&cc).credit_bytes, UCT_UCCL_CC_EQDS_ALONE_BYTES);
+    UT_TRUE(uct_uccl_cc_can_send(&cc, UCT_UCCL_CC_EQDS_ALONE_BYTES, now));
+    UT_TRUE(!uct_uccl_cc_can_send(&cc, UCT_UCCL_CC_EQDS_ALONE_BYTES + 1,
+                                  now));
     uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
     uct_uccl_cc_on_credit(&cc, w, 0, now);
+    UT_EQ(st(&cc).credit_bytes, CC_CHUNK); /* the speculative credit */
     UT_TRUE(!uct_uccl_cc_tx_refills(&cc, 1)); /* others wait: it asks */
     want_of(&cc, 0);
-    cc_ack(&cc, CC_CHUNK, 10 * CC_US, 0, now);
+    uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
+    cc_ack(&cc, 2 * CC_CHUNK, 10 * CC_US, 0, now);
     UT_EQ(st(&cc).credit_bytes, UCT_UCCL_CC_EQDS_RESPEC_BYTES);
-    check_conserved(&cc, 18 * CC_CHUNK + UCT_UCCL_CC_EQDS_RESPEC_BYTES);
+    check_conserved(&cc, 19 * CC_CHUNK + UCT_UCCL_CC_EQDS_RESPEC_BYTES);
     uct_uccl_cc_cleanup(&cc);
     printf("  requests: want = sent + backlog - speculative, monotonic, "
            "capped; speculative again only when drained, and small once "
            "the peer grants, unless its pacer serves no one else\n");
+}
+
+/* Speculative bytes the sender holds beyond its granted credit: what a
+ * grant saying that others wait leaves it to send unscheduled */
+static uint64_t unscheduled_left(const uct_uccl_cc_t *cc, uint64_t sent)
+{
+    uct_uccl_cc_stats_t s = st(cc);
+    uint64_t used         = sent + s.returned_bytes - s.spec_sent_bytes;
+    uint64_t granted_left = (s.granted_bytes > used) ?
+                            s.granted_bytes - used : 0;
+
+    return (s.credit_bytes > granted_left) ? s.credit_bytes - granted_left :
+                                             0;
+}
+
+/* A lone sender (its receiver's grants say no one else waits) keeps a
+ * window: drained, its next messages up to `alone` go without a grant.
+ * The parameter is bounded by the speculative credit and the cap. */
+static void test_sender_alone(void)
+{
+    uct_uccl_cc_params_t p;
+    uct_uccl_cc_t cc;
+    uint64_t now = CC_T0;
+
+    cc_params(&p);
+    p.eqds.alone_bytes = 1 << 20;
+    UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
+    uct_uccl_cc_on_credit(&cc, 0, 1, now);
+    uct_uccl_cc_on_send(&cc, CC_CHUNK, now);       /* its first chunk */
+    cc_ack(&cc, CC_CHUNK, 10 * CC_US, 0, now);
+    UT_EQ(st(&cc).credit_bytes, 1 << 20);
+    /* a message of the window goes whole, asking nothing */
+    UT_TRUE(uct_uccl_cc_can_send(&cc, 1 << 20, now));
+    uct_uccl_cc_on_send(&cc, 1 << 20, now);
+    UT_TRUE(!uct_uccl_cc_can_send(&cc, 1, now));
+    UT_EQ(want_of(&cc, 0), 0);
+    cc_ack(&cc, 1 << 20, 10 * CC_US, 0, now);
+    UT_EQ(st(&cc).credit_bytes, 1 << 20);
+    check_conserved(&cc, CC_CHUNK + (1 << 20));
+    uct_uccl_cc_cleanup(&cc);
+
+    /* bounded: below the speculative credit it is that, above the cap
+     * the cap */
+    cc_params(&p);
+    p.eqds.spec_bytes  = 4 * CC_CHUNK;
+    p.eqds.alone_bytes = CC_CHUNK;
+    UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
+    uct_uccl_cc_on_credit(&cc, 0, 1, now);
+    uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
+    cc_ack(&cc, CC_CHUNK, 10 * CC_US, 0, now);
+    UT_EQ(st(&cc).credit_bytes, 4 * CC_CHUNK);
+    uct_uccl_cc_cleanup(&cc);
+    cc_params(&p);
+    p.eqds.credit_cap  = 512 << 10;
+    p.eqds.alone_bytes = 8 << 20;
+    UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
+    uct_uccl_cc_on_credit(&cc, 0, 1, now);
+    uct_uccl_cc_on_send(&cc, CC_CHUNK, now);
+    cc_ack(&cc, CC_CHUNK, 10 * CC_US, 0, now);
+    UT_EQ(st(&cc).credit_bytes, 512 << 10);
+    uct_uccl_cc_cleanup(&cc);
+    printf("  alone: a lone sender's drain gives a window of CC_EQDS_ALONE "
+           "(at least the speculative credit, at most the cap)\n");
+}
+
+/* Seeded: a sender whose receiver's hint comes and goes, messages of
+ * random sizes, grants of what it asked, late or never, ACKs of random
+ * parts. Credit is conserved at every step; after any grant saying that
+ * others wait, what it may still send unscheduled is at most its
+ * speculative credit; and while the hint says it is alone, a message no
+ * larger than the window that starts drained goes whole at once. */
+static void test_sender_alone_seeded(void)
+{
+    uct_uccl_cc_params_t p;
+    uct_uccl_cc_t cc;
+    uint64_t now = CC_T0, sent = 0, inflight = 0, asked = 0, granted = 0;
+    uint64_t alone = 1 << 20, msg = 0, spec;
+    unsigned i, whole = 0, cuts = 0;
+    int idle = 1, drained_alone = 0;
+
+    cc_params(&p);
+    p.eqds.alone_bytes = alone;
+    UT_EQ(uct_uccl_cc_init(&cc, "eqds", &p), UCS_OK);
+    spec = st(&cc).credit_bytes;
+    uct_uccl_cc_on_credit(&cc, 0, idle, now);
+    for (i = 0; i < 20000; ++i) {
+        now += ut_rand_below(20 * CC_US);
+        if ((msg == 0) && ((inflight == 0) || !ut_rand_below(8))) {
+            /* a new message: one that fits the window of a sender that
+             * drained alone (and heard nothing else since) goes at once */
+            msg = 1 + ut_rand_below(2 * alone);
+            if (drained_alone && (msg <= alone)) {
+                UT_TRUE(uct_uccl_cc_can_send(&cc, (uint32_t)msg, now));
+                ++whole;
+            }
+        }
+        switch (ut_rand_below(4)) {
+        case 0: {
+            /* send what the credit allows of the message, in chunks */
+            uint32_t b = (uint32_t)((msg < CC_CHUNK) ? msg : CC_CHUNK);
+
+            while ((b > 0) && uct_uccl_cc_can_send(&cc, b, now)) {
+                uct_uccl_cc_on_send(&cc, b, now);
+                drained_alone = 0;
+                sent     += b;
+                inflight += b;
+                msg      -= b;
+                b         = (uint32_t)((msg < CC_CHUNK) ? msg : CC_CHUNK);
+            }
+            if (msg > 0) {
+                uct_uccl_cc_request_t req;
+
+                if (uct_uccl_cc_tx_request(&cc, msg, &req)) {
+                    asked = req.want;
+                }
+            }
+            break;
+        }
+        case 1: {
+            uint64_t b = ut_rand_below(2) ? inflight :
+                         (inflight > 0) ? 1 + ut_rand_below(inflight) : 0;
+
+            inflight -= b;
+            cc_ack(&cc, b, 10 * CC_US, 0, now);
+            drained_alone = (b > 0) && (inflight == 0) && (msg == 0) &&
+                            (cc.flags & UCT_UCCL_CC_F_IDLE);
+            (void)uct_uccl_cc_tx_release(&cc, (uint32_t)((msg < CC_CHUNK) ?
+                                                         msg : CC_CHUNK),
+                                         now);
+            break;
+        }
+        case 2:
+            /* the receiver grants what was asked, or part of it; its hint
+             * changes now and then (another sender comes or goes) */
+            if (ut_rand_below(32) == 0) {
+                idle = !idle;
+            }
+            if ((int32_t)((uint32_t)asked - (uint32_t)granted) > 0) {
+                granted += ut_rand_below((uint32_t)(asked - granted) + 1);
+            }
+            uct_uccl_cc_on_credit(&cc, (uint32_t)granted, idle, now);
+            if (!idle) {
+                drained_alone = 0;
+                UT_TRUE(unscheduled_left(&cc, sent) <= spec);
+                ++cuts;
+            }
+            break;
+        default:
+            break;
+        }
+        check_conserved(&cc, sent);
+        UT_TRUE(st(&cc).credit_bytes <= 4ull << 20);
+    }
+    UT_TRUE(whole > 20);
+    UT_TRUE(cuts > 100);
+    uct_uccl_cc_cleanup(&cc);
+    printf("  alone seeded: %u messages went whole on a lone sender's "
+           "window; %u grants saying others wait left at most the "
+           "speculative credit unscheduled\n", whole, cuts);
 }
 
 /* The pacer's count of grants not arrived: up with grants, down with
@@ -1632,6 +1797,8 @@ int main(int argc, char **argv)
     test_sender_gates();
     test_release_pacer();
     test_sender_requests();
+    test_sender_alone();
+    test_sender_alone_seeded();
     test_sender_cap_reask();
     test_sender_resend();
     test_receiver();

@@ -187,6 +187,16 @@ ucs_config_field_t uct_uccl_cc_config_table[] = {
      "eqds: most a sender asks for beyond what it sent (0: 16m; below 2g).",
      UCT_UCCL_CC_CFG_FIELD(eqds.demand_cap), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"CC_EQDS_ALONE", "0",
+     "eqds: speculative credit of a sender that drained while its receiver\n"
+     "serves no other sender (the receiver says so in its grants): its next\n"
+     "messages up to this size go without waiting for a grant, as under a\n"
+     "window, and a receiver whose CPU is busy elsewhere does not hold them\n"
+     "up. A grant saying that other senders wait takes back what is left\n"
+     "beyond CC_EQDS_SPEC (0: 2m; at least CC_EQDS_SPEC, at most the credit\n"
+     "cap).",
+     UCT_UCCL_CC_CFG_FIELD(eqds.alone), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"CC_EQDS_QUANTUM", "0",
      "eqds: bytes the receiver's pacer grants a sender per turn (0: one\n"
      "chunk; at most 1m).",
@@ -277,6 +287,7 @@ static void uct_uccl_cc_cfg_eqds(const uct_uccl_cc_config_t *config,
     p->spec_bytes = config->eqds.spec;
     p->credit_cap = config->eqds.credit_cap;
     p->demand_cap = config->eqds.demand_cap;
+    p->alone_bytes = config->eqds.alone;
 }
 
 int uct_uccl_cc_config_rx_driven(const uct_uccl_cc_config_t *config)

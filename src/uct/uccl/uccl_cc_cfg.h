@@ -52,6 +52,7 @@ typedef struct uct_uccl_cc_config {
         size_t   spec;        /* bytes; 0: one BDP */
         size_t   credit_cap;
         size_t   demand_cap;
+        size_t   alone;       /* bytes; 0: 2m */
         size_t   quantum;     /* bytes; 0: one chunk */
         size_t   burst;       /* bytes; 0: two quanta */
         size_t   inflight;    /* bytes granted, not arrived; 0: two quanta */

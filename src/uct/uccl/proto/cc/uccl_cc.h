@@ -68,6 +68,8 @@ typedef struct uct_uccl_cc_eqds_params {
                               * one chunk */
     uint64_t credit_cap;     /* most credit a sender holds at once */
     uint64_t demand_cap;     /* most a sender asks for ahead of sending */
+    uint64_t alone_bytes;    /* speculative credit of a drained sender
+                              * whose receiver serves no one else */
 } uct_uccl_cc_eqds_params_t;
 
 typedef struct uct_uccl_cc_params {

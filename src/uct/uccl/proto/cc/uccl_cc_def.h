@@ -54,6 +54,10 @@
  * messages go at once, a chunk waits for its grant (the receiver pulls:
  * a burst it did not schedule lands on top of the grants it counts) */
 #define UCT_UCCL_CC_EQDS_RESPEC_BYTES    (8ull << 10)
+/* ... and while its receiver's pacer serves no other sender: a window,
+ * fixed's, so that the next messages wait for no grant from a receiver
+ * whose CPU may be elsewhere (bounded by the credit cap) */
+#define UCT_UCCL_CC_EQDS_ALONE_BYTES     (2ull << 20)
 /* the pacer, per receiving iface */
 #define UCT_UCCL_CC_EQDS_QUANTUM         65536u   /* bytes per grant: a chunk */
 #define UCT_UCCL_CC_EQDS_MAX_BURST       (2u * UCT_UCCL_CC_EQDS_QUANTUM)

@@ -16,11 +16,14 @@
  * credit back: as a new flow would until the peer grants, and once it
  * does at most RESPEC_BYTES (small messages go at once; a chunk waits
  * for its grant, since unscheduled bursts of several senders on top of
- * the grants the receiver counts overflow its port), or the whole
- * speculative credit while the peer's latest grant said that no other
- * sender waits for its grants (a lone flow's next burst does not wait a
- * round trip for its grant; a stale hint costs one burst unscheduled,
- * as a new flow's). Credit beyond credit_cap
+ * the grants the receiver counts overflow its port), or a window (alone,
+ * at least the speculative credit) while the peer's latest grant said
+ * that no other sender waits for its grants: a lone flow's next messages
+ * wait for no grant, so a receiver whose CPU is elsewhere (descheduled)
+ * holds them up no more than a window's ACKs would. A grant that says
+ * others wait takes back what is left of it beyond the speculative
+ * credit, so a stale hint costs at most what went before that grant
+ * came. Credit beyond credit_cap
  * is dropped; what it dropped of the grants the sender asked for (its
  * bytes still wait) is asked for again, on top of the want. Until the
  * first grant shows that the peer is receiver-driven,
@@ -65,6 +68,8 @@ typedef struct uct_uccl_cc_eqds {
     uint64_t spec;          /* speculative credit of a burst */
     uint64_t cap;           /* most credit held */
     uint64_t demand_cap;    /* most asked for beyond what was sent */
+    uint64_t alone;         /* speculative credit of a drained sender
+                             * whose receiver serves no one else */
     uint64_t spec_total;    /* speculative credit issued */
     uint64_t spec_avail;    /* of it, not spent */
     uint64_t spec_sent;     /* of it, spent */
@@ -157,6 +162,10 @@ static ucs_status_t uct_uccl_cc_eqds_init(uct_uccl_cc_t *cc,
     }
     e->demand_cap = uct_uccl_cc_def_u64(p->demand_cap,
                                         UCT_UCCL_CC_EQDS_DEMAND_CAP);
+    e->alone      = uct_uccl_cc_def_u64(p->alone_bytes,
+                                        UCT_UCCL_CC_EQDS_ALONE_BYTES);
+    e->alone      = (e->alone > e->cap) ? e->cap :
+                    (e->alone < e->spec) ? e->spec : e->alone;
     e->byte_ns    = 8e9 / (double)uct_uccl_cc_def_u64(params->link_bps,
                                                       UCT_UCCL_CC_DEF_LINK_BPS);
     /* requests and grants are 32-bit serial numbers */
@@ -238,12 +247,11 @@ static void uct_uccl_cc_eqds_on_gone(uct_uccl_cc_t *cc, uint32_t bytes,
 static void uct_uccl_cc_eqds_respec(uct_uccl_cc_t *cc, uct_uccl_cc_eqds_t *e)
 {
     /* once the peer grants, only small messages go unscheduled, unless
-     * no other sender waits for its grants */
-    int64_t top = (int64_t)((e->peer_grants &&
-                             !(cc->flags & UCT_UCCL_CC_F_IDLE)) ?
+     * no other sender waits for its grants: then a window (alone) */
+    int64_t top = (int64_t)(!e->peer_grants ? e->spec :
+                            (cc->flags & UCT_UCCL_CC_F_IDLE) ? e->alone :
                             uct_uccl_cc_min_u64(e->spec,
-                                                UCT_UCCL_CC_EQDS_RESPEC_BYTES) :
-                            e->spec);
+                                                UCT_UCCL_CC_EQDS_RESPEC_BYTES));
     int64_t raw = uct_uccl_cc_eqds_raw(e);
 
     if ((cc->inflight_bytes == 0) && (e->sent_total >= e->backlog_end) &&
@@ -273,6 +281,12 @@ static void uct_uccl_cc_eqds_on_credit(uct_uccl_cc_t *cc, uint32_t granted,
 
     cc->flags = idle ? (cc->flags | UCT_UCCL_CC_F_IDLE) :
                        (cc->flags & ~UCT_UCCL_CC_F_IDLE);
+    if (!idle && (e->spec_avail > e->spec)) {
+        /* other senders wait: what is left of a lone sender's window is
+         * not sent unscheduled on top of their grants (it is asked for) */
+        e->spec_total -= e->spec_avail - e->spec;
+        e->spec_avail  = e->spec;
+    }
     if (!e->peer_grants) {
         e->peer_grants = 1;
         cc->flags     |= UCT_UCCL_CC_F_STRICT;
@@ -367,9 +381,8 @@ static uint64_t uct_uccl_cc_eqds_tx_release(uct_uccl_cc_t *cc,
     return left;
 }
 
-/* the drain that the ACK of what is in flight brings gives back the
- * whole speculative credit (uct_uccl_cc_eqds_respec), enough for the
- * backlog */
+/* the drain that the ACK of what is in flight brings gives back a lone
+ * sender's window (uct_uccl_cc_eqds_respec), enough for the backlog */
 static int uct_uccl_cc_eqds_tx_refills(const uct_uccl_cc_t *cc,
                                        uint64_t backlog_bytes)
 {
@@ -377,7 +390,7 @@ static int uct_uccl_cc_eqds_tx_refills(const uct_uccl_cc_t *cc,
 
     return e->peer_grants && (cc->flags & UCT_UCCL_CC_F_IDLE) &&
            (cc->inflight_bytes > 0) &&
-           (backlog_bytes <= e->spec) && (e->sent_total >= e->backlog_end);
+           (backlog_bytes <= e->alone) && (e->sent_total >= e->backlog_end);
 }
 
 /* the peer's demand from its want, to the pacer when there is one */
