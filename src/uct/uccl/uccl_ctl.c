@@ -34,7 +34,7 @@ static void uct_uccl_conn_pkt_init(uct_uccl_iface_t *iface,
     pkt->rx_buf_size = iface->config.rx_buf_size;
     pkt->sack_bits   = iface->config.rx_window;
     memcpy(pkt->gid, iface->port->gid.raw, sizeof(pkt->gid));
-    for (i = 0; i < UCT_UCCL_WIRE_CTL_ALT; ++i) {
+    for (i = 0; i < iface->ctl.nalt; ++i) {
         pkt->ctl_alt_qpn[i] = iface->ctl.alt[i]->qp_num;
     }
 }

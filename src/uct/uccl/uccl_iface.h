@@ -162,6 +162,7 @@ struct uct_uccl_iface {
                                             recv_cq, with the data QPs */
         struct ibv_qp       *qp;         /* the one the address names */
         struct ibv_qp       *alt[UCT_UCCL_WIRE_CTL_ALT]; /* send only */
+        unsigned            nalt;        /* of alt[], made */
         unsigned            next;        /* of qp and alt[], the next to
                                             carry a conn's records */
         uint32_t            qpn;
@@ -349,7 +350,7 @@ uct_uccl_iface_ctl_qp(uct_uccl_iface_t *iface, int spread)
         return iface->ctl.qp;
     }
     i               = iface->ctl.next;
-    iface->ctl.next = (i == UCT_UCCL_WIRE_CTL_ALT) ? 0 : i + 1;
+    iface->ctl.next = (i >= iface->ctl.nalt) ? 0 : i + 1;
     return (i == 0) ? iface->ctl.qp : iface->ctl.alt[i - 1];
 }
 void uct_uccl_iface_chunk_put(uct_uccl_chunk_t *chunk);

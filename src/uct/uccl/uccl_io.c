@@ -362,7 +362,8 @@ void uct_uccl_iface_disconnect_all(uct_uccl_iface_t *iface)
 }
 
 /* A UD control QP, brought up to RTS; `max_recv` 0: it only sends (its
- * receive queue holds a WR that is never posted) */
+ * receive queue holds a WR that is never posted). Its QP is the caller's
+ * to take from the budget. */
 static struct ibv_qp *uct_uccl_ctl_qp_create(uct_uccl_iface_t *iface,
                                              unsigned max_recv)
 {
@@ -385,14 +386,10 @@ static struct ibv_qp *uct_uccl_ctl_qp_create(uct_uccl_iface_t *iface,
     };
     struct ibv_qp *qp;
 
-    if (uct_uccl_budget_take(iface->md->budget, 1) == 0) {
-        ucs_error("uccl: %s: no QP left for a control QP", iface->md->name);
-        return NULL;
-    }
     qp = ibv_create_qp(iface->md->pd, &qp_init);
     if (qp == NULL) {
         ucs_error("uccl: cannot create a UD control QP: %m");
-        goto err_budget;
+        return NULL;
     }
     if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
                       IBV_QP_PORT | IBV_QP_QKEY)) {
@@ -412,23 +409,47 @@ static struct ibv_qp *uct_uccl_ctl_qp_create(uct_uccl_iface_t *iface,
 err_modify:
     ucs_error("uccl: cannot bring up a control QP: %m");
     ibv_destroy_qp(qp);
-err_budget:
-    uct_uccl_budget_give(iface->md->budget, 1);
     return NULL;
 }
 
-static void uct_uccl_ctl_qp_destroy(uct_uccl_iface_t *iface,
-                                    struct ibv_qp *qp)
+/* The other control QPs, while QPs are plentiful (the budget's share
+ * rule grants them all: the conns' paths need QPs that run short more)
+ * and as many as the device makes; none is no error */
+static void uct_uccl_ctl_alt_create(uct_uccl_iface_t *iface)
 {
-    ibv_destroy_qp(qp);
-    uct_uccl_budget_give(iface->md->budget, 1);
+    unsigned want = uct_uccl_budget_take(iface->md->budget,
+                                         UCT_UCCL_WIRE_CTL_ALT);
+
+    iface->ctl.nalt = 0;
+    if (want < UCT_UCCL_WIRE_CTL_ALT) {
+        uct_uccl_budget_give(iface->md->budget, want);
+        return;
+    }
+    for (; iface->ctl.nalt < want; ++iface->ctl.nalt) {
+        iface->ctl.alt[iface->ctl.nalt] = uct_uccl_ctl_qp_create(iface, 0);
+        if (iface->ctl.alt[iface->ctl.nalt] == NULL) {
+            break;
+        }
+    }
+    uct_uccl_budget_give(iface->md->budget, want - iface->ctl.nalt);
+}
+
+static void uct_uccl_ctl_alt_destroy(uct_uccl_iface_t *iface)
+{
+    unsigned i;
+
+    for (i = 0; i < iface->ctl.nalt; ++i) {
+        ibv_destroy_qp(iface->ctl.alt[i]);
+    }
+    uct_uccl_budget_give(iface->md->budget, iface->ctl.nalt);
+    iface->ctl.nalt = 0;
 }
 
 ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
 {
     unsigned idx[UCT_UCCL_CTL_RX_DEPTH];
-    unsigned i, nalt;
     size_t size;
+    unsigned i;
 
     size = (size_t)(UCT_UCCL_CTL_RX_DEPTH + UCT_UCCL_CTL_TX_DEPTH) *
            UCT_UCCL_CTL_BUF_SIZE;
@@ -452,18 +473,17 @@ ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
         goto err_dereg;
     }
 
-    iface->ctl.qp = uct_uccl_ctl_qp_create(iface, UCT_UCCL_CTL_RX_DEPTH);
-    if (iface->ctl.qp == NULL) {
+    if (uct_uccl_budget_take(iface->md->budget, 1) == 0) {
+        ucs_error("uccl: %s: no QP left for a control QP", iface->md->name);
         goto err_cq;
     }
-    iface->ctl.qpn = iface->ctl.qp->qp_num;
-    for (nalt = 0; nalt < UCT_UCCL_WIRE_CTL_ALT; ++nalt) {
-        iface->ctl.alt[nalt] = uct_uccl_ctl_qp_create(iface, 0);
-        if (iface->ctl.alt[nalt] == NULL) {
-            goto err_qps;
-        }
+    iface->ctl.qp = uct_uccl_ctl_qp_create(iface, UCT_UCCL_CTL_RX_DEPTH);
+    if (iface->ctl.qp == NULL) {
+        goto err_budget;
     }
+    iface->ctl.qpn  = iface->ctl.qp->qp_num;
     iface->ctl.next = 0;
+    uct_uccl_ctl_alt_create(iface);
 
     for (i = 0; i < UCT_UCCL_CTL_TX_DEPTH; ++i) {
         iface->ctl.tx_free[i] = i;
@@ -476,11 +496,8 @@ ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
     uct_uccl_ctl_post_recv(iface, idx, UCT_UCCL_CTL_RX_DEPTH);
     return UCS_OK;
 
-err_qps:
-    while (nalt-- > 0) {
-        uct_uccl_ctl_qp_destroy(iface, iface->ctl.alt[nalt]);
-    }
-    uct_uccl_ctl_qp_destroy(iface, iface->ctl.qp);
+err_budget:
+    uct_uccl_budget_give(iface->md->budget, 1);
 err_cq:
     ibv_destroy_cq(iface->ctl.cq);
 err_dereg:
@@ -492,12 +509,9 @@ err_free:
 
 void uct_uccl_iface_ctl_cleanup(uct_uccl_iface_t *iface)
 {
-    unsigned i;
-
-    for (i = 0; i < UCT_UCCL_WIRE_CTL_ALT; ++i) {
-        uct_uccl_ctl_qp_destroy(iface, iface->ctl.alt[i]);
-    }
-    uct_uccl_ctl_qp_destroy(iface, iface->ctl.qp);
+    uct_uccl_ctl_alt_destroy(iface);
+    ibv_destroy_qp(iface->ctl.qp);
+    uct_uccl_budget_give(iface->md->budget, 1);
     ibv_destroy_cq(iface->ctl.cq);
     ibv_dereg_mr(iface->ctl.mr);
     ucs_free(iface->ctl.bufs);

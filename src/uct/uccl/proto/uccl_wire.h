@@ -297,7 +297,8 @@ typedef struct UCS_S_PACKED uct_uccl_conn_pkt {
     uint32_t psn;          /* initial PSN of the sender's data QPs */
     uint8_t  gid[16];      /* sender port GID */
     uint32_t ctl_alt_qpn[UCT_UCCL_WIRE_CTL_ALT]; /* the sender's other UD
-                                                    control QPNs (24-bit) */
+                                                    control QPNs (24-bit;
+                                                    0: none) */
     uint32_t qpn[];        /* num_paths data QPNs (24-bit each) */
 } uct_uccl_conn_pkt_t;
 
