@@ -284,9 +284,9 @@ static void uct_uccl_cc_cfg_timely(const uct_uccl_cc_config_t *config,
 static void uct_uccl_cc_cfg_eqds(const uct_uccl_cc_config_t *config,
                                  uct_uccl_cc_eqds_params_t *p)
 {
-    p->spec_bytes = config->eqds.spec;
-    p->credit_cap = config->eqds.credit_cap;
-    p->demand_cap = config->eqds.demand_cap;
+    p->spec_bytes  = config->eqds.spec;
+    p->credit_cap  = config->eqds.credit_cap;
+    p->demand_cap  = config->eqds.demand_cap;
     p->alone_bytes = config->eqds.alone;
 }
 

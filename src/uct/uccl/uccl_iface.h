@@ -353,6 +353,7 @@ uct_uccl_iface_ctl_qp(uct_uccl_iface_t *iface, int spread)
     iface->ctl.next = (i >= iface->ctl.nalt) ? 0 : i + 1;
     return (i == 0) ? iface->ctl.qp : iface->ctl.alt[i - 1];
 }
+
 void uct_uccl_iface_chunk_put(uct_uccl_chunk_t *chunk);
 void uct_uccl_iface_close(uct_iface_h tl_iface);
 ucs_status_t uct_uccl_iface_flush(uct_iface_h tl_iface, unsigned flags,
