@@ -363,9 +363,11 @@ void uct_uccl_iface_disconnect_all(uct_uccl_iface_t *iface)
 
 /* A UD control QP, brought up to RTS; `max_recv` 0: it only sends (its
  * receive queue holds a WR that is never posted). Its QP is the caller's
- * to take from the budget. */
+ * to take from the budget. A failure is logged at `level`: an optional
+ * QP the device refuses is no error. */
 static struct ibv_qp *uct_uccl_ctl_qp_create(uct_uccl_iface_t *iface,
-                                             unsigned max_recv)
+                                             unsigned max_recv,
+                                             ucs_log_level_t level)
 {
     struct ibv_qp_init_attr qp_init = {
         .send_cq = iface->ctl.cq,
@@ -388,7 +390,7 @@ static struct ibv_qp *uct_uccl_ctl_qp_create(uct_uccl_iface_t *iface,
 
     qp = ibv_create_qp(iface->md->pd, &qp_init);
     if (qp == NULL) {
-        ucs_error("uccl: cannot create a UD control QP: %m");
+        ucs_log(level, "uccl: cannot create a UD control QP: %m");
         return NULL;
     }
     if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
@@ -407,7 +409,7 @@ static struct ibv_qp *uct_uccl_ctl_qp_create(uct_uccl_iface_t *iface,
     return qp;
 
 err_modify:
-    ucs_error("uccl: cannot bring up a control QP: %m");
+    ucs_log(level, "uccl: cannot bring up a control QP: %m");
     ibv_destroy_qp(qp);
     return NULL;
 }
@@ -426,7 +428,8 @@ static void uct_uccl_ctl_alt_create(uct_uccl_iface_t *iface)
         return;
     }
     for (; iface->ctl.nalt < want; ++iface->ctl.nalt) {
-        iface->ctl.alt[iface->ctl.nalt] = uct_uccl_ctl_qp_create(iface, 0);
+        iface->ctl.alt[iface->ctl.nalt] =
+                uct_uccl_ctl_qp_create(iface, 0, UCS_LOG_LEVEL_DIAG);
         if (iface->ctl.alt[iface->ctl.nalt] == NULL) {
             break;
         }
@@ -477,7 +480,8 @@ ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
         ucs_error("uccl: %s: no QP left for a control QP", iface->md->name);
         goto err_cq;
     }
-    iface->ctl.qp = uct_uccl_ctl_qp_create(iface, UCT_UCCL_CTL_RX_DEPTH);
+    iface->ctl.qp = uct_uccl_ctl_qp_create(iface, UCT_UCCL_CTL_RX_DEPTH,
+                                           UCS_LOG_LEVEL_ERROR);
     if (iface->ctl.qp == NULL) {
         goto err_budget;
     }
