@@ -27,6 +27,10 @@
  *                flushes what completed before
  *   destroy      an ep destroyed with zero-copy operations outstanding
  *                completes each of them before uct_ep_destroy returns
+ *   get_freed    (run with loss) GET bcopy replies whose ACKs were lost
+ *                are resent without reading their source, which its owner
+ *                made unreadable once the GET completed: every GET's data
+ *                arrives and the ep does not fail
  *   many_eps     2048 eps between two ifaces and 2048 from an iface to
  *                itself: all connect and deliver
  *   idle_eps     with MANY_EPS connected eps gone idle (and as many passive
@@ -187,6 +191,7 @@ static const struct {
     {"peer_close",     test_peer_close,     NULL},
     {"destroy",        test_destroy,        NULL},
     {"flush_deferred", test_flush_deferred, NULL},
+    {"get_freed",      test_get_freed,      NULL},
     {"many_eps",       test_many_eps,       NULL},
     {"idle_eps",       test_idle_eps,       NULL},
     {"rx_bound",       test_rx_bound,       NULL},

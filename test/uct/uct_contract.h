@@ -22,6 +22,7 @@
 #define RX_EPS       32
 #define RX_AMS       400      /* per ep */
 #define NPEERS_QPS   "1000"   /* 32 paths each would take 4096 */
+#define GET_FREED_GETS 400
 
 /* what the handlers saw */
 typedef struct {
@@ -69,6 +70,7 @@ void test_async_am(void);
 void test_peer_close(void);
 void test_destroy(void);
 void test_flush_deferred(void);
+void test_get_freed(void);
 void test_many_eps(void);
 void test_idle_eps(void);
 void test_rx_bound(void);

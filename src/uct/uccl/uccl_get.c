@@ -8,11 +8,16 @@
  * acknowledged; a GET bcopy with one GET_DATA SEND. The requester completes
  * on GET_DONE or GET_DATA.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* process_vm_readv */
+#endif
 #include "uccl_tx.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/datastruct/mpool.inl>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 
 ucs_status_t uct_uccl_get_done_send(uct_uccl_conn_t *conn, uint64_t op_id,
@@ -89,20 +94,24 @@ void uct_uccl_get_data_hdr(uct_uccl_chunk_t *chunk, uint64_t op_id,
 
 /* GET bcopy: the data in one SEND, straight from the registered source,
  * into the requester's receive buffer (which it must fit); or, with an
- * error status, no data */
+ * error status, no data. A reply that fits our segment takes a chunk with
+ * one, for a resend's copy (uct_uccl_get_data_resend). */
 static ucs_status_t uct_uccl_get_serve_send(uct_uccl_conn_t *conn,
                                             const uct_uccl_get_req_t *req,
                                             uint32_t lkey, ucs_status_t status)
 {
-    uct_uccl_chunk_t *chunk = uct_uccl_chunk_get_hdr(conn->iface);
+    uct_uccl_iface_t *iface = conn->iface;
+    uct_uccl_chunk_t *chunk;
 
+    chunk = ((status == UCS_OK) && (req->length <= iface->config.seg_size)) ?
+            uct_uccl_chunk_get(iface) : uct_uccl_chunk_get_hdr(iface);
     if (chunk == NULL) {
         return UCS_ERR_NO_MEMORY;  /* unanswered: the peer asks again */
     }
     if ((status == UCS_OK) &&
         (req->length > conn->remote_rx_buf_size -
                        sizeof(uct_uccl_get_data_t))) {
-        ++conn->iface->stats.bad_data;
+        ++iface->stats.bad_data;
         status = UCS_ERR_MESSAGE_TRUNCATED;
     }
     chunk->kind         = UCT_UCCL_KIND_GET_DATA;
@@ -114,8 +123,42 @@ static ucs_status_t uct_uccl_get_serve_send(uct_uccl_conn_t *conn,
     chunk->src_rkey     = req->rkey;
     uct_uccl_get_data_hdr(chunk, req->op_id, status, req->length);
     uct_uccl_tx_enqueue(conn, chunk);
-    uct_uccl_iface_sched_add(conn->iface, conn);
+    uct_uccl_iface_sched_add(iface, conn);
     return UCS_OK;
+}
+
+/* Read our own registered memory as the NIC would: a region its owner
+ * unmapped while it was still registered is an error, not a crash */
+static int uct_uccl_get_copy_source(void *dst, uint64_t addr, size_t length)
+{
+    struct iovec local  = { .iov_base = dst, .iov_len = length };
+    struct iovec remote = { .iov_base = (void*)addr, .iov_len = length };
+
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) ==
+           (ssize_t)length;
+}
+
+void uct_uccl_get_data_resend(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
+{
+    uct_uccl_iface_t *iface = conn->iface;
+
+    if ((chunk->length == 0) || (chunk->laddr == (uintptr_t)chunk->data)) {
+        return; /* an error, or a copy already */
+    }
+    if (uct_uccl_md_rkey_check(iface->md, chunk->src_rkey, chunk->laddr,
+                               chunk->length, NULL)) {
+        if (chunk->length > iface->config.seg_size) {
+            return; /* no segment to copy into: from the source again */
+        }
+        if (uct_uccl_get_copy_source(chunk->data, chunk->laddr,
+                                     chunk->length)) {
+            chunk->laddr        = (uintptr_t)chunk->data;
+            chunk->payload_lkey = chunk->lkey;
+            return;
+        }
+    }
+    uct_uccl_get_data_hdr(chunk, chunk->hdr.get_data.op_id,
+                          UCS_ERR_INVALID_ADDR, 0);
 }
 
 ucs_status_t uct_uccl_get_serve(uct_uccl_conn_t *conn,

@@ -153,13 +153,8 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
             uct_uccl_chunk_build_retx(chunk, obsolete);
         }
     } else {
-        if ((chunk->kind == UCT_UCCL_KIND_GET_DATA) && (chunk->length > 0) &&
-            !uct_uccl_md_rkey_check(conn->iface->md, chunk->src_rkey,
-                                    chunk->laddr, chunk->length, NULL)) {
-            /* its source was deregistered while the reply was in flight:
-             * the requester hears of an error, and nothing is read */
-            uct_uccl_get_data_hdr(chunk, chunk->hdr.get_data.op_id,
-                                  UCS_ERR_INVALID_ADDR, 0);
+        if (chunk->kind == UCT_UCCL_KIND_GET_DATA) {
+            uct_uccl_get_data_resend(conn, chunk);
         }
         uct_uccl_chunk_build_wr(conn, chunk);
     }

@@ -426,6 +426,12 @@ ucs_status_t uct_uccl_get_done_send(uct_uccl_conn_t *conn, uint64_t op_id,
                                     ucs_status_t status, uint64_t length);
 void uct_uccl_get_data_hdr(uct_uccl_chunk_t *chunk, uint64_t op_id,
                            ucs_status_t status, uint32_t length);
+/* A GET_DATA reply goes again. Its requester completes on the first copy
+ * that arrives, and the source's owner may free it then: the resend
+ * carries a copy taken now into the reply's own segment, never the source
+ * a later WR would read, or an error where the source is no longer
+ * registered or readable (a requester that completed drops it) */
+void uct_uccl_get_data_resend(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk);
 void uct_uccl_get_handle_done(uct_uccl_conn_t *conn, uint64_t op_id,
                               ucs_status_t status);
 void uct_uccl_get_handle_data(uct_uccl_conn_t *conn,
