@@ -1441,7 +1441,48 @@ static void test_pacer_misc(void)
     pp.rate_frac = 1.5;
     UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now),
           UCS_ERR_INVALID_PARAM);
+    pp.rate_frac = 0;
+    pp.link_bps  = UCT_UCCL_CC_EQDS_MIN_RATE_BPS;
+    UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, now),
+          UCS_ERR_INVALID_PARAM); /* 0.95 of it is below the least rate */
     printf("  pacer: burst after idle, charges, bounds, bad params\n");
+}
+
+/* The time of bytes charged a quantum at a time is never shorter than at
+ * the exact rate, and longer by under a ns for all of them: the pacer
+ * keeps the fraction of a ns between grants */
+static void test_pacer_exact(void)
+{
+    static const uint64_t rates[] = { 1000000000ull, 9500000000ull,
+                                      100000000000ull, 3333333333ull,
+                                      400000000000ull, 25000000000ull };
+    uct_uccl_cc_eqds_pacer_params_t pp = {.rate_frac = 1};
+    uct_uccl_cc_eqds_pacer_t pacer;
+    unsigned __int128 exact;
+    uint64_t t0, bytes, took;
+    unsigned i, n;
+
+    for (i = 0; i < sizeof(rates) / sizeof(rates[0]); ++i) {
+        pp.link_bps = rates[i];
+        UT_EQ(uct_uccl_cc_eqds_pacer_init(&pacer, &pp, CC_T0), UCS_OK);
+        t0    = pacer.t_next;
+        bytes = 0;
+        for (n = 0; n < 100000; ++n) {
+            uct_uccl_cc_eqds_pacer_charge(&pacer, 65536 - n % 7, CC_T0);
+            bytes += 65536 - n % 7;
+            if (pacer.t_next >=
+                CC_T0 + UCT_UCCL_CC_EQDS_MAX_CHARGE_NS / 2) {
+                break; /* before the charge's bound cuts it */
+            }
+        }
+        took  = pacer.t_next - t0;
+        exact = (unsigned __int128)bytes * 8000000000ull / rates[i];
+        UT_TRUE(took >= (uint64_t)exact);
+        UT_TRUE(took <= (uint64_t)exact + 1);
+        uct_uccl_cc_eqds_pacer_cleanup(&pacer);
+    }
+    printf("  pacer: charges of ~64 KiB at six rates take their exact time "
+           "to within 1 ns, never less\n");
 }
 
 /* --- N senders into one receiving link, simulated ---
@@ -1806,6 +1847,7 @@ int main(int argc, char **argv)
     test_pacer_link_share();
     test_pacer_fair();
     test_pacer_misc();
+    test_pacer_exact();
     test_pull_pacer();
     test_pull_sender();
     test_pull_stale();

@@ -66,6 +66,10 @@
  * receiving port's queue drains */
 #define UCT_UCCL_CC_EQDS_RATE_FRAC       0.95
 #define UCT_UCCL_CC_EQDS_MAX_QUANTUM     (1u << 20)
+/* the pacer's time per byte is kept in 2^-NS_FRAC_BITS ns; a grant rate
+ * below MIN_RATE_BPS is refused (its time per byte would not fit) */
+#define UCT_UCCL_CC_EQDS_NS_FRAC_BITS    32
+#define UCT_UCCL_CC_EQDS_MIN_RATE_BPS    1000ull
 /* granted and not arrived, in quanta: two chunks, one arriving while the
  * next is on its way, which a port buffer of two chunks absorbs */
 #define UCT_UCCL_CC_EQDS_MAX_OUT_QUANTA  2u

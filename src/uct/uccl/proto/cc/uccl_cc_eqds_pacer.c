@@ -7,16 +7,18 @@
 #include <string.h>
 
 
-/* t_next += the time `bytes` take at the grant rate, exactly: whole ns in
- * t_next, the remainder in t_rem (units of 1 / rate_bps ns) */
+/* t_next += the time `bytes` take at the grant rate: whole ns in t_next,
+ * the fraction in t_rem (2^-32 ns). The time per byte is rounded up, so
+ * the pacer never runs faster than its rate, and by at most 2^-32 ns a
+ * byte slower; a multiply where a division would run per grant. */
 static void uct_uccl_cc_eqds_pacer_advance(uct_uccl_cc_eqds_pacer_t *pacer,
                                            uint64_t bytes)
 {
-    unsigned __int128 num = (unsigned __int128)bytes * 8000000000ull +
-                            pacer->t_rem;
+    unsigned __int128 t = (unsigned __int128)bytes * pacer->byte_ns_q32 +
+                          pacer->t_rem;
 
-    pacer->t_next += (uint64_t)(num / pacer->rate_bps);
-    pacer->t_rem   = (uint64_t)(num % pacer->rate_bps);
+    pacer->t_next += (uint64_t)(t >> UCT_UCCL_CC_EQDS_NS_FRAC_BITS);
+    pacer->t_rem   = (uint32_t)t;
 }
 
 /* Budget missed while idle or late is kept up to one burst only */
@@ -51,9 +53,12 @@ uct_uccl_cc_eqds_pacer_init(uct_uccl_cc_eqds_pacer_t *pacer,
     }
 
     pacer->rate_bps = (uint64_t)(link * frac);
-    if (pacer->rate_bps == 0) {
+    if (pacer->rate_bps < UCT_UCCL_CC_EQDS_MIN_RATE_BPS) {
         return UCS_ERR_INVALID_PARAM;
     }
+    pacer->byte_ns_q32 = (uint64_t)
+        ((((unsigned __int128)8000000000ull << UCT_UCCL_CC_EQDS_NS_FRAC_BITS) +
+          pacer->rate_bps - 1) / pacer->rate_bps);
     pacer->max_out = (params->max_out != 0) ? params->max_out :
                      UCT_UCCL_CC_EQDS_MAX_OUT_QUANTA * pacer->quantum;
     if (pacer->max_out < pacer->quantum) {

@@ -78,13 +78,15 @@ typedef struct uct_uccl_cc_eqds_pacer_params {
 
 struct uct_uccl_cc_eqds_pacer {
     uint64_t                  rate_bps;   /* grant rate */
+    uint64_t                  byte_ns_q32; /* ns a byte takes at it,
+                                              2^-32 ns units, rounded up */
     uint32_t                  quantum;
     uint64_t                  burst_ns;   /* time of max_burst at rate */
     uct_uccl_cc_eqds_sender_t *cursor;    /* next to serve; NULL: idle */
     unsigned                  num_senders;
     unsigned                  num_active;
     uint64_t                  t_next;     /* no grant before (ns) */
-    uint64_t                  t_rem;      /* and this / rate_bps ns */
+    uint64_t                  t_rem;      /* and this x 2^-32 ns */
     uint64_t                  tick;
     uint64_t                  max_out;    /* bound of out */
     uint64_t                  out;        /* sum of the senders' out */
