@@ -841,10 +841,12 @@ static void test_lag_scores(void)
         deep_ewma = lag_run(ut_seed + i, 0, &slow_ewma, &end_ewma);
         rate      = (double)LQ_CHUNKS / end;
         /* no chunk chosen after the warm-up (the first ones are chosen
-         * before any sample) joins the slow queue behind more than 3,
-         * where the plain EWMA piles most of the window onto it; the slow
-         * queue carries part of the load, and the others are kept busy */
-        if (deep > 4) {
+         * before any sample) joins the slow queue behind more than 2
+         * (3 of its service times: what a NIC's ACK timeout there would
+         * let through), where the plain EWMA piles most of the window
+         * onto it; the slow queue carries part of the load, and the
+         * others are kept busy */
+        if (deep > 3) {
             UT_FAIL("seed %" PRIu64 ": slow queue %u chunks deep",
                     ut_seed + i, deep);
         }

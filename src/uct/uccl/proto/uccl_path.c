@@ -74,6 +74,7 @@ ucs_status_t uct_uccl_paths_init(uct_uccl_paths_t *ps,
     ps->reordering      = 0;
     ps->lag_scores      = !!params->lag_scores;
     ps->rtt_mean_ns     = 0;
+    ps->trial_out       = 0;
     ps->last            = uct_uccl_paths_rand(ps) % ps->num;
     return UCS_OK;
 }
@@ -194,7 +195,10 @@ static uint64_t uct_uccl_path_score_lag(const uct_uccl_paths_t *ps,
     uint64_t base = p->rtt_ns;
     uint64_t lag  = 0;
 
-    if (!p->measured && (ps->rtt_mean_ns != 0)) {
+    if (!p->measured && ps->trial_out) {
+        /* one trial at a time: taken only over a path scoring worse */
+        base = UCT_UCCL_PATH_LAG_REDRAW * ps->rtt_mean_ns + 1;
+    } else if (!p->measured && (ps->rtt_mean_ns != 0)) {
         base = ps->rtt_mean_ns;
     }
     if ((p->unacked > 0) && (now > p->wait_since)) {
@@ -208,6 +212,19 @@ static uint64_t uct_uccl_path_score_full(const uct_uccl_paths_t *ps,
 {
     return ps->lag_scores ? uct_uccl_path_score_lag(ps, &ps->path[p], now) :
                             uct_uccl_path_score(ps, &ps->path[p], now);
+}
+
+/* lag_scores: does a path not yet measured have transmissions out? */
+static int uct_uccl_paths_trial_out(const uct_uccl_paths_t *ps)
+{
+    unsigned p;
+
+    for (p = 0; p < ps->num; ++p) {
+        if (!ps->path[p].measured && (ps->path[p].unacked > 0)) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* the lower scoring of a and b (a when equal) */
@@ -363,10 +380,15 @@ unsigned uct_uccl_paths_select_full(uct_uccl_paths_t *ps, uint64_t length,
         goto out;
     }
 
+    if (ps->lag_scores) {
+        ps->trial_out = uct_uccl_paths_trial_out(ps);
+    }
     a = uct_uccl_paths_rand_usable(ps, ps->num);
     if (ps->explore_mask &&
         !(uct_uccl_paths_rand(ps) & ps->explore_mask) &&
-        (!ps->lag_scores || (ps->path[a].unacked == 0))) {
+        (!ps->lag_scores ||
+         ((ps->path[a].unacked == 0) &&
+          (ps->path[a].measured || !ps->trial_out)))) {
         ps->last = a;
         goto out;
     }

@@ -41,20 +41,26 @@
  * one path usable.
  *
  * Completion scores (lag_scores; RC, where the NIC's ACKs are unseen and
- * a WR's completion time is the only sample): a path's time rises at once
- * to a sample above it and falls back by the EWMA; a path not yet
- * measured scores as the mean of the conn's samples (an initial time
- * below every measured one would draw chunks to it until its first ones
- * complete, however slow it is); and while a path has transmissions
- * outstanding it scores at least the time since its last completion (or
- * since it got its first one), which grows while its queue holds WRs
- * back, where a sample comes only once it is drained. Exploration then
- * takes only an idle path: a busy one is measured by what it carries.
- * The better of two scoring above twice the mean meets the better of two
- * more: several QPs share a slow core path, and pairs of them alone would
- * send it more than it carries. This keeps bulk work off a path whose
- * queue grows, before its completions tell, and its queue below the NIC's
- * ACK timeout, which would resend what merely waits there.
+ * a WR's completion time is the only sample), to keep bulk work off a
+ * path whose queue grows before its completions tell, and its queue below
+ * the NIC's ACK timeout (which resends what merely waits there):
+ *  - a path's time rises at once to a sample above it and falls back by
+ *    the EWMA;
+ *  - while a path has transmissions outstanding it scores at least the
+ *    time since its last completion (or since it got its first one),
+ *    which grows while its queue holds them back;
+ *  - a path not yet measured (or given a new route) is tried one at a
+ *    time: it scores as the mean of the conn's samples while no other
+ *    such path has transmissions out, and while one has just above the
+ *    bound below (taken only over a path scoring worse). An initial time
+ *    below every measured one drew a chunk to each at once, however
+ *    slow: several QPs of a conn, and of several conns, share a slow
+ *    core path;
+ *  - exploration takes only an idle path (a busy one is measured by what
+ *    it carries), and not one on trial's terms while another is;
+ *  - the better of two scoring above twice the mean meets the better of
+ *    two more: pairs of QPs on one slow core path alone would send it
+ *    more than it carries.
  *
  * Burst length: the caller sends up to a burst of chunks on one chosen
  * path (one chain, one doorbell). While the paths queue unevenly, every
@@ -166,6 +172,9 @@ typedef struct uct_uccl_paths {
     uint8_t         lag_scores;    /* completion scores (see above) */
     uint64_t        rtt_mean_ns;   /* lag_scores: EWMA of all samples (0:
                                       none yet) */
+    uint8_t         trial_out;     /* lag_scores: a path not yet measured
+                                      has transmissions out (as of the
+                                      latest choice) */
 } uct_uccl_paths_t;
 
 
