@@ -751,6 +751,116 @@ static void test_burst_random(void)
            uneven);
 }
 
+/* RC completion scores (lag_scores) in a closed loop: LQ_PATHS paths over
+ * LQ_QUEUES FIFO queues (paths i and i + LQ_QUEUES share one, as QPs share
+ * a fabric's core path), each serving a chunk in LQ_FAST_NS, the slow one
+ * in LQ_SLOW_NS; LQ_WINDOW chunks out, each completion's time is the
+ * path's sample. Returns the slow queue's length with the deepest chunk
+ * chosen for it after the first LQ_WARMUP completions; *slow_done: the
+ * chunks it carried, *end: the time the last one completed. */
+#define LQ_PATHS   16
+#define LQ_QUEUES  8
+#define LQ_SLOW    3
+#define LQ_WINDOW  16
+#define LQ_CHUNKS  4000
+#define LQ_WARMUP  200
+#define LQ_FAST_NS 2000000ull
+#define LQ_SLOW_NS 20000000ull
+
+static unsigned lag_run(uint64_t seed, int lag_scores, unsigned *slow_done,
+                        uint64_t *end)
+{
+    uct_uccl_path_params_t p = params(seed);
+    uint64_t sent[LQ_QUEUES][LQ_WINDOW], next_done[LQ_QUEUES], now = 0;
+    unsigned path[LQ_QUEUES][LQ_WINDOW], head[LQ_QUEUES], len[LQ_QUEUES];
+    unsigned i, q, a, out = 0, done = 0, deepest = 0;
+    uct_uccl_paths_t ps;
+
+    p.num_paths     = LQ_PATHS;
+    p.init_rtt_ns   = 50000;
+    p.explore_shift = 4;
+    p.lag_scores    = lag_scores;
+    UT_EQ(uct_uccl_paths_init(&ps, &p), UCS_OK);
+    memset(len, 0, sizeof(len));
+    memset(head, 0, sizeof(head));
+    *slow_done = 0;
+    while (done < LQ_CHUNKS) {
+        while (out < LQ_WINDOW) {
+            a = uct_uccl_paths_select(&ps, 262144, now);
+            UT_TRUE(a < LQ_PATHS);
+            q = a % LQ_QUEUES;
+            uct_uccl_paths_sent(&ps, a, now);
+            i = (head[q] + len[q]) % LQ_WINDOW;
+            path[q][i] = a;
+            sent[q][i] = now;
+            if (len[q]++ == 0) {
+                next_done[q] = now + ((q == LQ_SLOW) ? LQ_SLOW_NS :
+                                                       LQ_FAST_NS);
+            }
+            if ((q == LQ_SLOW) && (done >= LQ_WARMUP)) {
+                deepest = ucs_max(deepest, len[q]);
+            }
+            ++out;
+        }
+        /* the queue whose head completes first */
+        for (q = 0, i = LQ_QUEUES; q < LQ_QUEUES; ++q) {
+            if ((len[q] > 0) &&
+                ((i == LQ_QUEUES) || (next_done[q] < next_done[i]))) {
+                i = q;
+            }
+        }
+        q   = i;
+        now = next_done[q];
+        a   = path[q][head[q]];
+        uct_uccl_paths_ack_time(&ps, now);
+        uct_uccl_paths_rtt(&ps, a, now - sent[q][head[q]]);
+        uct_uccl_paths_completed(&ps, a);
+        head[q] = (head[q] + 1) % LQ_WINDOW;
+        if (--len[q] > 0) {
+            next_done[q] = now + ((q == LQ_SLOW) ? LQ_SLOW_NS : LQ_FAST_NS);
+        }
+        *slow_done += (q == LQ_SLOW);
+        --out;
+        ++done;
+    }
+    *end = now;
+    uct_uccl_paths_cleanup(&ps);
+    return deepest;
+}
+
+static void test_lag_scores(void)
+{
+    /* what the other queues carry while every one holds a chunk or more */
+    const double fast = (double)(LQ_QUEUES - 1) / LQ_FAST_NS;
+    unsigned i, deep, deep_ewma, slow, slow_ewma, worst = 0, worst_ewma = 0;
+    uint64_t end, end_ewma;
+    double rate, min_rate = 1e9;
+
+    for (i = 0; i < 20; ++i) {
+        deep      = lag_run(ut_seed + i, 1, &slow, &end);
+        deep_ewma = lag_run(ut_seed + i, 0, &slow_ewma, &end_ewma);
+        rate      = (double)LQ_CHUNKS / end;
+        /* no chunk chosen after the warm-up (the first ones are chosen
+         * before any sample) joins the slow queue behind more than 2
+         * (3 of its service times: what a NIC's ACK timeout there would
+         * let through), where the plain EWMA piles most of the window
+         * onto it; the slow queue carries part of the load, and the
+         * others are kept busy */
+        if (deep > 3) {
+            UT_FAIL("seed %" PRIu64 ": slow queue %u chunks deep",
+                    ut_seed + i, deep);
+        }
+        UT_TRUE(slow > 0);
+        UT_TRUE(rate > 0.6 * fast);
+        worst      = ucs_max(worst, deep);
+        worst_ewma = ucs_max(worst_ewma, deep_ewma);
+        min_rate   = ucs_min(min_rate, rate);
+    }
+    printf("  lag scores: slow queue at most %u deep (plain EWMA: %u), "
+           "rate >= %.2f of the fast queues'\n", worst, worst_ewma,
+           min_rate / fast);
+}
+
 int main(int argc, char **argv)
 {
     ut_init(argc, argv, "test_path");
@@ -766,5 +876,6 @@ int main(int argc, char **argv)
     test_health_random();
     test_burst();
     test_burst_random();
+    test_lag_scores();
     return ut_done("test_path");
 }

@@ -269,6 +269,7 @@ static ucs_status_t uct_uccl_conn_paths_state_init(uct_uccl_conn_t *conn)
     pparams.probe_max_shift = UCT_UCCL_PATH_PROBE_MAX_SHIFT;
     pparams.rtt_min_win_ns  = UCT_UCCL_PATH_RTT_MIN_WIN_NS;
     pparams.queue_slack_ns  = UCT_UCCL_PATH_QUEUE_SLACK_NS;
+    pparams.lag_scores      = conn->rc; /* completions are its samples */
     status = uct_uccl_paths_init(&conn->sel, &pparams);
     if (status != UCS_OK) {
         return status;

@@ -230,7 +230,9 @@ ucs_config_field_t uct_uccl_iface_config_table[] = {
      "Consecutive chunks sent on a path before the next path choice: they\n"
      "go out as one chain (one doorbell), and a transmit round starts a new\n"
      "one. 16 chunks of 64k make a 1 MiB message one chain: a doorbell costs\n"
-     "as much as copying tens of kilobytes.",
+     "as much as copying tens of kilobytes. RC mode: 1 (every chunk chooses;\n"
+     "its chunks are 256k, and a burst behind one choice can queue past the\n"
+     "NIC's ACK timeout on a slow path).",
      ucs_offsetof(uct_uccl_iface_config_t, path_burst), UCS_CONFIG_TYPE_UINT},
 
     {"ACK_DELAY", "0",

@@ -117,7 +117,7 @@ uct_uccl_qp_t *uct_uccl_path_select(uct_uccl_conn_t *conn, size_t length,
     return NULL;
 
 found:
-    max_burst               = conn->iface->config.path_burst;
+    max_burst               = uct_uccl_conn_path_burst(conn);
     burst                   = uct_uccl_paths_burst(&conn->sel, max_burst);
     conn->burst_left        = burst - 1;
     conn->stats.bursts_cut += (burst < max_burst);

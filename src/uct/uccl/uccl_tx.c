@@ -102,13 +102,14 @@ ucs_status_t uct_uccl_tx_mark(uct_uccl_conn_t *conn, uct_uccl_qp_t *path,
     return UCS_OK;
 }
 
-/* A burst is one chain and starts here; a bulk burst joins the chain of
- * resends the ACKs just asked for: one doorbell, and where the NIC is the
- * CPU (softverbs) one copy */
+/* A burst is one chain and starts here; in UC a bulk burst joins the
+ * chain of resends the ACKs just asked for: one doorbell, and where the
+ * NIC is the CPU (softverbs) one copy (RC: uct_uccl_conn_path_burst) */
 static UCS_F_ALWAYS_INLINE void uct_uccl_tx_burst_start(uct_uccl_conn_t *conn)
 {
     conn->burst_left = 0;
-    if ((conn->chains != NULL) && !ucs_queue_is_empty(&conn->tx_queue) &&
+    if (!conn->rc && (conn->chains != NULL) &&
+        !ucs_queue_is_empty(&conn->tx_queue) &&
         uct_uccl_path_has_room(conn, conn->chains) &&
         !uct_uccl_paths_parked(&conn->sel, conn->chains->index) &&
         (ucs_queue_head_elem_non_empty(&conn->tx_queue, uct_uccl_chunk_t,
@@ -620,6 +621,10 @@ static void uct_uccl_tx_rc_done(uct_uccl_conn_t *conn, uct_uccl_chunk_t *chunk)
     lat = (now > chunk->sent_ns) ? now - chunk->sent_ns : 0;
     uct_uccl_tx_rc_dir_done(&conn->rc_dir[uct_uccl_chunk_rc_dir(chunk)],
                             chunk->sent_ns, lat);
+    if ((lat > 0) && (chunk->length > UCT_UCCL_BULK_MIN)) {
+        /* bulk chunks only: their times compare paths, not sizes */
+        uct_uccl_paths_rtt(&conn->sel, chunk->path, lat);
+    }
     uct_uccl_paths_ack_time(&conn->sel, now);
     uct_uccl_paths_completed(&conn->sel, chunk->path);
     conn->stats.cc_samples += (lat > 0);

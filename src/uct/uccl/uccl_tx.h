@@ -116,6 +116,16 @@ static inline int uct_uccl_path_has_room(uct_uccl_conn_t *conn,
     return path->outstanding < conn->iface->config.tx_queue_len;
 }
 
+/* Chunks a path choice takes at most (PATH_BURST). RC: one; its chunks are
+ * large (CHUNK_SIZE auto: 256k), so a doorbell per chunk costs little
+ * beside one, and a burst puts megabytes behind one choice: on a slow path
+ * they queue past the NIC's ACK timeout, which resends them there. */
+static UCS_F_ALWAYS_INLINE unsigned
+uct_uccl_conn_path_burst(const uct_uccl_conn_t *conn)
+{
+    return conn->rc ? 1 : conn->iface->config.path_burst;
+}
+
 /* A PUT chunk or GET reply goes as a WRITE (UC: with the immediate that
  * names it) to its target */
 static UCS_F_ALWAYS_INLINE int

@@ -14,6 +14,11 @@
 /* a loss burst parks a path whose penalty is above this many times the
  * mean of the other paths in use */
 #define UCT_UCCL_PATH_PARK_WORSE 2
+/* completion scores: the better of two scoring above this many times the
+ * conn's mean meets the better of two more. Both of a pair can be slow
+ * (QPs share a slow core path), and such pairs alone can send a slow path
+ * more than it carries: its queue would then grow without bound. */
+#define UCT_UCCL_PATH_LAG_REDRAW 2
 
 static void uct_uccl_paths_probe_next(uct_uccl_paths_t *ps);
 
@@ -67,6 +72,9 @@ ucs_status_t uct_uccl_paths_init(uct_uccl_paths_t *ps,
     ps->queue_slack_ns  = params->queue_slack_ns;
     ps->ooo_frac        = 0;
     ps->reordering      = 0;
+    ps->lag_scores      = !!params->lag_scores;
+    ps->rtt_mean_ns     = 0;
+    ps->trial_out       = 0;
     ps->last            = uct_uccl_paths_rand(ps) % ps->num;
     return UCS_OK;
 }
@@ -155,8 +163,76 @@ void uct_uccl_paths_restore(uct_uccl_paths_t *ps, unsigned p, uint64_t now)
     path->loss_run   = 0;
     path->unacked    = 0;
     path->penalty_ns = 0;
+    path->measured   = 0; /* a new route: its times are not known */
     path->wait_since = now;
     uct_uccl_paths_probe_next(ps);
+}
+
+/* EWMA gain 1/8, as the paths' own */
+static uint64_t uct_uccl_paths_ewma(uint64_t avg, uint64_t sample)
+{
+    return avg - avg / 8 + sample / 8;
+}
+
+void uct_uccl_paths_rtt_lag(uct_uccl_paths_t *ps, unsigned p, uint64_t rtt_ns)
+{
+    uct_uccl_path_t *path = &ps->path[p];
+
+    if (!path->measured || (rtt_ns > path->rtt_ns)) {
+        path->rtt_ns = rtt_ns; /* a queue that grew shows at once */
+    } else {
+        path->rtt_ns = uct_uccl_paths_ewma(path->rtt_ns, rtt_ns);
+    }
+    path->measured  = 1;
+    ps->rtt_mean_ns = (ps->rtt_mean_ns == 0) ? rtt_ns :
+                      uct_uccl_paths_ewma(ps->rtt_mean_ns, rtt_ns);
+}
+
+/* Completion score of p at `now` (uccl_path.h) */
+static uint64_t uct_uccl_path_score_lag(const uct_uccl_paths_t *ps,
+                                        const uct_uccl_path_t *p, uint64_t now)
+{
+    uint64_t base = p->rtt_ns;
+    uint64_t lag  = 0;
+
+    if (!p->measured && ps->trial_out) {
+        /* one trial at a time: taken only over a path scoring worse */
+        base = UCT_UCCL_PATH_LAG_REDRAW * ps->rtt_mean_ns + 1;
+    } else if (!p->measured && (ps->rtt_mean_ns != 0)) {
+        base = ps->rtt_mean_ns;
+    }
+    if ((p->unacked > 0) && (now > p->wait_since)) {
+        lag = now - p->wait_since;
+    }
+    return ucs_max(base, lag) + uct_uccl_path_penalty(ps, p, now);
+}
+
+static uint64_t uct_uccl_path_score_full(const uct_uccl_paths_t *ps,
+                                         unsigned p, uint64_t now)
+{
+    return ps->lag_scores ? uct_uccl_path_score_lag(ps, &ps->path[p], now) :
+                            uct_uccl_path_score(ps, &ps->path[p], now);
+}
+
+/* lag_scores: does a path not yet measured have transmissions out? */
+static int uct_uccl_paths_trial_out(const uct_uccl_paths_t *ps)
+{
+    unsigned p;
+
+    for (p = 0; p < ps->num; ++p) {
+        if (!ps->path[p].measured && (ps->path[p].unacked > 0)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* the lower scoring of a and b (a when equal) */
+static unsigned uct_uccl_paths_better(const uct_uccl_paths_t *ps, unsigned a,
+                                      unsigned b, uint64_t now)
+{
+    return (uct_uccl_path_score_full(ps, b, now) <
+            uct_uccl_path_score_full(ps, a, now)) ? b : a;
 }
 
 void uct_uccl_paths_loss(uct_uccl_paths_t *ps, unsigned p, uint64_t now)
@@ -290,8 +366,8 @@ int uct_uccl_paths_probe(uct_uccl_paths_t *ps, uint64_t now)
     return p;
 }
 
-unsigned uct_uccl_paths_select_parked(uct_uccl_paths_t *ps, uint64_t length,
-                                      uint64_t now)
+unsigned uct_uccl_paths_select_full(uct_uccl_paths_t *ps, uint64_t length,
+                                    uint64_t now)
 {
     unsigned a, b;
 
@@ -299,16 +375,34 @@ unsigned uct_uccl_paths_select_parked(uct_uccl_paths_t *ps, uint64_t length,
         (uct_uccl_path_penalty(ps, &ps->path[ps->last], now) == 0)) {
         goto out;
     }
+    if (ps->num == 1) {
+        ps->last = 0;
+        goto out;
+    }
 
+    if (ps->lag_scores) {
+        ps->trial_out = uct_uccl_paths_trial_out(ps);
+    }
     a = uct_uccl_paths_rand_usable(ps, ps->num);
     if (ps->explore_mask &&
-        !(uct_uccl_paths_rand(ps) & ps->explore_mask)) {
+        !(uct_uccl_paths_rand(ps) & ps->explore_mask) &&
+        (!ps->lag_scores ||
+         ((ps->path[a].unacked == 0) &&
+          (ps->path[a].measured || !ps->trial_out)))) {
         ps->last = a;
         goto out;
     }
     b        = uct_uccl_paths_rand_usable(ps, a);
-    ps->last = (uct_uccl_path_score(ps, &ps->path[b], now) <
-                uct_uccl_path_score(ps, &ps->path[a], now)) ? b : a;
+    ps->last = uct_uccl_paths_better(ps, a, b, now);
+    if (ps->lag_scores &&
+        (uct_uccl_path_score_lag(ps, &ps->path[ps->last], now) >
+         UCT_UCCL_PATH_LAG_REDRAW * ps->rtt_mean_ns)) {
+        a        = uct_uccl_paths_rand_usable(ps, ps->last);
+        b        = uct_uccl_paths_better(ps, a,
+                                         uct_uccl_paths_rand_usable(ps, a),
+                                         now);
+        ps->last = uct_uccl_paths_better(ps, ps->last, b, now);
+    }
 out:
     ++ps->path[ps->last].chosen;
     return ps->last;

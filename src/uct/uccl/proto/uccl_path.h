@@ -40,6 +40,28 @@
  * parked but is never probed nor brought back: the caller keeps at least
  * one path usable.
  *
+ * Completion scores (lag_scores; RC, where the NIC's ACKs are unseen and
+ * a WR's completion time is the only sample), to keep bulk work off a
+ * path whose queue grows before its completions tell, and its queue below
+ * the NIC's ACK timeout (which resends what merely waits there):
+ *  - a path's time rises at once to a sample above it and falls back by
+ *    the EWMA;
+ *  - while a path has transmissions outstanding it scores at least the
+ *    time since its last completion (or since it got its first one),
+ *    which grows while its queue holds them back;
+ *  - a path not yet measured (or given a new route) is tried one at a
+ *    time: it scores as the mean of the conn's samples while no other
+ *    such path has transmissions out, and while one has just above the
+ *    bound below (taken only over a path scoring worse). An initial time
+ *    below every measured one drew a chunk to each at once, however
+ *    slow: several QPs of a conn, and of several conns, share a slow
+ *    core path;
+ *  - exploration takes only an idle path (a busy one is measured by what
+ *    it carries), and not one on trial's terms while another is;
+ *  - the better of two scoring above twice the mean meets the better of
+ *    two more: pairs of QPs on one slow core path alone would send it
+ *    more than it carries.
+ *
  * Burst length: the caller sends up to a burst of chunks on one chosen
  * path (one chain, one doorbell). While the paths queue unevenly, every
  * chunk chooses its path: a burst on one path holds, behind that path's
@@ -83,6 +105,7 @@ typedef struct uct_uccl_path {
     uint8_t  parked;
     uint8_t  retired;       /* parked for good */
     uint8_t  probes;        /* probes since parked (their backoff) */
+    uint8_t  measured;      /* lag_scores: rtt_ns is a sample's */
 } uct_uccl_path_t;
 
 typedef struct uct_uccl_path_params {
@@ -102,6 +125,7 @@ typedef struct uct_uccl_path_params {
                                  never shortened */
     uint64_t queue_slack_ns;  /* RTT above twice the minimum by more than
                                  this: the fabric queues */
+    uint8_t  lag_scores;      /* completion scores (see above; RC) */
 } uct_uccl_path_params_t;
 
 /* Path health counters of a conn (statistics) */
@@ -145,6 +169,12 @@ typedef struct uct_uccl_paths {
                                       order (fixed point, 1 << 16) */
     uint8_t         reordering;    /* ooo_frac went above UNEVEN and not
                                       yet below EVEN since */
+    uint8_t         lag_scores;    /* completion scores (see above) */
+    uint64_t        rtt_mean_ns;   /* lag_scores: EWMA of all samples (0:
+                                      none yet) */
+    uint8_t         trial_out;     /* lag_scores: a path not yet measured
+                                      has transmissions out (as of the
+                                      latest choice) */
 } uct_uccl_paths_t;
 
 
@@ -185,9 +215,9 @@ uct_uccl_path_score(const uct_uccl_paths_t *ps, const uct_uccl_path_t *p,
     return p->rtt_ns + uct_uccl_path_penalty(ps, p, now);
 }
 
-/* the choice when some path is parked */
-unsigned uct_uccl_paths_select_parked(uct_uccl_paths_t *ps, uint64_t length,
-                                      uint64_t now);
+/* the choice when some path is parked or scores are completion scores */
+unsigned uct_uccl_paths_select_full(uct_uccl_paths_t *ps, uint64_t length,
+                                    uint64_t now);
 
 /* A parked path due for a probe (it is then counted as probed and its
  * next probe scheduled), or -1 */
@@ -201,8 +231,8 @@ uct_uccl_paths_select(uct_uccl_paths_t *ps, uint64_t length, uint64_t now)
     uint64_t r;
     unsigned a, b;
 
-    if (ucs_unlikely(ps->nparked > 0)) {
-        return uct_uccl_paths_select_parked(ps, length, now);
+    if (ucs_unlikely((ps->nparked > 0) || ps->lag_scores)) {
+        return uct_uccl_paths_select_full(ps, length, now);
     }
     if ((length <= ps->small_size) &&
         (uct_uccl_path_penalty(ps, &ps->path[ps->last], now) == 0)) {
@@ -228,12 +258,19 @@ out:
     return ps->last;
 }
 
+void uct_uccl_paths_rtt_lag(uct_uccl_paths_t *ps, unsigned p,
+                            uint64_t rtt_ns);
+
 /* RTT sample measured on path p */
 static inline void uct_uccl_paths_rtt(uct_uccl_paths_t *ps, unsigned p,
                                       uint64_t rtt_ns)
 {
     uct_uccl_path_t *path = &ps->path[p];
 
+    if (ucs_unlikely(ps->lag_scores)) {
+        uct_uccl_paths_rtt_lag(ps, p, rtt_ns);
+        return;
+    }
     path->rtt_ns = path->rtt_ns - path->rtt_ns / 8 + rtt_ns / 8;
 }
 
