@@ -105,7 +105,7 @@ static ucs_status_t uct_uccl_tracker_resend(uct_uccl_conn_t *conn,
     uct_uccl_chunk_t *chunk = e->desc;
     uct_uccl_qp_t *path;
     int obsolete, path_lost;
-    uint64_t now;
+    uint64_t now, lossy_end;
 
     if (uct_uccl_chunk_is_chained(conn, chunk)) {
         /* its resend waits for this pass's transmit step: its WR is linked
@@ -176,10 +176,11 @@ static ucs_status_t uct_uccl_tracker_resend(uct_uccl_conn_t *conn,
     uct_uccl_cc_on_resend(&conn->cc, chunk->length, now);
     e->gone          = 0;
     e->path          = path->index;
+    lossy_end        = now + UCT_UCCL_LOSSY_RTOS * conn->rto.rto_ns;
     if (evident) {
-        conn->lossy_until = now + UCT_UCCL_LOSSY_RTOS * conn->rto.rto_ns;
+        conn->lossy_until = lossy_end;
     }
-    uct_uccl_conn_chunk_shrink(conn);
+    uct_uccl_conn_chunk_shrink(conn, lossy_end);
     ++conn->stats.retx;
     conn->stats.retx_bytes += chunk->length;
     return UCS_OK;
