@@ -81,7 +81,8 @@
 /* Loss repair (uccl_repair.c) */
 #define UCT_UCCL_RTO_RESEND_MAX   4      /* chunks resent per timeout */
 #define UCT_UCCL_TAIL_PROBES_MAX  4      /* per stall; then only the RTO */
-#define UCT_UCCL_LOSSY_RTOS       16     /* after a resend, every chain is
+#define UCT_UCCL_LOSSY_RTOS       16     /* after a resend of a loss the
+                                            ACKs showed, every chain is
                                             tail-marked for as many RTOs */
 #define UCT_UCCL_FAST_RETX_MAX    64     /* holes resent per ACK */
 

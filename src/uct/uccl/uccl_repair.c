@@ -91,14 +91,21 @@ uct_uccl_tracker_acked_cb(void *arg, uint32_t csn,
     uct_uccl_chunk_done(run->conn, chunk, UCS_OK);
 }
 
-static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
-                                             uct_uccl_tx_entry_t *e)
+/* Resend the chunk of tracker entry e. `evident`: the ACKs showed its
+ * loss (a SACK hole that later arrivals passed); a loss its own path
+ * showed (a later chunk on it arrived) is evident too. Only an evident
+ * loss makes the conn lossy: a resend after the ACKs merely stalled (tail
+ * probe, RTO) is as often of a chunk that was only late, its peer
+ * descheduled, and marks on every chain for LOSSY_RTOS would then cost a
+ * WR, a CQE and an ACK per chain on a clean fabric. */
+static ucs_status_t uct_uccl_tracker_resend(uct_uccl_conn_t *conn,
+                                            uct_uccl_tx_entry_t *e,
+                                            int evident)
 {
-    uct_uccl_conn_t *conn   = arg;
     uct_uccl_chunk_t *chunk = e->desc;
     uct_uccl_qp_t *path;
-    int obsolete;
-    uint64_t now;
+    int obsolete, path_lost;
+    uint64_t now, lossy_end;
 
     if (uct_uccl_chunk_is_chained(conn, chunk)) {
         /* its resend waits for this pass's transmit step: its WR is linked
@@ -109,7 +116,9 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
         return UCS_ERR_NO_RESOURCE;
     }
     now = uct_uccl_now_ns();
-    if (!e->gone && uct_uccl_tracker_path_lost(&conn->tracker, e)) {
+    path_lost = uct_uccl_tracker_path_lost(&conn->tracker, e);
+    evident  |= path_lost;
+    if (!e->gone && path_lost) {
         /* told first: a receiver that counts it as on its way may hold
          * back the credit its resend waits for. Only a loss proven by its
          * path (a later chunk on it arrived): one merely late still lands,
@@ -162,11 +171,28 @@ static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
     uct_uccl_cc_on_resend(&conn->cc, chunk->length, now);
     e->gone          = 0;
     e->path          = path->index;
-    conn->lossy_until = now + UCT_UCCL_LOSSY_RTOS * conn->rto.rto_ns;
-    uct_uccl_conn_chunk_shrink(conn);
+    lossy_end        = now + UCT_UCCL_LOSSY_RTOS * conn->rto.rto_ns;
+    if (evident) {
+        conn->lossy_until = lossy_end;
+    }
+    uct_uccl_conn_chunk_shrink(conn, lossy_end);
     ++conn->stats.retx;
     conn->stats.retx_bytes += chunk->length;
     return UCS_OK;
+}
+
+/* A SACK hole judged lost (uct_uccl_tx_fast_retx) */
+static ucs_status_t uct_uccl_tracker_retx_cb(void *arg, uint32_t csn,
+                                             uct_uccl_tx_entry_t *e)
+{
+    return uct_uccl_tracker_resend(arg, e, 1);
+}
+
+/* An aged chunk while the ACKs stalled (tail probe, RTO) */
+static ucs_status_t uct_uccl_tracker_stall_cb(void *arg, uint32_t csn,
+                                              uct_uccl_tx_entry_t *e)
+{
+    return uct_uccl_tracker_resend(arg, e, 0);
 }
 
 /* Resend SACK holes judged lost. Sprayed chunks arrive out of order across
@@ -307,7 +333,7 @@ static ucs_status_t uct_uccl_tracker_probe_cb(void *arg, uint32_t csn,
     unsigned i;
 
     if (!probe->may_mark || !uct_uccl_chunk_is_bulk_write(chunk)) {
-        status         = uct_uccl_tracker_retx_cb(probe->conn, csn, e);
+        status         = uct_uccl_tracker_stall_cb(probe->conn, csn, e);
         probe->resent += (status == UCS_OK);
         return status;
     }
@@ -440,7 +466,7 @@ void uct_uccl_tx_timers(uct_uccl_conn_t *conn, uint64_t now)
      * should not cost a window of resends; SACK holes have fast_retx. */
     if (uct_uccl_tracker_expire(&conn->tracker, now, conn->rto.rto_ns,
                                 UCT_UCCL_RTO_RESEND_MAX,
-                                uct_uccl_tracker_retx_cb, conn) > 0) {
+                                uct_uccl_tracker_stall_cb, conn) > 0) {
         uct_uccl_conn_post_chains(conn);
     }
 }

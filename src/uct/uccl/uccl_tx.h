@@ -36,12 +36,13 @@ static UCS_F_ALWAYS_INLINE void uct_uccl_conn_chunk_grow(uct_uccl_conn_t *conn,
     ++conn->stats.chunk_grows;
 }
 
-/* UC: a resend, so the fabric loses: new chunks are CHUNK_SIZE again (a
- * loss costs a whole chunk, and a large one is more likely to be hit),
- * and may grow only once the lossy time is over */
-static inline void uct_uccl_conn_chunk_shrink(uct_uccl_conn_t *conn)
+/* UC: a resend, so the fabric may lose: new chunks are CHUNK_SIZE again
+ * (a loss costs a whole chunk, and a large one is more likely to be hit),
+ * and may grow only from `grow_at` on */
+static inline void uct_uccl_conn_chunk_shrink(uct_uccl_conn_t *conn,
+                                              uint64_t grow_at)
 {
-    conn->chunk_grow_at = conn->lossy_until;
+    conn->chunk_grow_at = grow_at;
     if (conn->chunk_cur > conn->iface->config.chunk_size) {
         conn->chunk_cur = conn->iface->config.chunk_size;
         ++conn->stats.chunk_shrinks;
