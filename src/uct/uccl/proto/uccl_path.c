@@ -168,12 +168,6 @@ void uct_uccl_paths_restore(uct_uccl_paths_t *ps, unsigned p, uint64_t now)
     uct_uccl_paths_probe_next(ps);
 }
 
-/* EWMA gain 1/8, as the paths' own */
-static uint64_t uct_uccl_paths_ewma(uint64_t avg, uint64_t sample)
-{
-    return avg - avg / 8 + sample / 8;
-}
-
 void uct_uccl_paths_rtt_lag(uct_uccl_paths_t *ps, unsigned p, uint64_t rtt_ns)
 {
     uct_uccl_path_t *path = &ps->path[p];

@@ -208,6 +208,13 @@ uct_uccl_path_penalty(const uct_uccl_paths_t *ps, const uct_uccl_path_t *p,
     return (halves >= 64) ? 0 : (p->penalty_ns >> halves);
 }
 
+/* The paths' RTT averages: EWMA with gain 1/8 */
+static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_paths_ewma(uint64_t avg,
+                                                        uint64_t sample)
+{
+    return avg - avg / 8 + sample / 8;
+}
+
 static UCS_F_ALWAYS_INLINE uint64_t
 uct_uccl_path_score(const uct_uccl_paths_t *ps, const uct_uccl_path_t *p,
                     uint64_t now)
@@ -271,7 +278,7 @@ static inline void uct_uccl_paths_rtt(uct_uccl_paths_t *ps, unsigned p,
         uct_uccl_paths_rtt_lag(ps, p, rtt_ns);
         return;
     }
-    path->rtt_ns = path->rtt_ns - path->rtt_ns / 8 + rtt_ns / 8;
+    path->rtt_ns = uct_uccl_paths_ewma(path->rtt_ns, rtt_ns);
 }
 
 static UCS_F_ALWAYS_INLINE int
@@ -388,7 +395,7 @@ static inline void uct_uccl_paths_fabric_rtt(uct_uccl_paths_t *ps,
         ps->fab_min_ns[0] = rtt_ns;
     }
     ps->fab_srtt_ns = (ps->fab_srtt_ns == 0) ? rtt_ns :
-                      ps->fab_srtt_ns - ps->fab_srtt_ns / 8 + rtt_ns / 8;
+                      uct_uccl_paths_ewma(ps->fab_srtt_ns, rtt_ns);
 }
 
 #define UCT_UCCL_PATHS_OOO_ONE    (1u << 16)
