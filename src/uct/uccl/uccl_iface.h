@@ -163,8 +163,8 @@ struct uct_uccl_iface {
         struct ibv_qp       *qp;         /* the one the address names */
         struct ibv_qp       *alt[UCT_UCCL_WIRE_CTL_ALT]; /* send only */
         unsigned            nalt;        /* of alt[], made */
-        unsigned            next;        /* of qp and alt[], the next to
-                                            carry a conn's records */
+        uint64_t            rng;         /* picks which of qp and alt[]
+                                            carries the next records */
         uint32_t            qpn;
         struct ibv_mr       *mr;
         char                *bufs;       /* RX_DEPTH rx + TX_DEPTH tx */
@@ -338,9 +338,10 @@ void uct_uccl_iface_ctl_post(uct_uccl_iface_t *iface, struct ibv_qp *qp,
                              unsigned count);
 
 /* The control QP to send from: the address's own, or, when every peer of
- * the packets knows the others (`spread`), each in turn, so that the
- * records of a conn take several core paths (a path is a hash of the two
- * QPNs, as on RoCE) */
+ * the packets knows the others (`spread`), one of them at random, so that
+ * the records of a conn take several core paths (a path is a hash of the
+ * two QPNs, as on RoCE). Not in turn: traffic that sends n packets a
+ * round would put a conn's records on one QP, and one path, every time. */
 static UCS_F_ALWAYS_INLINE struct ibv_qp *
 uct_uccl_iface_ctl_qp(uct_uccl_iface_t *iface, int spread)
 {
@@ -349,8 +350,7 @@ uct_uccl_iface_ctl_qp(uct_uccl_iface_t *iface, int spread)
     if (!spread) {
         return iface->ctl.qp;
     }
-    i               = iface->ctl.next;
-    iface->ctl.next = (i >= iface->ctl.nalt) ? 0 : i + 1;
+    i = uct_uccl_rand_next(&iface->ctl.rng) % (iface->ctl.nalt + 1);
     return (i == 0) ? iface->ctl.qp : iface->ctl.alt[i - 1];
 }
 

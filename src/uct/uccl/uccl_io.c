@@ -486,7 +486,7 @@ ucs_status_t uct_uccl_iface_ctl_init(uct_uccl_iface_t *iface)
         goto err_budget;
     }
     iface->ctl.qpn  = iface->ctl.qp->qp_num;
-    iface->ctl.next = 0;
+    iface->ctl.rng  = ucs_max(iface->ctl.qpn, 1); /* seeded, not 0 */
     uct_uccl_ctl_alt_create(iface);
 
     for (i = 0; i < UCT_UCCL_CTL_TX_DEPTH; ++i) {

@@ -182,15 +182,21 @@ ucs_status_t uct_uccl_paths_init(uct_uccl_paths_t *ps,
                                  const uct_uccl_path_params_t *params);
 void uct_uccl_paths_cleanup(uct_uccl_paths_t *ps);
 
-static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_paths_rand(uct_uccl_paths_t *ps)
+/* xorshift64*: the next number of the sequence in *state (never 0) */
+static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_rand_next(uint64_t *state)
 {
-    uint64_t x = ps->rng;
+    uint64_t x = *state;
 
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
-    ps->rng = x;
+    *state = x;
     return x * 0x2545f4914f6cdd1dull;
+}
+
+static UCS_F_ALWAYS_INLINE uint64_t uct_uccl_paths_rand(uct_uccl_paths_t *ps)
+{
+    return uct_uccl_rand_next(&ps->rng);
 }
 
 /* penalty of path p at time now, after decay */
